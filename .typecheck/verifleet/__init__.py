@@ -1,0 +1,1 @@
+../../verifleet/__init__.py

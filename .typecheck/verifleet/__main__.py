@@ -1,0 +1,1 @@
+../../verifleet/__main__.py

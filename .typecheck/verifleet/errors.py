@@ -1,0 +1,1 @@
+../../verifleet/errors.py

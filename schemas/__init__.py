@@ -1,0 +1,56 @@
+"""verifleet.schemas — the data model: benchmarks, templates, rubrics, configuration
+and results. Imports nothing else of verifleet.
+
+Each block below is owned by one module family; ``__all__`` is checked by a test.
+"""
+
+# --- errors -------------------------------------------------------------------
+from ._errors import (
+    BenchmarkLoadError,
+    ConfigError,
+    ExportError,
+    RubricError,
+    TemplateValidationError,
+    UntrustedCodeError,
+    VerifleetError,
+)
+
+# --- identity and keys ----------------------------------------------------------
+from ._identity import ModelIdentity, compute_unit_key, md5_hex
+
+# --- configuration --------------------------------------------------------------
+from ._config import (
+    DeepJudgmentTraitConfig,
+    EvaluationMode,
+    FewShotConfig,
+    ModelConfig,
+    PromptConfig,
+    QuestionFewShotConfig,
+    RetryPolicy,
+    VerificationConfig,
+)
+
+# --- templates (BaseAnswer, VerifiedField, validation) --------------------------
+# --- rubrics and benchmarks -----------------------------------------------------
+# --- results, result set, views, aggregators -------------------------------------
+
+__all__ = [
+    "BenchmarkLoadError",
+    "ConfigError",
+    "DeepJudgmentTraitConfig",
+    "EvaluationMode",
+    "ExportError",
+    "FewShotConfig",
+    "ModelConfig",
+    "ModelIdentity",
+    "PromptConfig",
+    "QuestionFewShotConfig",
+    "RetryPolicy",
+    "RubricError",
+    "TemplateValidationError",
+    "UntrustedCodeError",
+    "VerificationConfig",
+    "VerifleetError",
+    "compute_unit_key",
+    "md5_hex",
+]

@@ -1,0 +1,426 @@
+"""Verification and model configuration.
+
+Field names and defaults follow the specification (``shared/spec``); verifleet adds
+the knobs a distributed runner needs (retry policy, request timeout, per-unit
+deadline, concurrency, endpoint limits). Validation errors name the offending
+field, e.g. ``parsing_models[0].model_name: must not be empty``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ._errors import ConfigError
+from ._identity import ModelIdentity
+
+__all__ = [
+    "DEFAULT_ANSWERING_SYSTEM_PROMPT",
+    "DEFAULT_PARSING_SYSTEM_PROMPT",
+    "DeepJudgmentTraitConfig",
+    "EvaluationMode",
+    "FewShotConfig",
+    "ModelConfig",
+    "PromptConfig",
+    "QuestionFewShotConfig",
+    "RetryPolicy",
+    "VerificationConfig",
+    "config_error_from",
+]
+
+EvaluationMode = Literal["template_only", "template_and_rubric", "rubric_only"]
+Interface = Literal["langchain", "openai_endpoint", "openrouter", "manual"]
+
+DEFAULT_ANSWERING_SYSTEM_PROMPT = (
+    "You are an expert assistant. Answer the question accurately and concisely."
+)
+DEFAULT_PARSING_SYSTEM_PROMPT = (
+    "You are a validation assistant. Parse and validate responses against the given "
+    "Pydantic template."
+)
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING_THRESHOLD = 0.85
+
+
+class RetryPolicy(BaseModel):
+    """How transient model errors (429, 5xx, timeouts, resets) are retried.
+
+    The delay before attempt ``n`` (1-based, ``n >= 2``) is
+    ``min(max_delay, initial_delay * multiplier ** (n - 2))`` scaled by a random
+    factor in ``[1 - jitter, 1 + jitter]``; a ``Retry-After`` header, when the
+    endpoint sends one, is honoured instead when it is longer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    initial_delay: float = Field(default=1.0, ge=0.0)
+    multiplier: float = Field(default=2.0, ge=1.0)
+    max_delay: float = Field(default=30.0, ge=0.0)
+    jitter: float = Field(default=0.25, ge=0.0, le=1.0)
+
+    def delay_before(self, attempt: int, rand: float) -> float:
+        """Seconds to wait before ``attempt`` (2 = first retry); ``rand`` in [0, 1)."""
+        if attempt < 2:
+            return 0.0
+        base = min(self.max_delay, self.initial_delay * self.multiplier ** (attempt - 2))
+        return max(0.0, base * (1.0 - self.jitter + 2.0 * self.jitter * rand))
+
+
+class ModelConfig(BaseModel):
+    """One answering or parsing model.
+
+    API keys are never stored here: ``api_key_env`` names the environment variable
+    that holds the key (the provider's usual variable is used when it is ``None``).
+
+    Interfaces:
+        ``langchain``: any provider ``init_chat_model`` knows (``model_provider``).
+        ``openai_endpoint``: any OpenAI-compatible server at ``endpoint_base_url``.
+        ``openrouter``: OpenRouter's OpenAI-compatible API.
+        ``manual``: replays pre-recorded answers or traces from ``manual_traces_path``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None
+    model_name: str
+    model_provider: str | None = None
+    interface: Interface = "langchain"
+    endpoint_base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    system_prompt: str | None = None
+    mcp_urls_dict: dict[str, str] | None = None
+    mcp_tool_filter: list[str] | None = None
+    agent_recursion_limit: int = Field(default=25, ge=1)
+    manual_traces_path: str | None = None
+    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+    # Fleet-wide limits for this model's endpoint (None: unlimited).
+    max_concurrency: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+
+    @field_validator("model_name")
+    @classmethod
+    def _name_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _interface_requirements(self) -> ModelConfig:
+        if self.interface == "openai_endpoint" and not self.endpoint_base_url:
+            raise ValueError("interface 'openai_endpoint' needs endpoint_base_url")
+        if self.interface == "manual" and not self.manual_traces_path:
+            raise ValueError("interface 'manual' needs manual_traces_path")
+        if self.id is None:
+            self.id = self.model_name
+        return self
+
+    @classmethod
+    def parse(cls, spec: str, **overrides: Any) -> ModelConfig:
+        """Build a config from a command-line model spec.
+
+        Accepted forms: ``provider:model`` (langchain), ``http://host:port/v1#model``
+        (OpenAI-compatible endpoint) and ``manual:PATH`` (pre-recorded answers).
+
+        Raises:
+            ConfigError: the spec matches none of the forms.
+        """
+        text = spec.strip()
+        try:
+            if "#" in text and text.split("#", 1)[0].startswith(("http://", "https://")):
+                url, name = text.split("#", 1)
+                return cls(
+                    model_name=name,
+                    interface="openai_endpoint",
+                    endpoint_base_url=url,
+                    **overrides,
+                )
+            if text.startswith("manual:"):
+                path = text[len("manual:") :]
+                return cls(
+                    model_name=os.path.basename(path) or "manual",
+                    interface="manual",
+                    manual_traces_path=path,
+                    **overrides,
+                )
+            if ":" in text:
+                provider, name = text.split(":", 1)
+                if provider and name:
+                    return cls(
+                        model_name=name, model_provider=provider, interface="langchain", **overrides
+                    )
+        except ValidationError as exc:
+            raise config_error_from(exc, prefix=f"model '{spec}'") from None
+        raise ConfigError(
+            f"model '{spec}': expected 'provider:model', 'http(s)://url#model' or 'manual:PATH'"
+        )
+
+    def identity(self, *, role: Literal["answering", "parsing"] = "answering") -> ModelIdentity:
+        """The :class:`ModelIdentity` recorded in results (parsing models have no tools)."""
+        tools = sorted(self.mcp_urls_dict) if role == "answering" and self.mcp_urls_dict else []
+        return ModelIdentity(interface=self.interface, model_name=self.model_name, tools=tools)
+
+
+class QuestionFewShotConfig(BaseModel):
+    """Few-shot settings of one question; ``inherit`` takes the global ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["all", "k-shot", "custom", "none", "inherit"] = "inherit"
+    k: int | None = Field(default=None, ge=1)
+    selected_examples: list[str | int] | None = None
+    external_examples: list[dict[str, str]] | None = None
+    excluded_examples: list[str | int] | None = None
+
+
+class FewShotConfig(BaseModel):
+    """Few-shot prompting of the answering model from the questions' examples.
+
+    Examples are ``{"question": ..., "answer": ...}`` dicts. ``custom`` selects
+    examples by index or by MD5 of the example question.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    global_mode: Literal["all", "k-shot", "custom", "none"] = "all"
+    global_k: int = Field(default=3, ge=1)
+    question_configs: dict[str, QuestionFewShotConfig] = Field(default_factory=dict)
+    global_external_examples: list[dict[str, str]] = Field(default_factory=list)
+
+    def effective(self, question_id: str) -> QuestionFewShotConfig:
+        """The settings that apply to ``question_id`` with inheritance resolved."""
+        own = self.question_configs.get(question_id, QuestionFewShotConfig())
+        mode = self.global_mode if own.mode == "inherit" else own.mode
+        return own.model_copy(update={"mode": mode, "k": own.k or self.global_k})
+
+    def resolve(
+        self, question_id: str, examples: list[dict[str, str]] | None
+    ) -> list[dict[str, str]]:
+        """The examples to show for ``question_id`` (deterministic: no sampling)."""
+        if not self.enabled:
+            return []
+        cfg = self.effective(question_id)
+        pool = list(examples or [])
+        if cfg.excluded_examples:
+            pool = [
+                ex
+                for i, ex in enumerate(pool)
+                if not _example_selected(i, ex, cfg.excluded_examples)
+            ]
+        if cfg.mode == "none":
+            chosen: list[dict[str, str]] = []
+        elif cfg.mode == "all":
+            chosen = pool
+        elif cfg.mode == "k-shot":
+            chosen = pool[: cfg.k]
+        else:
+            wanted = cfg.selected_examples or []
+            chosen = [ex for i, ex in enumerate(pool) if _example_selected(i, ex, wanted)]
+        return chosen + list(cfg.external_examples or []) + list(self.global_external_examples)
+
+
+def _example_selected(index: int, example: dict[str, str], keys: list[str | int]) -> bool:
+    from ._identity import md5_hex
+
+    digest = md5_hex(example.get("question", ""))
+    return index in keys or digest in keys
+
+
+class PromptConfig(BaseModel):
+    """Extra instructions a user injects into the prompts of each pipeline task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generation: str | None = None
+    parsing: str | None = None
+    abstention_detection: str | None = None
+    sufficiency_detection: str | None = None
+    embedding_equivalence: str | None = None
+    rubric_evaluation: str | None = None
+    deep_judgment: str | None = None
+    dynamic_rubric_presence: str | None = None
+
+
+class DeepJudgmentTraitConfig(BaseModel):
+    """Deep-judgment settings of one rubric trait (``custom`` rubric mode)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    excerpt_enabled: bool = True
+    max_excerpts: int | None = Field(default=None, ge=1)
+    fuzzy_match_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    excerpt_retry_attempts: int | None = Field(default=None, ge=0)
+    search_enabled: bool = False
+
+
+_ENV_BOOL = {"1", "true", "yes", "on"}
+
+
+class VerificationConfig(BaseModel):
+    """Everything that controls a verification run.
+
+    ``EMBEDDING_CHECK``, ``EMBEDDING_CHECK_MODEL`` and ``EMBEDDING_CHECK_THRESHOLD``
+    set the embedding check when the corresponding field is not given explicitly.
+    Invalid values raise :class:`ConfigError` naming the field (use
+    :meth:`VerificationConfig.build` for that; the plain constructor raises
+    pydantic's ``ValidationError``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    answering_models: list[ModelConfig] = Field(default_factory=list)
+    parsing_models: list[ModelConfig]
+    replicate_count: int = Field(default=1, ge=1)
+    parsing_only: bool = False
+    run_name: str | None = None
+
+    evaluation_mode: EvaluationMode = "template_only"
+    rubric_enabled: bool = False
+    rubric_trait_names: list[str] | None = None
+    rubric_evaluation_strategy: Literal["batch", "sequential"] = "batch"
+
+    use_full_trace_for_template: bool = False
+    use_full_trace_for_rubric: bool = True
+
+    abstention_enabled: bool = False
+    sufficiency_enabled: bool = False
+
+    embedding_check_enabled: bool = False
+    embedding_check_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_check_threshold: float = Field(default=DEFAULT_EMBEDDING_THRESHOLD, ge=0.0, le=1.0)
+
+    deep_judgment_enabled: bool = False
+    deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1)
+    deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
+    deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
+    deep_judgment_search_enabled: bool = False
+    deep_judgment_search_tool: str = "tavily"
+
+    deep_judgment_rubric_mode: Literal["disabled", "enable_all", "use_checkpoint", "custom"] = (
+        "disabled"
+    )
+    deep_judgment_rubric_global_excerpts: bool = True
+    deep_judgment_rubric_config: dict[str, Any] | None = None
+    deep_judgment_rubric_max_excerpts_default: int = Field(default=7, ge=1)
+    deep_judgment_rubric_fuzzy_match_threshold_default: float = Field(default=0.80, ge=0.0, le=1.0)
+    deep_judgment_rubric_excerpt_retry_attempts_default: int = Field(default=2, ge=0)
+    deep_judgment_rubric_search_tool: str = "tavily"
+
+    few_shot_config: FewShotConfig | None = None
+    prompt_config: PromptConfig | None = None
+
+    # verifleet: execution
+    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
+    request_timeout: float = Field(default=120.0, gt=0.0)
+    unit_deadline: float = Field(default=900.0, gt=0.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment_and_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        env = os.environ
+        if "embedding_check_enabled" not in data and "EMBEDDING_CHECK" in env:
+            data["embedding_check_enabled"] = env["EMBEDDING_CHECK"].strip().lower() in _ENV_BOOL
+        if "embedding_check_model" not in data and env.get("EMBEDDING_CHECK_MODEL"):
+            data["embedding_check_model"] = env["EMBEDDING_CHECK_MODEL"]
+        if "embedding_check_threshold" not in data and "EMBEDDING_CHECK_THRESHOLD" in env:
+            data["embedding_check_threshold"] = env["EMBEDDING_CHECK_THRESHOLD"]
+        # A rubric mode implies rubric evaluation; keep the original's flag consistent.
+        if data.get("evaluation_mode") in ("template_and_rubric", "rubric_only"):
+            data.setdefault("rubric_enabled", True)
+        for key, prompt in (
+            ("answering_models", DEFAULT_ANSWERING_SYSTEM_PROMPT),
+            ("parsing_models", DEFAULT_PARSING_SYSTEM_PROMPT),
+        ):
+            models = data.get(key)
+            if isinstance(models, list):
+                data[key] = [_with_system_prompt(m, prompt) for m in models]
+        return data
+
+    @model_validator(mode="after")
+    def _consistency(self) -> VerificationConfig:
+        if not self.parsing_models:
+            raise ValueError("parsing_models: at least one parsing model is required")
+        if not self.parsing_only and not self.answering_models:
+            raise ValueError(
+                "answering_models: at least one answering model is required "
+                "(unless parsing_only=True)"
+            )
+        if self.evaluation_mode == "template_only" and self.rubric_enabled:
+            raise ValueError(
+                "rubric_enabled: evaluation_mode='template_only' does not evaluate rubrics; "
+                "use evaluation_mode='template_and_rubric'"
+            )
+        if self.evaluation_mode != "template_only" and not self.rubric_enabled:
+            raise ValueError(
+                f"rubric_enabled: evaluation_mode='{self.evaluation_mode}' needs rubric_enabled=True"
+            )
+        if self.deep_judgment_rubric_mode == "custom" and not self.deep_judgment_rubric_config:
+            raise ValueError(
+                "deep_judgment_rubric_config: required when deep_judgment_rubric_mode='custom'"
+            )
+        if self.deep_judgment_search_enabled and self.deep_judgment_search_tool.lower() != "tavily":
+            raise ValueError(
+                f"deep_judgment_search_tool: unknown search tool '{self.deep_judgment_search_tool}'"
+            )
+        return self
+
+    @classmethod
+    def build(cls, **data: Any) -> VerificationConfig:
+        """Validate ``data`` into a config.
+
+        Raises:
+            ConfigError: listing every invalid field by its dotted path.
+        """
+        try:
+            return cls(**data)
+        except ValidationError as exc:
+            raise config_error_from(exc, prefix="verification config") from None
+
+    @property
+    def template_stages_enabled(self) -> bool:
+        """True in ``template_only`` and ``template_and_rubric``."""
+        return self.evaluation_mode != "rubric_only"
+
+    @property
+    def rubric_stages_enabled(self) -> bool:
+        """True in ``template_and_rubric`` and ``rubric_only``."""
+        return self.evaluation_mode != "template_only"
+
+
+def _with_system_prompt(model: Any, prompt: str) -> Any:
+    if isinstance(model, ModelConfig):
+        return model if model.system_prompt else model.model_copy(update={"system_prompt": prompt})
+    if isinstance(model, dict) and not model.get("system_prompt"):
+        return {**model, "system_prompt": prompt}
+    return model
+
+
+def config_error_from(exc: ValidationError, *, prefix: str) -> ConfigError:
+    """Turn a pydantic ``ValidationError`` into a :class:`ConfigError` whose message
+    lists each problem as ``dotted.field.path: message``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(
+            f"[{part}]" if isinstance(part, int) else str(part) for part in err["loc"]
+        ).replace(".[", "[")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return ConfigError(f"{prefix}: " + "; ".join(lines))

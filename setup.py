@@ -1,0 +1,30 @@
+"""Package list for the folder-per-subpackage layout.
+
+pyproject.toml maps each top-level folder into the ``verifleet`` namespace with
+``package-dir``; setuptools cannot discover nested packages under such a mapping,
+so they are listed here from the ``__init__.py`` files on disk.
+"""
+
+from pathlib import Path
+
+from setuptools import setup
+
+ROOTS = {
+    "verifleet": "verifleet",
+    "verifleet.schemas": "schemas",
+    "verifleet.pipeline": "pipeline",
+    "verifleet.workers": "workers",
+    "verifleet.orchestrator": "orchestrator",
+}
+
+
+def _packages() -> list[str]:
+    found = []
+    for name, folder in ROOTS.items():
+        for init in sorted(Path(folder).rglob("__init__.py")):
+            rel = init.parent.relative_to(folder).parts
+            found.append(".".join((name, *rel)))
+    return found
+
+
+setup(packages=_packages())
