@@ -33,6 +33,15 @@ from ._config import (
 # --- templates (BaseAnswer, VerifiedField, validation) --------------------------
 # --- rubrics and benchmarks -----------------------------------------------------
 # --- results, result set, views, aggregators -------------------------------------
+from ._results import (
+    TraitType,
+    VerificationResult,
+    VerificationResultDeepJudgment,
+    VerificationResultDeepJudgmentRubric,
+    VerificationResultMetadata,
+    VerificationResultRubric,
+    VerificationResultTemplate,
+)
 
 __all__ = [
     "BenchmarkLoadError",
@@ -48,8 +57,15 @@ __all__ = [
     "RetryPolicy",
     "RubricError",
     "TemplateValidationError",
+    "TraitType",
     "UntrustedCodeError",
     "VerificationConfig",
+    "VerificationResult",
+    "VerificationResultDeepJudgment",
+    "VerificationResultDeepJudgmentRubric",
+    "VerificationResultMetadata",
+    "VerificationResultRubric",
+    "VerificationResultTemplate",
     "VerifleetError",
     "compute_unit_key",
     "md5_hex",

@@ -1,0 +1,83 @@
+"""Rubric section of a verification result: trait scores split by trait type."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["TraitType", "VerificationResultRubric"]
+
+TraitType = Literal["llm", "regex", "callable", "metric", "agentic"]
+
+
+class VerificationResultRubric(BaseModel):
+    """Rubric evaluation outcome; present when rubric evaluation ran.
+
+    Scores are keyed by trait name. LLM and agentic traits hold a bool (binary kind),
+    an int (score kind) or a class index (literal kind; ``-1`` marks an invalid
+    class, whose raw value is then kept in ``llm_trait_labels``).
+
+    Raises:
+        pydantic.ValidationError: on an unknown field name or a wrongly typed value.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric_evaluation_performed: bool = False
+    rubric_evaluation_strategy: str | None = None
+
+    llm_trait_scores: dict[str, bool | int] | None = None
+    llm_trait_labels: dict[str, str] | None = None
+    regex_trait_scores: dict[str, bool] | None = None
+    callable_trait_scores: dict[str, bool | int | float] | None = None
+    metric_trait_scores: dict[str, dict[str, float]] | None = None
+    metric_trait_confusion_lists: dict[str, dict[str, list[str]]] | None = None
+
+    agentic_trait_scores: dict[str, bool | int] | None = None
+    agentic_trait_investigation_traces: dict[str, str] | None = None
+
+    # Dynamic rubrics: traits skipped (with the reason) or promoted by the presence check
+    dynamic_rubric_skipped_traits: dict[str, str] | None = None
+    dynamic_rubric_promoted_traits: list[str] | None = None
+
+    def _typed_scores(self) -> list[tuple[TraitType, dict[str, Any] | None]]:
+        # Lookup order; later types win in get_all_trait_scores on a name clash.
+        return [
+            ("llm", self.llm_trait_scores),
+            ("regex", self.regex_trait_scores),
+            ("callable", self.callable_trait_scores),
+            ("metric", self.metric_trait_scores),
+            ("agentic", self.agentic_trait_scores),
+        ]
+
+    def get_all_trait_scores(self) -> dict[str, Any]:
+        """All trait scores of every type in one flat dict.
+
+        If two types share a trait name, the later type (llm < regex < callable <
+        metric < agentic) wins; use the typed dicts to see both.
+
+        Returns:
+            ``{trait_name: value}``; metric traits map to their metrics dict. Empty
+            when no trait was scored.
+        """
+        merged: dict[str, Any] = {}
+        for _, scores in self._typed_scores():
+            if scores:
+                merged.update(scores)
+        return merged
+
+    def get_trait_by_name(self, name: str) -> tuple[Any, TraitType] | None:
+        """Find a trait by name in llm, regex, callable, metric, agentic order.
+
+        Returns:
+            ``(value, trait_type)``, e.g. ``(4, "llm")``; None if no type has it.
+        """
+        for trait_type, scores in self._typed_scores():
+            if scores and name in scores:
+                return scores[name], trait_type
+        return None
+
+    def get_llm_trait_labels(self) -> dict[str, str]:
+        """Class names of literal-kind LLM traits (an empty dict when none)."""
+        return dict(self.llm_trait_labels or {})
