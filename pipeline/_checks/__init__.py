@@ -1,0 +1,25 @@
+"""Pre-parse and enhancement checks: abstention, sufficiency, embedding similarity
+and deep-judgment parsing.
+
+Private to :mod:`verifleet.pipeline`: the stages call these functions, and the
+pipeline package re-exports what users should see. Every judge call goes through
+the :class:`~verifleet.pipeline._llm_protocol.ChatCaller` protocol.
+"""
+
+from .errors import CheckError, CheckReplyError, DeepJudgmentError, EmbeddingModelError
+from .outcomes import CheckOutcome, EmbeddingOutcome
+from .abstention import ABSTENTION_STAGE, detect_abstention
+from .sufficiency import SUFFICIENCY_STAGE, detect_sufficiency
+
+__all__ = [
+    "ABSTENTION_STAGE",
+    "SUFFICIENCY_STAGE",
+    "CheckError",
+    "CheckOutcome",
+    "CheckReplyError",
+    "DeepJudgmentError",
+    "EmbeddingModelError",
+    "EmbeddingOutcome",
+    "detect_abstention",
+    "detect_sufficiency",
+]
