@@ -1,0 +1,62 @@
+"""Regex and callable traits: evaluated locally by the traits' own ``evaluate(text)``,
+with no judge call.
+
+Failure behaviour: a trait whose ``evaluate`` raises (a callable that crashes or
+returns the wrong type, a refused untrusted callable) is left unscored and its
+reason recorded; the other traits are unaffected. Nothing propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocols import CallableTraitLike, RegexTraitLike
+
+__all__ = ["LocalScores", "evaluate_callable_traits", "evaluate_regex_traits"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LocalScores:
+    """Scores of locally evaluated traits plus ``{name: reason}`` for failures."""
+
+    scores: dict[str, Any] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def evaluate_regex_traits(text: str, traits: Sequence[RegexTraitLike]) -> LocalScores:
+    """Match each regex trait against ``text``; scores are booleans."""
+    result = LocalScores()
+    for trait in traits:
+        try:
+            result.scores[trait.name] = bool(trait.evaluate(text))
+        except Exception as exc:  # a trait's own code; contain any failure to that trait
+            _record_failure(result, "regex", trait.name, exc)
+    return result
+
+
+def evaluate_callable_traits(text: str, traits: Sequence[CallableTraitLike]) -> LocalScores:
+    """Run each callable trait on ``text``; scores are bool, int or float."""
+    result = LocalScores()
+    for trait in traits:
+        try:
+            value = trait.evaluate(text)
+        except Exception as exc:  # user-supplied code may raise anything
+            _record_failure(result, "callable", trait.name, exc)
+            continue
+        if not isinstance(value, bool | int | float):
+            _record_failure(
+                result, "callable", trait.name, TypeError(f"returned {type(value).__name__}")
+            )
+            continue
+        result.scores[trait.name] = value
+    return result
+
+
+def _record_failure(result: LocalScores, kind: str, name: str, exc: BaseException) -> None:
+    logger.warning("%s trait '%s' failed: %s", kind, name, exc)
+    result.failures[name] = f"{kind} trait failed: {exc}"
