@@ -1,0 +1,19 @@
+"""Result export and import: Parquet (primary), JSON, JSON Lines and CSV.
+
+Private package; the public names are re-exported by :mod:`verifleet.orchestrator`.
+"""
+
+from .api import RESULT_FORMATS, ResultFormat, iter_results, resolve_format, write_results
+from .layout import RESULT_ARROW_SCHEMA
+from .parquet import ParquetResultWriter, iter_parquet
+
+__all__ = [
+    "RESULT_ARROW_SCHEMA",
+    "RESULT_FORMATS",
+    "ParquetResultWriter",
+    "ResultFormat",
+    "iter_parquet",
+    "iter_results",
+    "resolve_format",
+    "write_results",
+]

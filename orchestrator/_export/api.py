@@ -1,0 +1,112 @@
+"""One entry point for every result format, chosen from the file extension."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal, cast, get_args
+
+from verifleet.schemas import VerificationResult
+
+from .csvio import iter_csv, write_csv
+from .files import PathLike, export_error
+from .jsonio import iter_json, iter_jsonl, write_json, write_jsonl
+from .parquet import DEFAULT_BATCH_SIZE, ParquetResultWriter, iter_parquet
+
+__all__ = ["RESULT_FORMATS", "ResultFormat", "iter_results", "resolve_format", "write_results"]
+
+ResultFormat = Literal["parquet", "json", "jsonl", "csv"]
+RESULT_FORMATS: tuple[str, ...] = get_args(ResultFormat)
+"""The format names :func:`write_results` and :func:`iter_results` accept."""
+
+_BY_EXTENSION: dict[str, ResultFormat] = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+}
+
+
+def resolve_format(path: PathLike, format: str | None = None) -> ResultFormat:
+    """The format to use for ``path``: ``format`` if given, else from the extension.
+
+    Extensions: ``.parquet``/``.pq``, ``.json``, ``.jsonl``/``.ndjson``, ``.csv``
+    (case-insensitive).
+
+    Raises:
+        ExportError: ``format`` is not one of :data:`RESULT_FORMATS`, or it is None
+            and the extension is unknown (the message names the extension).
+    """
+    if format is not None:
+        if format not in RESULT_FORMATS:
+            raise export_error(
+                path, f"unknown result format {format!r}; use one of {', '.join(RESULT_FORMATS)}"
+            )
+        return cast(ResultFormat, format)
+    suffix = Path(path).suffix.lower()
+    if suffix not in _BY_EXTENSION:
+        known = ", ".join(_BY_EXTENSION)
+        shown = repr(suffix) if suffix else "no extension"
+        raise export_error(path, f"cannot tell the result format from {shown}; use one of {known}")
+    return _BY_EXTENSION[suffix]
+
+
+def write_results(
+    results: Iterable[VerificationResult],
+    path: PathLike,
+    *,
+    format: str | None = None,
+    job_id: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> int:
+    """Write results to ``path``, streaming; the file appears only when complete.
+
+    Args:
+        results: Any iterable of results (consumed once, lazily), or a result set.
+        path: Destination; an existing file is replaced on success only.
+        format: ``parquet``, ``json``, ``jsonl`` or ``csv``; from the extension if None.
+        job_id: Fills the ``result_key`` column (Parquet and CSV) with each result's
+            deterministic unit key in that job; JSON formats have no such column.
+        batch_size: Parquet rows per batch and row group.
+
+    Returns:
+        The number of results written.
+
+    Raises:
+        ExportError: unknown format or extension, or the file cannot be written.
+    """
+    chosen = resolve_format(path, format)
+    if chosen == "parquet":
+        with ParquetResultWriter(path, batch_size=batch_size, job_id=job_id) as writer:
+            return writer.write_many(results)
+    if chosen == "csv":
+        return write_csv(results, path, job_id=job_id)
+    if chosen == "json":
+        return write_json(results, path)
+    return write_jsonl(results, path)
+
+
+def iter_results(
+    path: PathLike, *, format: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+) -> Iterator[VerificationResult]:
+    """Stream the results stored in ``path`` without loading the whole file.
+
+    Args:
+        path: A file written by :func:`write_results` (or an equivalent one).
+        format: As for :func:`write_results`.
+        batch_size: Parquet rows decoded at a time.
+
+    Raises:
+        ExportError: unknown format or extension (raised at once), or the file is
+            missing, unreadable or incompatible (raised when iteration reaches it).
+    """
+    chosen = resolve_format(path, format)
+    if chosen == "parquet":
+        return iter_parquet(path, batch_size=batch_size)
+    if chosen == "csv":
+        return iter_csv(path)
+    if chosen == "json":
+        return iter_json(path)
+    return iter_jsonl(path)

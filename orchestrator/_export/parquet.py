@@ -1,0 +1,243 @@
+"""Parquet export and import: zstd, the explicit result schema, bounded batches."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from verifleet.schemas import VerificationResult
+
+from .files import PathLike, export_error, publish, remove_quietly, temp_sibling
+from .layout import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    RESULT_ARROW_SCHEMA,
+    SOURCE_COLUMNS,
+    result_to_row,
+    row_to_result,
+)
+
+__all__ = ["DEFAULT_BATCH_SIZE", "ParquetResultWriter", "iter_parquet"]
+
+DEFAULT_BATCH_SIZE = 1000
+"""Rows per record batch (and Parquet row group). At a few KB per result this keeps a
+writer or reader at a few MB of buffered rows, whatever the result count."""
+
+
+class ParquetResultWriter:
+    """Streams results into a Parquet file, one bounded batch at a time.
+
+    Rows are buffered until ``batch_size`` are pending, then converted with the
+    explicit :data:`RESULT_ARROW_SCHEMA` and written as one row group, so memory does
+    not grow with the number of results and a column that is null in the first batch
+    keeps its declared type. The file is written under a temporary name next to
+    ``path`` and moved into place by :meth:`close`; until then (or after an error)
+    ``path`` is untouched.
+
+    Example:
+        >>> with ParquetResultWriter("run.parquet") as writer:
+        ...     writer.write_many(results)
+
+    Args:
+        path: Destination file.
+        batch_size: Rows per batch and row group (at least 1).
+        job_id: When given, each row's ``result_key`` column holds the deterministic
+            unit key of the result within that job.
+        compression_level: zstd level; pyarrow's default when None.
+
+    Raises:
+        ExportError: the file cannot be created, a result cannot be converted (e.g. an
+            int beyond 64 bits, a value JSON cannot hold), or the writer is closed.
+        ValueError: ``batch_size`` is below 1.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        job_id: str | None = None,
+        compression_level: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self._path = Path(path)
+        self._batch_size = batch_size
+        self._job_id = job_id
+        self._pending: list[dict[str, Any]] = []
+        self._count = 0
+        self._closed = False
+        self._temp = temp_sibling(path)
+        try:
+            self._writer = pq.ParquetWriter(
+                self._temp,
+                RESULT_ARROW_SCHEMA,
+                compression="zstd",
+                compression_level=compression_level,
+            )
+        except (OSError, pa.ArrowException) as exc:
+            remove_quietly(self._temp)
+            raise export_error(path, f"cannot open a Parquet writer: {exc}") from exc
+
+    @property
+    def count(self) -> int:
+        """Results accepted so far (written or pending)."""
+        return self._count
+
+    def write(self, result: VerificationResult) -> None:
+        """Add one result; flushes a batch when ``batch_size`` rows are pending.
+
+        Raises:
+            ExportError: the writer is closed, or the result cannot be converted.
+        """
+        if self._closed:
+            raise export_error(self._path, "writer is already closed")
+        try:
+            self._pending.append(result_to_row(result, self._job_id))
+        except (TypeError, ValueError) as exc:
+            raise export_error(
+                self._path, f"result {result.metadata.result_id} cannot be stored: {exc}"
+            ) from exc
+        self._count += 1
+        if len(self._pending) >= self._batch_size:
+            self._flush()
+
+    def write_many(self, results: Iterable[VerificationResult]) -> int:
+        """Add every result of an iterable (consumed lazily).
+
+        Returns:
+            How many results this call added.
+
+        Raises:
+            ExportError: as for :meth:`write`.
+        """
+        before = self._count
+        for result in results:
+            self.write(result)
+        return self._count - before
+
+    def close(self) -> None:
+        """Flush pending rows, finish the file and move it onto ``path``.
+
+        Closing twice is a no-op.
+
+        Raises:
+            ExportError: the last batch or the footer cannot be written.
+        """
+        if self._closed:
+            return
+        try:
+            self._flush()
+            self._writer.close()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        publish(self._temp, self._path)
+
+    def abort(self) -> None:
+        """Drop everything written so far; ``path`` is left as it was. Never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pending.clear()
+        # The file is being thrown away: a failure to write its footer does not matter.
+        with contextlib.suppress(OSError, pa.ArrowException):
+            self._writer.close()
+        remove_quietly(self._temp)
+
+    def __enter__(self) -> ParquetResultWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        try:
+            batch = pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
+            self._writer.write_batch(batch)
+        except (OSError, pa.ArrowException) as exc:
+            raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc
+
+
+def _open(path: PathLike) -> pq.ParquetFile:
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError as exc:
+        raise export_error(path, "no such file") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise export_error(path, f"not a readable Parquet file: {exc}") from exc
+    problem = _incompatibility(parquet.schema_arrow)
+    if problem is not None:
+        parquet.close()
+        raise export_error(path, problem)
+    return parquet
+
+
+def _incompatibility(schema: pa.Schema) -> str | None:
+    """Why a file with this schema cannot be read as results, or None if it can."""
+    meta = schema.metadata or {}
+    fmt = meta.get(b"verifleet.format", FORMAT_NAME.encode()).decode()
+    if fmt != FORMAT_NAME:
+        return f"format is {fmt!r}, expected {FORMAT_NAME!r}"
+    version = meta.get(b"verifleet.version", b"1").decode()
+    if not version.isdigit() or int(version) > FORMAT_VERSION:
+        return f"format version {version} is newer than this reader ({FORMAT_VERSION})"
+    if "question_id" not in schema.names:
+        return "no question_id column: not a verifleet results file"
+    return None
+
+
+def iter_parquet(
+    path: PathLike, *, batch_size: int = DEFAULT_BATCH_SIZE
+) -> Iterator[VerificationResult]:
+    """Stream the results of a Parquet file, ``batch_size`` rows in memory at a time.
+
+    Only the source columns are read; derived summary columns are skipped. Columns
+    missing from the file (written before a field existed) take the model default.
+
+    Raises:
+        ExportError: at once if the file is missing, not Parquet, not a results file
+            or of a newer format version; during iteration if a row does not form a
+            valid result (the message gives the row number) or cannot be read.
+    """
+    return _rows(path, _open(path), batch_size)
+
+
+def _rows(path: PathLike, parquet: pq.ParquetFile, batch_size: int) -> Iterator[VerificationResult]:
+    present = set(parquet.schema_arrow.names)
+    columns = [column.name for column in SOURCE_COLUMNS if column.name in present]
+    row_number = 0
+    with parquet:
+        try:
+            for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+                for row in batch.to_pylist():
+                    try:
+                        result = row_to_result(row)
+                    except (ValidationError, json.JSONDecodeError) as exc:
+                        problem = f"row {row_number} is not a valid result: {exc}"
+                        raise export_error(path, problem) from exc
+                    yield result
+                    row_number += 1
+        except (OSError, pa.ArrowException) as exc:
+            problem = f"cannot read row {row_number} onwards: {exc}"
+            raise export_error(path, problem) from exc
