@@ -1,17 +1,61 @@
 """Result data model, result set, views, DataFrame builders and aggregators."""
 
+from .aggregators import (
+    AggregatorRegistry,
+    CountAggregator,
+    FirstAggregator,
+    MajorityVoteAggregator,
+    MeanAggregator,
+    MedianAggregator,
+    ModeAggregator,
+    ResultAggregator,
+    list_aggregators,
+    register_aggregator,
+)
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
+from .frames_judgment import JUDGMENT_COLUMNS, RUBRIC_JUDGMENT_COLUMNS
+from .frames_rubric import RUBRIC_COLUMNS, RUBRIC_DEEP_JUDGMENT_COLUMNS, RubricFrameType
+from .frames_template import TEMPLATE_FIELD_COLUMNS, TEMPLATE_REGEX_COLUMNS, TEMPLATE_USAGE_COLUMNS
+from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .metadata import VerificationResultMetadata
 from .result import VerificationResult
+from .result_set import VerificationResultSet
 from .rubric import TraitType, VerificationResultRubric
+from .rubric_view import RubricResults
 from .template import VerificationResultTemplate
+from .template_view import TemplateResults
+from .view_base import ResultView
 
 __all__ = [
+    "JUDGMENT_COLUMNS",
+    "RUBRIC_COLUMNS",
+    "RUBRIC_DEEP_JUDGMENT_COLUMNS",
+    "RUBRIC_JUDGMENT_COLUMNS",
+    "TEMPLATE_FIELD_COLUMNS",
+    "TEMPLATE_REGEX_COLUMNS",
+    "TEMPLATE_USAGE_COLUMNS",
+    "AggregatorRegistry",
+    "CountAggregator",
+    "FirstAggregator",
+    "JudgmentResults",
+    "MajorityVoteAggregator",
+    "MeanAggregator",
+    "MedianAggregator",
+    "ModeAggregator",
+    "ResultAggregator",
+    "ResultView",
+    "RubricFrameType",
+    "RubricJudgmentResults",
+    "RubricResults",
+    "TemplateResults",
     "TraitType",
     "VerificationResult",
     "VerificationResultDeepJudgment",
     "VerificationResultDeepJudgmentRubric",
     "VerificationResultMetadata",
     "VerificationResultRubric",
+    "VerificationResultSet",
     "VerificationResultTemplate",
+    "list_aggregators",
+    "register_aggregator",
 ]

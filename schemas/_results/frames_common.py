@@ -1,0 +1,59 @@
+"""Helpers shared by the DataFrame builders: column blocks and frame assembly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from .result import VerificationResult
+
+_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
+
+__all__ = ["build_frame", "model_columns", "prompt_columns", "status_columns", "timing_columns"]
+
+
+def status_columns(result: VerificationResult) -> dict[str, Any]:
+    """``completed_without_errors`` and ``error``."""
+    meta = result.metadata
+    return {"completed_without_errors": meta.completed_without_errors, "error": meta.error}
+
+
+def model_columns(result: VerificationResult) -> dict[str, Any]:
+    """Answering and parsing model display strings."""
+    meta = result.metadata
+    return {"answering_model": meta.answering_model, "parsing_model": meta.parsing_model}
+
+
+def prompt_columns(result: VerificationResult) -> dict[str, Any]:
+    """Answering and parsing system prompts."""
+    meta = result.metadata
+    return {
+        "answering_system_prompt": meta.answering_system_prompt,
+        "parsing_system_prompt": meta.parsing_system_prompt,
+    }
+
+
+def timing_columns(result: VerificationResult) -> dict[str, Any]:
+    """``execution_time``, ``timestamp`` and ``run_name``."""
+    meta = result.metadata
+    return {
+        "execution_time": meta.execution_time,
+        "timestamp": meta.timestamp,
+        "run_name": meta.run_name,
+    }
+
+
+def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """A frame with exactly ``columns`` in that order, also when there are no rows.
+
+    A key missing from a row becomes a null; keys outside ``columns`` are dropped.
+    """
+    if not rows:
+        return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
+    frame = pd.DataFrame.from_records(rows, columns=list(columns))
+    for name in _NULLABLE_INT_COLUMNS.intersection(frame.columns):
+        # Keep replicate 1 an int (not 1.0) when other rows have no replicate.
+        frame[name] = frame[name].astype("Int64")
+    return frame

@@ -1,0 +1,256 @@
+"""RubricResults: the quality view (trait scores by type, aggregation)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any, Self
+
+import pandas as pd
+
+from .frames_rubric import RubricFrameType, rubric_frame
+from .result import VerificationResult
+from .rubric import VerificationResultRubric
+from .view_base import ResultView
+
+__all__ = ["RubricResults"]
+
+_SCORE_FIELDS = {
+    "llm": "llm_trait_scores",
+    "regex": "regex_trait_scores",
+    "callable": "callable_trait_scores",
+    "metric": "metric_trait_scores",
+    "agentic": "agentic_trait_scores",
+}
+
+
+class RubricResults(ResultView):
+    """Rubric trait scores of a set of results.
+
+    Per-result accessors return ``{result_id: {trait: value}}`` for results whose
+    rubric evaluation ran; aggregations return ``{group: {trait: value}}`` with groups
+    and traits sorted.
+    """
+
+    def __init__(
+        self, results: Iterable[VerificationResult] = (), include_deep_judgment: bool = False
+    ) -> None:
+        """Wrap ``results``; ``include_deep_judgment`` adds the trait reasoning,
+        excerpts and hallucination-risk columns to :meth:`to_dataframe`."""
+        super().__init__(results)
+        self.include_deep_judgment = include_deep_judgment
+
+    def _spawn(self, results: Iterable[VerificationResult]) -> Self:
+        view = super()._spawn(results)
+        view.include_deep_judgment = self.include_deep_judgment
+        return view
+
+    def to_dataframe(self, trait_type: RubricFrameType = "all") -> pd.DataFrame:
+        """One row per trait per result, metric traits one row per metric.
+
+        Raises:
+            ValueError: unknown ``trait_type``.
+        """
+        return rubric_frame(
+            self.results, trait_type, include_deep_judgment=self.include_deep_judgment
+        )
+
+    # --- per-result access ------------------------------------------------------------
+
+    def get_results_with_rubric(self) -> list[VerificationResult]:
+        """Results whose rubric evaluation ran."""
+        return [
+            r for r in self.results if r.rubric is not None and r.rubric.rubric_evaluation_performed
+        ]
+
+    def _rubrics(self, question_id: str | None) -> Iterable[tuple[str, VerificationResultRubric]]:
+        for result in self.results:
+            rubric = result.rubric
+            if rubric is None or not rubric.rubric_evaluation_performed:
+                continue
+            if question_id is None or result.metadata.question_id == question_id:
+                yield result.metadata.result_id, rubric
+
+    def _typed(
+        self, kind: str, question_id: str | None, trait_name: str | None
+    ) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for result_id, rubric in self._rubrics(question_id):
+            scores: dict[str, Any] | None = getattr(rubric, _SCORE_FIELDS[kind])
+            if not scores:
+                continue
+            if trait_name is None:
+                out[result_id] = dict(scores)
+            elif trait_name in scores:
+                out[result_id] = {trait_name: scores[trait_name]}
+        return out
+
+    def get_llm_trait_scores(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{result_id: {trait: score}}`` of LLM traits."""
+        return self._typed("llm", question_id, trait_name)
+
+    def get_regex_trait_scores(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{result_id: {trait: passed}}`` of regex traits."""
+        return self._typed("regex", question_id, trait_name)
+
+    def get_callable_trait_scores(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{result_id: {trait: value}}`` of callable traits."""
+        return self._typed("callable", question_id, trait_name)
+
+    def get_metric_trait_scores(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{result_id: {trait: {metric: value}}}`` of metric traits."""
+        return self._typed("metric", question_id, trait_name)
+
+    def get_agentic_trait_scores(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{result_id: {trait: score}}`` of agentic traits."""
+        return self._typed("agentic", question_id, trait_name)
+
+    def get_all_trait_scores(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """``{result_id: get_all_trait_scores()}``."""
+        return {rid: rubric.get_all_trait_scores() for rid, rubric in self._rubrics(question_id)}
+
+    def get_confusion_matrices(
+        self, question_id: str | None = None, trait_name: str | None = None
+    ) -> dict[str, dict[str, dict[str, list[str]]]]:
+        """``{result_id: {trait: {"tp"|"fp"|"fn"|"tn": [items]}}}`` of metric traits."""
+        out: dict[str, dict[str, dict[str, list[str]]]] = {}
+        for result_id, rubric in self._rubrics(question_id):
+            lists = rubric.metric_trait_confusion_lists
+            if not lists:
+                continue
+            if trait_name is None:
+                out[result_id] = dict(lists)
+            elif trait_name in lists:
+                out[result_id] = {trait_name: lists[trait_name]}
+        return out
+
+    # --- filtering and summary --------------------------------------------------------
+
+    def filter(
+        self,
+        question_ids: Collection[str] | None = None,
+        answering_models: Collection[str] | None = None,
+        parsing_models: Collection[str] | None = None,
+        replicates: Collection[int | None] | None = None,
+    ) -> RubricResults:
+        """A view of the matching results (criteria left at None do not filter)."""
+        return self._select(
+            question_ids=question_ids,
+            answering_models=answering_models,
+            parsing_models=parsing_models,
+            replicates=replicates,
+        )
+
+    def get_trait_summary(self) -> dict[str, Any]:
+        """Trait names by type over results whose rubric evaluation ran.
+
+        Returns:
+            ``num_results``, sorted ``llm_traits``, ``regex_traits``,
+            ``callable_traits``, ``metric_traits``, then ``num_questions``;
+            ``agentic_traits`` is added only when some result has agentic scores.
+        """
+        names: dict[str, set[str]] = {kind: set() for kind in _SCORE_FIELDS}
+        questions: set[str] = set()
+        count = 0
+        for result in self.get_results_with_rubric():
+            count += 1
+            questions.add(result.metadata.question_id)
+            for kind, field in _SCORE_FIELDS.items():
+                names[kind].update(getattr(result.rubric, field) or {})
+        summary: dict[str, Any] = {"num_results": count}
+        for kind in ("llm", "regex", "callable", "metric"):
+            summary[f"{kind}_traits"] = sorted(names[kind])
+        if names["agentic"]:
+            summary["agentic_traits"] = sorted(names["agentic"])
+        summary["num_questions"] = len(questions)
+        return summary
+
+    # --- aggregation ------------------------------------------------------------------
+
+    def _aggregate_traits(
+        self, trait_type: RubricFrameType, strategy: str, by: str, **kwargs: Any
+    ) -> dict[Any, dict[str, Any]]:
+        frame = self.to_dataframe(trait_type)
+        return self._aggregate_by(frame, by, "trait_score", strategy, inner="trait_name", **kwargs)
+
+    def aggregate_llm_traits(
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
+    ) -> dict[Any, dict[str, Any]]:
+        """Aggregate every LLM trait per group, e.g. ``{"q1": {"clarity": 3.5}}``.
+
+        Raises:
+            KeyError: unknown ``strategy`` or ``by`` column.
+            ValueError: the strategy cannot handle the values (``mean`` of labels).
+        """
+        return self._aggregate_traits("llm", strategy, by, **kwargs)
+
+    def aggregate_regex_traits(
+        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: Any
+    ) -> dict[Any, dict[str, Any]]:
+        """Aggregate every regex trait per group (majority vote by default).
+
+        Raises:
+            KeyError: unknown ``strategy`` or ``by`` column.
+        """
+        return self._aggregate_traits("regex", strategy, by, **kwargs)
+
+    def aggregate_callable_traits(
+        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: Any
+    ) -> dict[Any, dict[str, Any]]:
+        """Aggregate every callable trait per group (majority vote by default).
+
+        Raises:
+            KeyError: unknown ``strategy`` or ``by`` column.
+        """
+        return self._aggregate_traits("callable", strategy, by, **kwargs)
+
+    def aggregate_agentic_traits(
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
+    ) -> dict[Any, dict[str, Any]]:
+        """Aggregate every agentic trait per group.
+
+        Raises:
+            KeyError: unknown ``strategy`` or ``by`` column.
+        """
+        return self._aggregate_traits("agentic", strategy, by, **kwargs)
+
+    def aggregate_metric_traits(
+        self,
+        metric_name: str | None = None,
+        strategy: str = "mean",
+        by: str = "question_id",
+        **kwargs: Any,
+    ) -> dict[Any, dict[str, Any]]:
+        """Aggregate metric traits per group.
+
+        Returns:
+            With ``metric_name``: ``{group: {trait: value}}`` for that metric;
+            without: ``{group: {trait: {metric: value}}}`` for every metric.
+
+        Raises:
+            KeyError: unknown ``strategy`` or ``by`` column.
+        """
+        frame = self.to_dataframe("metric")
+        if metric_name is not None:
+            frame = frame[frame["metric_name"] == metric_name]
+            return self._aggregate_by(
+                frame, by, "trait_score", strategy, inner="trait_name", **kwargs
+            )
+        out: dict[Any, dict[str, Any]] = {}
+        for metric, part in frame.groupby("metric_name", sort=False):
+            per_metric = self._aggregate_by(
+                part, by, "trait_score", strategy, inner="trait_name", **kwargs
+            )
+            for group, traits in per_metric.items():
+                for trait, value in traits.items():
+                    out.setdefault(group, {}).setdefault(trait, {})[str(metric)] = value
+        return out
