@@ -91,18 +91,14 @@ def _custom_entry(
     trait_name: str, question_id: str, tree: dict[str, Any]
 ) -> DeepJudgmentTraitConfig | None:
     candidates = [
-        (
-            f"deep_judgment_rubric_config.question_specific.{question_id}.{trait_name}",
-            (tree.get("question_specific") or {}).get(question_id, {}).get(trait_name),
-        ),
-        (
-            f"deep_judgment_rubric_config.global.{trait_name}",
-            (tree.get("global") or {}).get(trait_name),
-        ),
+        ("question_specific", question_id, trait_name),
+        ("global", trait_name),
     ]
-    for path, raw in candidates:
+    for keys in candidates:
+        raw = _lookup(tree, keys)
         if raw is None:
             continue
+        path = ".".join(("deep_judgment_rubric_config", *keys))
         if isinstance(raw, DeepJudgmentTraitConfig):
             return raw
         try:
@@ -113,6 +109,16 @@ def _custom_entry(
             )
             raise ConfigError(f"{path}: {problems}") from None
     return None
+
+
+def _lookup(tree: Any, keys: tuple[str, ...]) -> Any:
+    # A level that is not a mapping means "no entry here", like a missing key.
+    node = tree
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
 
 
 def _with_defaults(

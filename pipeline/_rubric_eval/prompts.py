@@ -203,10 +203,12 @@ def excerpt_schema(max_excerpts: int) -> dict[str, Any]:
                         "confidence": {"type": "string", "enum": CONFIDENCE_LEVELS},
                     },
                     "required": ["text", "confidence"],
+                    "additionalProperties": False,
                 },
             }
         },
         "required": ["excerpts"],
+        "additionalProperties": False,
     }
 
 
