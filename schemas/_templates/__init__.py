@@ -1,0 +1,105 @@
+"""Answer templates: ``BaseAnswer``, ``VerifiedField`` and primitives, composition,
+regex checks, sandboxed compilation, validation and the per-process cache.
+
+Private package; the public names are re-exported by ``verifleet.schemas``.
+"""
+
+from .base_answer import RESERVED_FIELD_NAMES, BaseAnswer
+from .cache import TemplateCache, TemplateCacheStats, default_template_cache, load_answer_class
+from .composition import (
+    AllOf,
+    AnyOf,
+    AtLeastN,
+    FieldCheck,
+    StrategyNode,
+    evaluate_strategy,
+    granular_score,
+    strategy_label,
+)
+from .dates import DateMatch, DateRange, DateTolerance
+from .judge import (
+    build_answer,
+    judge_field_names,
+    judge_json_schema,
+    parsed_ground_truth,
+    parsed_llm_fields,
+)
+from .normalizers import Normalizer, SynonymMap, apply_normalizer, apply_normalizers
+from .numeric import NumericExact, NumericMaximum, NumericMinimum, NumericRange, NumericTolerance
+from .primitives import (
+    BooleanMatch,
+    ContainsAll,
+    ContainsAny,
+    ExactMatch,
+    LiteralMatch,
+    RegexMatch,
+    SemanticMatch,
+    TracePrimitive,
+    VerificationPrimitive,
+)
+from .regex_checks import RegexOutcome, run_regex_checks
+from .sequences import OrderedMatch, SetContainment
+from .trace import TraceContains, TraceLength, TraceRegex
+from .validation import (
+    NO_TEMPLATE_ID,
+    compute_template_id,
+    inject_question_id,
+    validate_answer_template,
+)
+from .verified_field import VerificationMeta, VerifiedField
+
+__all__ = [
+    "NO_TEMPLATE_ID",
+    "RESERVED_FIELD_NAMES",
+    "AllOf",
+    "AnyOf",
+    "AtLeastN",
+    "BaseAnswer",
+    "BooleanMatch",
+    "ContainsAll",
+    "ContainsAny",
+    "DateMatch",
+    "DateRange",
+    "DateTolerance",
+    "ExactMatch",
+    "FieldCheck",
+    "LiteralMatch",
+    "Normalizer",
+    "NumericExact",
+    "NumericMaximum",
+    "NumericMinimum",
+    "NumericRange",
+    "NumericTolerance",
+    "OrderedMatch",
+    "RegexMatch",
+    "RegexOutcome",
+    "SemanticMatch",
+    "SetContainment",
+    "StrategyNode",
+    "SynonymMap",
+    "TemplateCache",
+    "TemplateCacheStats",
+    "TraceContains",
+    "TraceLength",
+    "TracePrimitive",
+    "TraceRegex",
+    "VerificationMeta",
+    "VerificationPrimitive",
+    "VerifiedField",
+    "apply_normalizer",
+    "apply_normalizers",
+    "build_answer",
+    "compute_template_id",
+    "default_template_cache",
+    "evaluate_strategy",
+    "granular_score",
+    "inject_question_id",
+    "judge_field_names",
+    "judge_json_schema",
+    "load_answer_class",
+    "parsed_ground_truth",
+    "parsed_llm_fields",
+    "run_regex_checks",
+    "strategy_label",
+    "validate_answer_template",
+]

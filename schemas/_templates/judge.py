@@ -1,0 +1,108 @@
+"""What crosses the boundary between a template and the judge.
+
+The judge sees :func:`judge_json_schema` (no ``id``, ground truth, regex checks or
+trace-verified fields) and returns a dict that :func:`build_answer` validates into
+the template class; results record :func:`parsed_ground_truth` and
+:func:`parsed_llm_fields`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from .base_answer import BaseAnswer, strip_verification_metadata
+from .validation import probe_instance
+
+__all__ = [
+    "build_answer",
+    "judge_field_names",
+    "judge_json_schema",
+    "parsed_ground_truth",
+    "parsed_llm_fields",
+]
+
+
+def judge_field_names(answer_cls: type[BaseAnswer]) -> list[str]:
+    """The fields the judge fills, in declaration order. Empty means the template is
+    regex/trace-only and the judge call can be skipped."""
+    return answer_cls.judge_fields()
+
+
+def judge_json_schema(answer_cls: type[BaseAnswer]) -> dict[str, Any]:
+    """The JSON schema the judge fills.
+
+    Only judge fields appear (never ``id``, ``correct``, ``regex`` or trace-verified
+    fields); ``VerifiedField`` extraction hints are appended to descriptions.
+    """
+    fields = judge_field_names(answer_cls)
+    schema = copy.deepcopy(answer_cls.model_json_schema())
+    properties: dict[str, Any] = schema.get("properties", {})
+    hints = {
+        name: meta.extraction_hint
+        for name, meta in answer_cls.verified_fields().items()
+        if meta.extraction_hint
+    }
+    kept: dict[str, Any] = {}
+    for name in fields:
+        if name not in properties:
+            continue
+        prop = dict(properties[name])
+        if name in hints:
+            base = prop.get("description", "")
+            prop["description"] = f"{base} (Format: {hints[name]})".strip()
+        kept[name] = prop
+    schema["properties"] = kept
+    required = [name for name in schema.get("required", []) if name in kept]
+    if required:
+        schema["required"] = required
+    else:
+        schema.pop("required", None)
+    schema.pop("additionalProperties", None)
+    return strip_verification_metadata(schema)
+
+
+def parsed_ground_truth(answer_cls: type[BaseAnswer]) -> dict[str, Any] | None:
+    """The template's ground truth as JSON-safe data (``parsed_gt_response``), or
+    None when the template declares none.
+
+    Raises:
+        Exception: Whatever the template's ground-truth code raises (a validated
+            template does not).
+    """
+    ground_truth = probe_instance(answer_cls).get_ground_truth()
+    if not isinstance(ground_truth, dict):
+        return None
+    jsonable: dict[str, Any] = to_jsonable_python(ground_truth, fallback=repr)
+    return jsonable
+
+
+def parsed_llm_fields(instance: BaseAnswer) -> dict[str, Any]:
+    """The judge's values (``parsed_llm_response``): judge fields only, JSON-safe."""
+    fields = set(judge_field_names(type(instance)))
+    dumped: dict[str, Any] = instance.model_dump(mode="json", include=fields)
+    return dumped
+
+
+def build_answer(answer_cls: type[BaseAnswer], judge_output: Mapping[str, Any]) -> BaseAnswer:
+    """Validate the judge's dict into ``answer_cls``.
+
+    Keys that are not judge fields (``id``, ``correct``, ``regex``, anything
+    invented) are dropped, so a judge cannot overwrite the ground truth; trace-
+    verified fields get placeholders (their result comes from the raw response).
+
+    Raises:
+        pydantic.ValidationError: A value has the wrong type or a field is missing;
+            its message is the retry feedback for the judge.
+    """
+    fields = set(judge_field_names(answer_cls))
+    data = {key: value for key, value in judge_output.items() if key in fields}
+    verified = answer_cls.verified_fields()
+    for name in answer_cls.trace_fields():
+        info = answer_cls.model_fields[name]
+        if info.is_required():
+            data[name] = verified[name].ground_truth
+    return answer_cls.model_validate(data)

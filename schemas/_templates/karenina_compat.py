@@ -1,0 +1,106 @@
+"""The names templates written for the original framework import.
+
+``from karenina.schemas.entities import BaseAnswer, VerifiedField, ExactMatch``
+(and the older ``karenina.schemas.domain`` / ``karenina.schemas.answer_class``
+paths) resolve to verifleet's own classes: every alias module exposes the same
+set of names below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from .base_answer import BaseAnswer
+from .composition import AllOf, AnyOf, AtLeastN, FieldCheck, evaluate_strategy
+from .dates import DateMatch, DateRange, DateTolerance
+from .normalizers import Normalizer, SynonymMap, apply_normalizer, apply_normalizers
+from .numeric import NumericExact, NumericMaximum, NumericMinimum, NumericRange, NumericTolerance
+from .primitives import (
+    BooleanMatch,
+    ContainsAll,
+    ContainsAny,
+    ExactMatch,
+    LiteralMatch,
+    RegexMatch,
+    SemanticMatch,
+    TracePrimitive,
+    VerificationPrimitive,
+)
+from .sequences import OrderedMatch, SetContainment
+from .trace import TraceContains, TraceLength, TraceRegex
+from .verified_field import VerificationMeta, VerifiedField
+
+__all__ = ["KARENINA_ALIAS_MODULES", "KARENINA_NAMES", "capture_answer_source"]
+
+_T = TypeVar("_T")
+
+
+def capture_answer_source(answer_class: _T) -> _T:
+    """No-op stand-in for the original notebook helper: verifleet keeps the template
+    source itself."""
+    return answer_class
+
+
+#: Module paths of the original package that templates import from.
+KARENINA_ALIAS_MODULES: frozenset[str] = frozenset(
+    {
+        "karenina",
+        "karenina.schemas",
+        "karenina.schemas.answer_class",
+        "karenina.schemas.domain",
+        "karenina.schemas.domain.answer",
+        "karenina.schemas.entities",
+        "karenina.schemas.entities.answer",
+        "karenina.schemas.entities.composition",
+        "karenina.schemas.entities.normalizers",
+        "karenina.schemas.entities.primitives",
+        "karenina.schemas.entities.verified_field",
+        "karenina.schemas.primitives",
+        "karenina.schemas.primitives.comparisons",
+        "karenina.schemas.primitives.composition",
+        "karenina.schemas.primitives.normalizers",
+        "karenina.schemas.primitives.trace",
+    }
+)
+
+#: What every alias module exposes.
+KARENINA_NAMES: dict[str, Any] = {
+    obj.__name__: obj
+    for obj in (
+        AllOf,
+        AnyOf,
+        AtLeastN,
+        BaseAnswer,
+        BooleanMatch,
+        ContainsAll,
+        ContainsAny,
+        DateMatch,
+        DateRange,
+        DateTolerance,
+        ExactMatch,
+        FieldCheck,
+        LiteralMatch,
+        NumericExact,
+        NumericMaximum,
+        NumericMinimum,
+        NumericRange,
+        NumericTolerance,
+        OrderedMatch,
+        RegexMatch,
+        SemanticMatch,
+        SetContainment,
+        SynonymMap,
+        TraceContains,
+        TraceLength,
+        TracePrimitive,
+        TraceRegex,
+        VerificationMeta,
+        VerificationPrimitive,
+        VerifiedField,
+        apply_normalizer,
+        apply_normalizers,
+        capture_answer_source,
+        evaluate_strategy,
+    )
+}
+KARENINA_NAMES["Normalizer"] = Normalizer

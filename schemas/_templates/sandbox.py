@@ -1,0 +1,304 @@
+"""The runtime side of the template sandbox: restricted builtins and imports.
+
+Template code runs in a fresh module namespace whose ``__builtins__`` holds only
+harmless builtins, and whose ``__import__`` hands out read-only *views* of the
+allowed modules: a view exposes a module's public names (its ``__all__``, minus a
+few that evaluate strings with unrestricted globals) and never another module
+object, so ``typing.sys`` or ``re.enum`` lead nowhere. ``karenina.*`` imports
+resolve to views over verifleet's own template classes.
+
+The namespace is registered in ``sys.modules`` under the template's module name:
+pydantic evaluates string annotations in the namespace of the class's module, and
+it must find the restricted builtins there, not the real ones.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import threading
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pydantic
+
+from .ast_guard import FORBIDDEN_ATTRIBUTES, is_allowed_module, is_dunder
+from .karenina_compat import KARENINA_ALIAS_MODULES, KARENINA_NAMES
+from .verified_field import VerifiedField
+
+__all__ = ["ModuleView", "new_template_namespace", "safe_import"]
+
+# Public names that would let template code evaluate strings or walk objects
+# outside the sandbox.
+_DENIED_NAMES: dict[str, frozenset[str]] = {
+    "typing": frozenset({"get_type_hints", "ForwardRef"}),
+    "typing_extensions": frozenset({"get_type_hints", "ForwardRef", "evaluate_forward_ref"}),
+    "string": frozenset({"Formatter"}),
+    "pydantic": frozenset({"v1"}),
+}
+
+_SAFE_BUILTIN_NAMES = [
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "classmethod",
+    "complex",
+    "dict",
+    "dir",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "hash",
+    "hex",
+    "id",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "ord",
+    "pow",
+    "print",
+    "property",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "zip",
+    "True",
+    "False",
+    "None",
+    "NotImplemented",
+    "Ellipsis",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BaseException",
+    "Exception",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "NameError",
+    "NotImplementedError",
+    "OverflowError",
+    "RuntimeError",
+    "StopIteration",
+    "TypeError",
+    "ValueError",
+    "ZeroDivisionError",
+    "UserWarning",
+    "Warning",
+]
+
+
+class ModuleView:
+    """Read-only stand-in for a module: public, allowed names only."""
+
+    __slots__ = ("__all__", "_vf_children", "_vf_lookup", "_vf_name", "_vf_names")
+
+    def __init__(
+        self,
+        name: str,
+        lookup: Callable[[str], Any],
+        names: frozenset[str],
+        children: Mapping[str, ModuleView] | None = None,
+    ) -> None:
+        self._vf_name = name
+        self._vf_lookup = lookup
+        self._vf_names = names
+        self._vf_children = dict(children or {})
+        self.__all__ = sorted(names)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in self._vf_children:
+            return self._vf_children[attr]
+        if attr not in self._vf_names:
+            raise AttributeError(
+                f"module {self._vf_name!r} has no attribute {attr!r} for templates"
+            )
+        value = self._vf_lookup(attr)
+        if isinstance(value, types.ModuleType):
+            raise AttributeError(f"{self._vf_name}.{attr} is a module; import it explicitly")
+        return value
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr.startswith("_vf_") or attr == "__all__":
+            object.__setattr__(self, attr, value)
+            return
+        raise AttributeError(f"module {self._vf_name!r} is read-only in templates")
+
+    def __repr__(self) -> str:
+        return f"<template view of module {self._vf_name!r}>"
+
+
+def _public_names(module: types.ModuleType) -> frozenset[str]:
+    declared = getattr(module, "__all__", None)
+    names = (
+        set(declared)
+        if declared is not None
+        else {n for n in dir(module) if not isinstance(getattr(module, n), types.ModuleType)}
+    )
+    names = {n for n in names if not n.startswith("_")}
+    return frozenset(names - _DENIED_NAMES.get(module.__name__, frozenset()))
+
+
+def _real_view(dotted: str, children: Mapping[str, ModuleView] | None = None) -> ModuleView:
+    module = importlib.import_module(dotted)
+    return ModuleView(dotted, lambda attr: getattr(module, attr), _public_names(module), children)
+
+
+def _karenina_view(dotted: str) -> ModuleView:
+    prefix = dotted + "."
+    children = {
+        full[len(prefix) :]: _karenina_view(full)
+        for full in KARENINA_ALIAS_MODULES
+        if full.startswith(prefix) and "." not in full[len(prefix) :]
+    }
+    return ModuleView(dotted, KARENINA_NAMES.__getitem__, frozenset(KARENINA_NAMES), children)
+
+
+_views: dict[str, ModuleView] = {}
+_views_lock = threading.Lock()
+
+
+def _view(dotted: str) -> ModuleView:
+    """The (cached) view for an allowed dotted module name."""
+    view = _views.get(dotted)
+    if view is not None:
+        return view
+    with _views_lock:
+        if dotted not in _views:
+            if dotted.split(".", 1)[0] == "karenina":
+                _views[dotted] = _karenina_view(dotted)
+            elif dotted == "collections":
+                _views[dotted] = _real_view(dotted, {"abc": _view_unlocked("collections.abc")})
+            else:
+                _views[dotted] = _view_unlocked(dotted)
+        return _views[dotted]
+
+
+def _view_unlocked(dotted: str) -> ModuleView:
+    view = _views.get(dotted)
+    if view is None:
+        view = _views[dotted] = _real_view(dotted)
+    return view
+
+
+def safe_import(
+    name: str,
+    globals: Mapping[str, Any] | None = None,
+    locals: Mapping[str, Any] | None = None,
+    fromlist: Any = (),
+    level: int = 0,
+) -> ModuleView:
+    """``__import__`` for templates: views of allowed modules only.
+
+    Raises:
+        ImportError: Relative imports, and any module outside the allowed set.
+    """
+    if level:
+        raise ImportError("relative imports are not allowed in templates")
+    allowed = (
+        name in KARENINA_ALIAS_MODULES if name.startswith("karenina") else is_allowed_module(name)
+    )
+    if not allowed:
+        raise ImportError(f"import of {name!r} is not allowed in templates")
+    if fromlist:
+        return _view(name)
+    return _view(name.split(".", 1)[0])
+
+
+def _refuse(attr: str) -> bool:
+    return attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES
+
+
+def _safe_getattr(obj: Any, attr: str, *default: Any) -> Any:
+    # Private names are allowed on template instances (``getattr(self, "_x")``),
+    # never dunders or frame introspection.
+    if (
+        is_dunder(attr)
+        or attr in FORBIDDEN_ATTRIBUTES
+        or (_refuse(attr) and not isinstance(obj, pydantic.BaseModel))
+    ):
+        raise AttributeError(f"attribute {attr!r} is not available to templates")
+    return getattr(obj, attr, *default)
+
+
+def _safe_hasattr(obj: Any, attr: str) -> bool:
+    try:
+        _safe_getattr(obj, attr)
+    except AttributeError:
+        return False
+    return True
+
+
+def _safe_setattr(obj: Any, attr: str, value: Any) -> None:
+    if is_dunder(attr):
+        raise AttributeError(f"attribute {attr!r} is not available to templates")
+    setattr(obj, attr, value)
+
+
+def _restricted_builtins() -> dict[str, Any]:
+    allowed = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
+    allowed.update(
+        __build_class__=builtins.__build_class__,
+        __import__=safe_import,
+        getattr=_safe_getattr,
+        hasattr=_safe_hasattr,
+        setattr=_safe_setattr,
+    )
+    return allowed
+
+
+def new_template_namespace(module_name: str) -> dict[str, Any]:
+    """A fresh module namespace for one template, registered in ``sys.modules``.
+
+    Pre-binds the names the original framework's loader provided without an import
+    (``BaseAnswer``, ``Field``, ``List``, ``Dict``, ``Optional``, ``Union``, ``Any``,
+    ``Literal``), so templates that relied on that keep working.
+    """
+    module = types.ModuleType(module_name)
+    namespace = module.__dict__
+    namespace.update(
+        __builtins__=_restricted_builtins(),
+        BaseAnswer=KARENINA_NAMES["BaseAnswer"],
+        VerifiedField=VerifiedField,
+        Field=pydantic.Field,
+        List=list,
+        Dict=dict,
+        Optional=typing.Optional,
+        Union=typing.Union,
+        Any=typing.Any,
+        Literal=typing.Literal,
+    )
+    sys.modules[module_name] = module
+    return namespace

@@ -1,0 +1,210 @@
+"""Compile and validate answer-template source; inject question ids.
+
+Stage 1 (ValidateTemplate) of the pipeline: the source must parse, pass the
+sandbox's static checks, run, define exactly one answer class (the leaf
+``BaseAnswer`` subclass it declares), have a meaningful ``verify()``, and a ground
+truth that is a dict when it has one. The ground truth is checked by building a
+probe instance with placeholder field values, as the pipeline will.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import threading
+import types
+import typing
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
+
+from pydantic import ValidationError
+
+from .._errors import TemplateValidationError
+from .ast_guard import find_violation
+from .base_answer import BaseAnswer
+from .sandbox import new_template_namespace
+
+__all__ = [
+    "COMPILE_LOCK",
+    "NO_TEMPLATE_ID",
+    "compile_answer_class",
+    "compute_template_id",
+    "inject_question_id",
+    "probe_instance",
+    "validate_answer_template",
+]
+
+#: Template id of a question without a template.
+NO_TEMPLATE_ID = "no_template"
+
+#: Serialises parsing and executing template source in this process. On Python
+#: 3.11, parsing in many threads at once raises "SystemError: AST constructor
+#: recursion depth mismatch" (CPython issue 106905).
+COMPILE_LOCK = threading.RLock()
+
+_MODULE_PREFIX = "verifleet_template_"
+
+
+def compute_template_id(source: str | None) -> str:
+    """MD5 of the template source after normalising line endings (CRLF/CR to LF) and
+    stripping trailing whitespace from every line and from the end.
+
+    Returns ``"no_template"`` for None or blank source.
+    """
+    if source is None or not source.strip():
+        return NO_TEMPLATE_ID
+    text = source.replace("\r\n", "\n").replace("\r", "\n")
+    normalised = "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
+    return hashlib.md5(normalised.encode("utf-8")).hexdigest()
+
+
+def _fail(problem: str, question_id: str | None) -> TemplateValidationError:
+    return TemplateValidationError(problem, question_id=question_id)
+
+
+def _answer_class(namespace: dict[str, Any], module_name: str, qid: str | None) -> type[BaseAnswer]:
+    defined = [
+        value
+        for value in namespace.values()
+        if isinstance(value, type)
+        and issubclass(value, BaseAnswer)
+        and value is not BaseAnswer
+        and value.__module__ == module_name
+    ]
+    leaves = [c for c in defined if not any(o is not c and issubclass(o, c) for o in defined)]
+    if not leaves:
+        raise _fail("template defines no answer class (a subclass of BaseAnswer)", qid)
+    if len(leaves) > 1:
+        names = ", ".join(sorted(c.__name__ for c in leaves))
+        raise _fail(f"template defines more than one answer class ({names}); keep one", qid)
+    return leaves[0]
+
+
+def compile_answer_class(source: str, *, question_id: str | None = None) -> type[BaseAnswer]:
+    """Parse, check and run ``source``; return its answer class (not yet validated).
+
+    Raises:
+        TemplateValidationError: Syntax error (with line), a forbidden construct,
+            an exception while the module body runs, or not exactly one answer class.
+    """
+    if source is None or not source.strip():
+        raise _fail("template source is empty", question_id)
+    template_id = compute_template_id(source)
+    module_name = f"{_MODULE_PREFIX}{template_id}"
+    with COMPILE_LOCK:
+        try:
+            tree = ast.parse(source, filename=f"<template {template_id}>")
+        except SyntaxError as exc:
+            raise _fail(
+                f"template does not compile: {exc.msg} (line {exc.lineno})", question_id
+            ) from None
+        violation = find_violation(tree)
+        if violation is not None:
+            problem, line = violation
+            raise _fail(f"template {problem} (line {line})", question_id)
+        code = compile(tree, f"<template {template_id}>", "exec")
+        namespace = new_template_namespace(module_name)
+        try:
+            exec(code, namespace)
+        except ImportError as exc:
+            raise _fail(f"template import refused: {exc}", question_id) from None
+        except Exception as exc:
+            raise _fail(
+                f"template raised {type(exc).__name__} while loading: {exc}", question_id
+            ) from None
+    answer_cls = _answer_class(namespace, module_name, question_id)
+    answer_cls.template_source = source
+    return answer_cls
+
+
+def _placeholder(annotation: Any) -> Any:
+    """A value of roughly the right type, for a probe instance."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return get_args(annotation)[0]
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return _placeholder(args[0]) if len(args) == len(get_args(annotation)) else None
+    if origin is typing.Annotated:
+        return _placeholder(get_args(annotation)[0])
+    target = origin or annotation
+    simple: dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False, bytes: b""}
+    if target in simple:
+        return simple[target]
+    for container, empty in ((list, list), (dict, dict), (set, set), (tuple, tuple)):
+        if isinstance(target, type) and issubclass(target, container):
+            return empty()
+    return None
+
+
+def probe_instance(answer_cls: type[BaseAnswer]) -> BaseAnswer:
+    """An instance built without validation (placeholder values for required
+    fields), with ``model_post_init`` run, so its ground truth can be read.
+
+    Raises:
+        Exception: Whatever the template's ``model_post_init``/``ground_truth()``
+            raises.
+    """
+    values = {
+        name: _placeholder(info.annotation)
+        for name, info in answer_cls.model_fields.items()
+        if info.is_required()
+    }
+    return answer_cls.model_construct(**values)
+
+
+def validate_answer_template(source: str, *, question_id: str | None = None) -> type[BaseAnswer]:
+    """Compile ``source`` and check it is a usable answer template.
+
+    Args:
+        source: The template's Python source.
+        question_id: Named in error messages.
+
+    Returns:
+        The answer class (without question id; see :func:`inject_question_id`).
+
+    Raises:
+        TemplateValidationError: The source does not compile (message has the line),
+            uses something the sandbox refuses (``os``, ``open``, ``__import__``,
+            dunder attributes...), fails while loading, defines no or several answer
+            classes, has no ``verify()``, or its ground truth is not a dict.
+    """
+    answer_cls = compile_answer_class(source, question_id=question_id)
+    name = answer_cls.__name__
+    if not answer_cls.defines_verify():
+        raise _fail(f"answer class {name} has no verify() method", question_id)
+    try:
+        ground_truth = probe_instance(answer_cls).get_ground_truth()
+    except ValidationError as exc:
+        raise _fail(f"setting the ground truth of {name} failed: {exc}", question_id) from None
+    except Exception as exc:
+        raise _fail(
+            f"setting the ground truth of {name} raised {type(exc).__name__}: {exc}", question_id
+        ) from None
+    if ground_truth is not None and not isinstance(ground_truth, dict):
+        raise _fail(
+            f"ground truth of {name} must be a dict (self.correct = {{...}}), "
+            f"got {type(ground_truth).__name__}",
+            question_id,
+        )
+    return answer_cls
+
+
+def inject_question_id(answer_cls: type[BaseAnswer], question_id: str) -> type[BaseAnswer]:
+    """A subclass of ``answer_cls`` whose instances carry ``id == question_id``.
+
+    The subclass keeps the class name, module and source; ``raw_answer_class`` on it
+    points back at ``answer_cls``.
+    """
+
+    class _Bound(answer_cls):  # type: ignore[valid-type,misc]
+        bound_question_id: ClassVar[str | None] = question_id
+        raw_answer_class: ClassVar[type[BaseAnswer] | None] = answer_cls
+
+        def model_post_init(self, context: Any, /) -> None:
+            super().model_post_init(context)
+            self.id = question_id
+
+    _Bound.__name__ = answer_cls.__name__
+    _Bound.__qualname__ = answer_cls.__qualname__
+    _Bound.__module__ = answer_cls.__module__
+    return _Bound
