@@ -1,0 +1,220 @@
+"""The langchain implementation of :class:`~verifleet.pipeline.ChatCaller`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from verifleet.schemas import ModelConfig, RetryPolicy
+
+from .._llm_protocol import Message, ModelCallError, StructuredOutputError
+from .._prompts import json_reply_instruction, json_retry_feedback
+from ._clients import ChatModelCache
+from ._json import parse_strict, repair_json, schema_errors
+from ._retry import call_with_retry
+from ._usage import UsageTracker
+
+__all__ = ["CallGate", "LangchainChatCaller"]
+
+_log = logging.getLogger(__name__)
+
+#: Wraps every attempt of a call to ``model``: the fleet-wide concurrency/rate
+#: limiter of the workers plugs in here; the local runner passes nothing.
+CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
+
+_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+# Models whose provider rejected native structured output: asked by prompt from
+# then on, so a process pays for the failed attempt once, not once per call.
+_NO_STRUCTURED: set[str] = set()
+_NO_STRUCTURED_LOCK = threading.Lock()
+
+
+def _text_of(message: Any) -> str:
+    if isinstance(message, BaseMessage):
+        return message.text
+    return str(message)
+
+
+def _no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
+    return contextlib.nullcontext()
+
+
+class LangchainChatCaller:
+    """One model bound to one unit: shared client, own usage tracker, own deadline.
+
+    Args:
+        model: The model configuration.
+        tracker: Where this unit's token usage goes.
+        clients: The per-process client cache.
+        policy: Retry policy for transient errors.
+        request_timeout: Seconds per HTTP request (part of the client cache key).
+        deadline: Absolute ``time.time()`` of the unit deadline, if any.
+        call_gate: Context manager entered around every attempt.
+        sleep: Backoff sleep; injected in tests.
+    """
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        *,
+        tracker: UsageTracker,
+        clients: ChatModelCache,
+        policy: RetryPolicy,
+        request_timeout: float,
+        deadline: float | None = None,
+        call_gate: CallGate | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._model = model
+        self._tracker = tracker
+        self._clients = clients
+        self._policy = policy
+        self._timeout = request_timeout
+        self._deadline = deadline
+        self._gate = call_gate or _no_gate
+        self._sleep = sleep
+
+    @property
+    def model_name(self) -> str:
+        """The model's name as recorded in usage metadata."""
+        return self._model.model_name
+
+    @property
+    def tracker(self) -> UsageTracker:
+        """The unit's usage tracker this caller records into."""
+        return self._tracker
+
+    def _client(self) -> BaseChatModel:
+        return self._clients.get(self._model, request_timeout=self._timeout)
+
+    def _run(self, runnable: Any, messages: Sequence[Message], label: str) -> Any:
+        def attempt() -> Any:
+            with self._gate(self._model):
+                return runnable.invoke(list(messages))
+
+        return call_with_retry(
+            attempt,
+            policy=self._policy,
+            deadline=self._deadline,
+            sleep=self._sleep,
+            label=f"{label} ({self._model.model_name})",
+        )
+
+    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
+        """Send ``messages``; return the reply text; record usage under ``stage``.
+
+        Raises:
+            ModelCallError: retries exhausted, a non-transient error, a missing
+                API key, or the unit deadline.
+        """
+        reply = self._run(self._client(), messages, stage)
+        self._tracker.record_usage(
+            stage, model=self.model_name, usage=getattr(reply, "usage_metadata", None)
+        )
+        return _text_of(reply)
+
+    def _structured_key(self) -> str:
+        return f"{self._model.interface}|{self._model.model_provider}|{self._model.model_name}"
+
+    def _ask_structured(
+        self, messages: Sequence[Message], stage: str, schema: dict[str, Any], name: str
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """One native structured-output call, or ``None`` when unsupported."""
+        key = self._structured_key()
+        if key in _NO_STRUCTURED:
+            return None
+        try:
+            runnable = self._client().with_structured_output(
+                {"name": _SCHEMA_NAME.sub("_", name) or "response", "schema": schema},
+                method="json_schema",
+                include_raw=True,
+            )
+        except (NotImplementedError, ValueError, TypeError) as exc:
+            _log.info("no native structured output for %s: %s", self.model_name, exc)
+            with _NO_STRUCTURED_LOCK:
+                _NO_STRUCTURED.add(key)
+            return None
+        try:
+            out = self._run(runnable, messages, stage)
+        except ModelCallError as exc:
+            if exc.transient or not str(exc).startswith("400 "):
+                raise
+            # A 400 here usually means the endpoint rejects response_format.
+            _log.warning("%s rejected structured output (%s); using prompts", self.model_name, exc)
+            with _NO_STRUCTURED_LOCK:
+                _NO_STRUCTURED.add(key)
+            return None
+        raw = out.get("raw") if isinstance(out, dict) else out
+        self._tracker.record_usage(
+            stage, model=self.model_name, usage=getattr(raw, "usage_metadata", None)
+        )
+        parsed = out.get("parsed") if isinstance(out, dict) else None
+        return _text_of(raw), parsed if isinstance(parsed, dict) else None
+
+    def invoke_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        schema: dict[str, Any],
+        schema_name: str = "response",
+    ) -> dict[str, Any]:
+        """Ask for a JSON object matching ``schema``; return it parsed.
+
+        Native structured output where the provider has it, else the schema in
+        the prompt. An unusable reply is re-asked once with the problems listed;
+        then each reply is repaired (first JSON object, trailing commas) before
+        giving up.
+
+        Raises:
+            ModelCallError: as :meth:`invoke`.
+            StructuredOutputError: no conforming object could be obtained; the
+                message lists the problems of the last reply.
+        """
+        replies: list[str] = []
+        problems: list[str] = []
+        instruction: Message = {"role": "user", "content": json_reply_instruction(schema)}
+        feedback: list[Message] = []
+        for _round in range(2):
+            native = self._ask_structured([*messages, *feedback], stage, schema, schema_name)
+            if native is None:
+                raw, parsed = self.invoke([*messages, instruction, *feedback], stage=stage), None
+            else:
+                raw, parsed = native
+            replies.append(raw)
+            try:
+                value = parsed if parsed is not None else parse_strict(raw)
+            except ValueError as exc:
+                problems = [str(exc)]
+            else:
+                problems = schema_errors(value, schema)
+                if not problems:
+                    return value
+            _log.info("%s: unusable JSON from %s: %s", stage, self.model_name, problems)
+            feedback = [
+                {"role": "assistant", "content": raw},
+                {"role": "user", "content": json_retry_feedback(problems)},
+            ]
+        for raw in reversed(replies):
+            try:
+                value = repair_json(raw)
+            except ValueError:
+                continue
+            if not schema_errors(value, schema):
+                _log.warning("%s: used a repaired JSON reply from %s", stage, self.model_name)
+                return value
+        raise StructuredOutputError(
+            f"judge returned invalid JSON after {len(replies)} replies and repair: "
+            + "; ".join(problems[:5]),
+            raw=replies[-1] if replies else "",
+        )

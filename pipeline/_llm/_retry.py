@@ -1,0 +1,188 @@
+"""Retrying transient model errors with exponential backoff and jitter.
+
+Transient means the same request may well succeed later: HTTP 408/409/429/5xx,
+timeouts, refused or reset connections. Everything else (bad request, bad key,
+unknown model) fails at once: retrying would only burn the unit's deadline.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import openai
+
+from verifleet.schemas import RetryPolicy
+
+from .._llm_protocol import ModelCallError
+
+__all__ = ["ErrorInfo", "call_with_retry", "classify_error"]
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """What a failed call tells us.
+
+    Attributes:
+        transient: Whether retrying the same request makes sense.
+        description: A short human-readable cause, e.g. ``429 Too Many Requests``.
+        retry_after: Seconds the server asked us to wait, when it said so.
+    """
+
+    transient: bool
+    description: str
+    retry_after: float | None = None
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _headers_of(exc: BaseException) -> Any:
+    response = getattr(exc, "response", None)
+    return getattr(response, "headers", None)
+
+
+def _parse_retry_after(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``retry-after`` (delta or HTTP date)."""
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _status_text(status: int) -> str:
+    try:
+        return f"{status} {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def classify_error(exc: BaseException) -> ErrorInfo:
+    """Decide whether ``exc`` from a model call is worth retrying.
+
+    Works on openai/httpx exceptions and on any provider exception that exposes
+    ``status_code`` (directly or on ``.response``), so providers reached through
+    ``init_chat_model`` are classified without importing their SDKs.
+    """
+    # Timeouts first: openai's APITimeoutError is a subclass of APIConnectionError.
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+        return ErrorInfo(True, "request timed out")
+    status = _status_of(exc)
+    if status is not None:
+        transient = status in _TRANSIENT_STATUS or status >= 500
+        retry_after = _parse_retry_after(_headers_of(exc)) if transient else None
+        return ErrorInfo(transient, _status_text(status), retry_after)
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+        return ErrorInfo(True, f"connection error ({_first_line(exc)})")
+    return ErrorInfo(False, _first_line(exc))
+
+
+def call_with_retry(
+    fn: Callable[[], T],
+    *,
+    policy: RetryPolicy,
+    deadline: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rand: Callable[[], float] = random.random,
+    label: str = "model call",
+) -> T:
+    """Run ``fn`` until it succeeds, retrying transient errors per ``policy``.
+
+    Args:
+        fn: The call; any exception it raises is classified by :func:`classify_error`.
+        policy: Attempts and backoff. A server's ``Retry-After`` wins when longer.
+        deadline: Absolute ``time.time()`` after which no attempt starts and no
+            backoff sleep is begun that would end past it.
+        sleep: Injected for tests.
+        rand: Jitter source in ``[0, 1)``; injected for tests.
+        label: Names the call in log lines.
+
+    Returns:
+        What ``fn`` returned.
+
+    Raises:
+        ModelCallError: a non-transient error (at once), transient errors through
+            the last attempt (message ``"<cause> after <n> attempts"``), or the
+            deadline. A :class:`ModelCallError` raised by ``fn`` passes through.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        if deadline is not None and time.time() >= deadline:
+            raise ModelCallError(
+                f"unit deadline exceeded before attempt {attempt} of {label}",
+                transient=True,
+                attempts=attempt - 1,
+            )
+        try:
+            return fn()
+        except ModelCallError:
+            raise
+        except Exception as exc:
+            info = classify_error(exc)
+            if not info.transient:
+                raise ModelCallError(info.description, transient=False, attempts=attempt) from exc
+            if attempt >= policy.max_attempts:
+                noun = "attempt" if attempt == 1 else "attempts"
+                raise ModelCallError(
+                    f"{info.description} after {attempt} {noun}", transient=True, attempts=attempt
+                ) from exc
+            delay = policy.delay_before(attempt + 1, rand())
+            if info.retry_after is not None and info.retry_after > delay:
+                delay = info.retry_after
+            if deadline is not None and time.time() + delay >= deadline:
+                raise ModelCallError(
+                    f"{info.description} after {attempt} attempts "
+                    f"(next retry in {delay:.1f}s would pass the unit deadline)",
+                    transient=True,
+                    attempts=attempt,
+                ) from exc
+            _log.warning(
+                "%s failed (%s), attempt %d of %d; retrying in %.2fs",
+                label,
+                info.description,
+                attempt,
+                policy.max_attempts,
+                delay,
+            )
+            sleep(delay)
