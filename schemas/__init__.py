@@ -91,6 +91,7 @@ from ._templates import (
 from ._results import (
     AggregatorRegistry,
     JudgmentResults,
+    RecordedError,
     ResultAggregator,
     RubricJudgmentResults,
     RubricResults,
@@ -141,6 +142,7 @@ __all__ = [
     "OrderedMatch",
     "PromptConfig",
     "QuestionFewShotConfig",
+    "RecordedError",
     "RegexMatch",
     "RegexOutcome",
     "ResultAggregator",

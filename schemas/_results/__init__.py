@@ -19,7 +19,7 @@ from .frames_template import TEMPLATE_FIELD_COLUMNS, TEMPLATE_REGEX_COLUMNS, TEM
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .metadata import VerificationResultMetadata
 from .result import VerificationResult
-from .result_set import VerificationResultSet
+from .result_set import RecordedError, VerificationResultSet
 from .rubric import TraitType, VerificationResultRubric
 from .rubric_view import RubricResults
 from .template import VerificationResultTemplate
@@ -42,6 +42,7 @@ __all__ = [
     "MeanAggregator",
     "MedianAggregator",
     "ModeAggregator",
+    "RecordedError",
     "ResultAggregator",
     "ResultView",
     "RubricFrameType",

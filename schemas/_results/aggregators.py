@@ -170,6 +170,15 @@ class AggregatorRegistry:
                 f"unknown aggregator {name!r}; available: {list(self._aggregators)}"
             ) from None
 
+    def unregister(self, name: str) -> None:
+        """Remove the strategy called ``name``.
+
+        Raises:
+            KeyError: no such strategy.
+        """
+        self.get(name)
+        del self._aggregators[name]
+
     def names(self) -> list[str]:
         """Registered names in registration order."""
         return list(self._aggregators)

@@ -45,6 +45,15 @@ def timing_columns(result: VerificationResult) -> dict[str, Any]:
     }
 
 
+def _column(values: list[Any]) -> pd.Series:
+    series = pd.Series(values)
+    if isinstance(series.dtype, pd.StringDtype):
+        # pandas 3 infers a string dtype whose missing value is NaN; keep None so a
+        # text cell is either a string or None, as in the result model.
+        return pd.Series(values, dtype=object)
+    return series
+
+
 def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     """A frame with exactly ``columns`` in that order, also when there are no rows.
 
@@ -52,7 +61,7 @@ def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFr
     """
     if not rows:
         return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
-    frame = pd.DataFrame.from_records(rows, columns=list(columns))
+    frame = pd.DataFrame({name: _column([row.get(name) for row in rows]) for name in columns})
     for name in _NULLABLE_INT_COLUMNS.intersection(frame.columns):
         # Keep replicate 1 an int (not 1.0) when other rows have no replicate.
         frame[name] = frame[name].astype("Int64")

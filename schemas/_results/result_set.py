@@ -14,7 +14,12 @@ from .selection import ModelGrouping, group_results, model_key, select_results
 from .summary import summarize
 from .template_view import TemplateResults
 
-__all__ = ["VerificationResultSet"]
+__all__ = ["RecordedError", "VerificationResultSet"]
+
+
+class RecordedError(Exception):
+    """An error restored from a serialised result set; its message is
+    ``"TypeName: message"`` of the original exception."""
 
 
 class VerificationResultSet(BaseModel):
@@ -24,7 +29,7 @@ class VerificationResultSet(BaseModel):
     :meth:`add` / :meth:`extend`, which append without re-validating, so a collector
     can assemble 100k results cheaply. Iteration, ``len`` and indexing work on
     ``results``. ``errors`` holds ``(description, exception)`` pairs; through JSON an
-    exception travels as ``"TypeName: message"`` and comes back as a RuntimeError.
+    exception travels as ``"TypeName: message"`` and comes back as a :class:`RecordedError`.
 
     Raises:
         pydantic.ValidationError: a result (or an entry of ``errors``) is malformed.
@@ -42,7 +47,7 @@ class VerificationResultSet(BaseModel):
         if value is None:
             return None
         return [
-            (desc, exc if isinstance(exc, BaseException) else RuntimeError(str(exc)))
+            (desc, exc if isinstance(exc, BaseException) else RecordedError(str(exc)))
             for desc, exc in value
         ]
 
@@ -52,7 +57,10 @@ class VerificationResultSet(BaseModel):
     ) -> list[tuple[str, str]] | None:
         if value is None:
             return None
-        return [(desc, f"{type(exc).__name__}: {exc}") for desc, exc in value]
+        return [
+            (desc, str(exc) if isinstance(exc, RecordedError) else f"{type(exc).__name__}: {exc}")
+            for desc, exc in value
+        ]
 
     @classmethod
     def _wrap(cls, results: list[VerificationResult]) -> VerificationResultSet:
