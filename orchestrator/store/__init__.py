@@ -1,0 +1,27 @@
+"""verifleet.orchestrator.store — the job and result store on Redis.
+
+Shared by the orchestrator (submit, watch, collect) and the workers (load a job's
+spec, write results). Keys carry the prefix ``vf:`` and the job id; results are
+written once under their deterministic key and stored zstd-compressed; progress is
+counted from sets of keys, never from counters a redelivered task would bump twice.
+"""
+
+from ._keys import JobKeys
+from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
+from ._store import JobProgress, JobStatus, ResultStore
+from ._units import Unit, expand_units, result_key, unit_key, unit_result_keys
+
+__all__ = [
+    "DEFAULT_QUEUE",
+    "TASK_NAME",
+    "JobKeys",
+    "JobProgress",
+    "JobStatus",
+    "ResultStore",
+    "Unit",
+    "UnitRef",
+    "expand_units",
+    "result_key",
+    "unit_key",
+    "unit_result_keys",
+]

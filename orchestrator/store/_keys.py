@@ -1,0 +1,59 @@
+"""Redis key names of one job (all under ``vf:job:<id>:``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["JOBS_INDEX", "JobKeys"]
+
+JOBS_INDEX = "vf:jobs"
+
+
+@dataclass(frozen=True)
+class JobKeys:
+    """Every key a job uses; ``prefix`` lets tests and tenants share a server."""
+
+    job_id: str
+    prefix: str = "vf"
+
+    def _k(self, name: str) -> str:
+        return f"{self.prefix}:job:{self.job_id}:{name}"
+
+    @property
+    def meta(self) -> str:
+        """Hash: status, created, totals, names."""
+        return self._k("meta")
+
+    @property
+    def spec(self) -> str:
+        """Hash: compressed benchmark and config JSON, stored once per job."""
+        return self._k("spec")
+
+    @property
+    def results(self) -> str:
+        """Hash: result key → compressed result JSON (written once)."""
+        return self._k("results")
+
+    @property
+    def done(self) -> str:
+        """Set: units whose results are all written."""
+        return self._k("done")
+
+    @property
+    def failed(self) -> str:
+        """Set: units with at least one errored result."""
+        return self._k("failed")
+
+    @property
+    def inflight(self) -> str:
+        """Sorted set: unit → start time, for units being worked on now."""
+        return self._k("inflight")
+
+    @property
+    def pairs(self) -> str:
+        """Hash: pair id → "answering\\tparsing" display strings."""
+        return self._k("pairs")
+
+    def verdicts(self, pair_id: str, verdict: str) -> str:
+        """Set of result keys of one model pair with one verdict (pass/fail/error)."""
+        return self._k(f"verdict:{pair_id}:{verdict}")

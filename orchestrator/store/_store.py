@@ -1,0 +1,310 @@
+"""The job and result store on Redis.
+
+Writes are idempotent by construction: a result goes in with ``HSETNX`` under its
+deterministic key, a finished unit is a member of a set, pass/fail verdicts are
+set members too. A task that runs twice (a redelivery after a worker died, or a
+resume racing a slow worker) therefore overwrites nothing and counts nothing
+twice; every count is a cardinality (``HLEN``/``SCARD``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+from datetime import UTC, datetime
+from enum import StrEnum
+
+import redis
+import zstandard
+from pydantic import BaseModel, Field
+
+from verifleet.schemas import VerificationResult
+
+from ._keys import JOBS_INDEX, JobKeys
+
+__all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
+
+_ZSTD_LEVEL = 3
+
+
+class JobStatus(StrEnum):
+    """Lifecycle of a job."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLED = "cancelled"
+    DONE = "done"
+
+
+class PairProgress(BaseModel):
+    """Verdict counts of one (answering, parsing) model pair so far."""
+
+    answering: str
+    parsing: str
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    unverified: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over verified results; None before any verdict."""
+        judged = self.passed + self.failed
+        return self.passed / judged if judged else None
+
+
+class JobProgress(BaseModel):
+    """A snapshot of a job, read from its own keys (not from Flower)."""
+
+    job_id: str
+    name: str = ""
+    status: JobStatus
+    created: str = ""
+    total_units: int = 0
+    done_units: int = 0
+    failed_units: int = 0
+    in_flight: int = 0
+    results: int = 0
+    pairs: list[PairProgress] = Field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        """All units done, or the job was cancelled."""
+        return self.status in (JobStatus.DONE, JobStatus.CANCELLED)
+
+
+def _text(value: Any) -> str:
+    """A Redis reply (bytes from this client) as text."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pair_id(answering: str, parsing: str) -> str:
+    return hashlib.sha256(f"{answering}\t{parsing}".encode()).hexdigest()[:12]
+
+
+def _verdict(result: VerificationResult) -> str:
+    if not result.metadata.completed_without_errors:
+        return "error"
+    verdict = result.template.verify_result if result.template is not None else None
+    return {True: "pass", False: "fail"}.get(verdict, "none")  # type: ignore[arg-type]
+
+
+class ResultStore:
+    """Jobs, their specs and their results on one Redis server.
+
+    Args:
+        client: A ``redis.Redis`` client (bytes responses).
+        prefix: Key prefix; tests use their own.
+
+    Raises:
+        redis.RedisError: Redis is unreachable; callers treat this as an
+            infrastructure error (workers let Celery retry the task).
+    """
+
+    def __init__(self, client: redis.Redis, *, prefix: str = "vf") -> None:
+        self.client = client
+        self.prefix = prefix
+        self._zc = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+        self._zd = zstandard.ZstdDecompressor()
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = "vf") -> ResultStore:
+        """A store on the Redis server at ``url``."""
+        return cls(redis.Redis.from_url(url, health_check_interval=30), prefix=prefix)
+
+    def keys(self, job_id: str) -> JobKeys:
+        """Key names of ``job_id``."""
+        return JobKeys(job_id, prefix=self.prefix)
+
+    def _index(self) -> str:
+        return JOBS_INDEX if self.prefix == "vf" else f"{self.prefix}:jobs"
+
+    # --- jobs -------------------------------------------------------------------------
+    def create_job(
+        self,
+        job_id: str,
+        *,
+        benchmark_json: str,
+        config_json: str,
+        total_units: int,
+        name: str = "",
+    ) -> None:
+        """Store a job's spec once and register it (status ``queued``)."""
+        keys = self.keys(job_id)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(
+            keys.spec,
+            mapping={
+                "benchmark": self._zc.compress(benchmark_json.encode()),
+                "config": self._zc.compress(config_json.encode()),
+            },
+        )
+        pipe.hset(
+            keys.meta,
+            mapping={
+                "status": JobStatus.QUEUED.value,
+                "created": now,
+                "total_units": total_units,
+                "name": name,
+            },
+        )
+        pipe.zadd(self._index(), {job_id: time.time()})
+        pipe.execute()
+
+    def exists(self, job_id: str) -> bool:
+        """True when ``job_id`` was submitted to this store."""
+        return bool(self.client.exists(self.keys(job_id).meta))
+
+    def load_spec(self, job_id: str) -> tuple[str, str]:
+        """The job's benchmark and config JSON.
+
+        Raises:
+            KeyError: no such job.
+        """
+        benchmark, config = self.client.hmget(self.keys(job_id).spec, ["benchmark", "config"])
+        if not isinstance(benchmark, bytes) or not isinstance(config, bytes):
+            raise KeyError(f"no job {job_id!r} in the store")
+        return self._zd.decompress(benchmark).decode(), self._zd.decompress(config).decode()
+
+    def status(self, job_id: str) -> JobStatus | None:
+        """The job's status, or None when it does not exist."""
+        value = self.client.hget(self.keys(job_id).meta, "status")
+        return JobStatus(_text(value)) if value is not None else None
+
+    def set_status(self, job_id: str, status: JobStatus) -> None:
+        """Set the job's status."""
+        self.client.hset(self.keys(job_id).meta, "status", status.value)
+
+    def list_jobs(self, limit: int = 50) -> list[JobProgress]:
+        """The newest jobs first."""
+        ids = self.client.zrevrange(self._index(), 0, limit - 1)
+        return [self.progress(_text(i)) for i in ids]
+
+    # --- units ------------------------------------------------------------------------
+    def unit_done(self, job_id: str, unit_key: str) -> bool:
+        """True when the unit's results are all written."""
+        return bool(self.client.sismember(self.keys(job_id).done, unit_key))
+
+    def done_units(self, job_id: str) -> set[str]:
+        """Keys of every finished unit (streamed with SSCAN)."""
+        return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
+
+    def mark_started(self, job_id: str, unit_key: str) -> None:
+        """Record that a worker picked the unit up (for "in flight")."""
+        keys = self.keys(job_id)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(keys.inflight, {unit_key: time.time()})
+        pipe.hsetnx(keys.meta, "started", datetime.now(UTC).isoformat(timespec="seconds"))
+        pipe.execute()
+        if self.status(job_id) == JobStatus.QUEUED:
+            self.set_status(job_id, JobStatus.RUNNING)
+
+    def write_unit(
+        self,
+        job_id: str,
+        unit_key: str,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+    ) -> bool:
+        """Write a unit's results once and mark the unit done.
+
+        Returns:
+            True when this call finished the whole job.
+        """
+        keys = self.keys(job_id)
+        blobs = [self._zc.compress(r.model_dump_json().encode()) for r in results]
+        pipe = self.client.pipeline(transaction=True)
+        for key, blob in zip(result_keys, blobs, strict=True):
+            pipe.hsetnx(keys.results, key, blob)
+        written = pipe.execute()
+        # Verdicts count only what this call actually stored: a redelivered task
+        # that judged differently must not add its verdict next to the first one.
+        pipe = self.client.pipeline(transaction=True)
+        any_error = False
+        for result, key, fresh in zip(results, result_keys, written, strict=True):
+            if not fresh:
+                continue
+            meta = result.metadata
+            answering, parsing = meta.answering.display_string, meta.parsing.display_string
+            pair = _pair_id(answering, parsing)
+            pipe.hsetnx(keys.pairs, pair, f"{answering}\t{parsing}")
+            verdict = _verdict(result)
+            any_error |= verdict == "error"
+            pipe.sadd(keys.verdicts(pair, verdict), key)
+        if any_error:
+            pipe.sadd(keys.failed, unit_key)
+        pipe.sadd(keys.done, unit_key)
+        pipe.zrem(keys.inflight, unit_key)
+        pipe.scard(keys.done)
+        pipe.hget(keys.meta, "total_units")
+        *_, done, total = pipe.execute()
+        if total is not None and done >= int(total):
+            self.client.hset(keys.meta, "status", JobStatus.DONE.value)
+            self.client.hsetnx(
+                keys.meta, "finished", datetime.now(UTC).isoformat(timespec="seconds")
+            )
+            return True
+        return False
+
+    # --- reading ----------------------------------------------------------------------
+    def progress(self, job_id: str, *, stale_after: float = 3600.0) -> JobProgress:
+        """A snapshot of the job's counts and per-pair verdicts.
+
+        Raises:
+            KeyError: no such job.
+        """
+        keys = self.keys(job_id)
+        meta = {_text(k): _text(v) for k, v in self.client.hgetall(keys.meta).items()}
+        if not meta:
+            raise KeyError(f"no job {job_id!r} in the store")
+        pipe = self.client.pipeline(transaction=False)
+        pipe.scard(keys.done)
+        pipe.scard(keys.failed)
+        pipe.zcount(keys.inflight, time.time() - stale_after, "+inf")
+        pipe.hlen(keys.results)
+        pipe.hgetall(keys.pairs)
+        done, failed, inflight, results, pairs = pipe.execute()
+        progress = [self._pair_progress(keys, _text(p), _text(v)) for p, v in pairs.items()]
+        return JobProgress(
+            job_id=job_id,
+            name=meta.get("name", ""),
+            status=JobStatus(meta.get("status", "queued")),
+            created=meta.get("created", ""),
+            total_units=int(meta.get("total_units", 0)),
+            done_units=done,
+            failed_units=failed,
+            in_flight=inflight,
+            results=results,
+            pairs=sorted(progress, key=lambda p: (p.answering, p.parsing)),
+        )
+
+    def _pair_progress(self, keys: JobKeys, pair: str, names: str) -> PairProgress:
+        answering, _, parsing = names.partition("\t")
+        pipe = self.client.pipeline(transaction=False)
+        for verdict in ("pass", "fail", "error", "none"):
+            pipe.scard(keys.verdicts(pair, verdict))
+        passed, failed, errors, none = pipe.execute()
+        return PairProgress(
+            answering=answering,
+            parsing=parsing,
+            passed=passed,
+            failed=failed,
+            errors=errors,
+            unverified=none,
+        )
+
+    def iter_results(self, job_id: str, *, batch: int = 500) -> Iterator[VerificationResult]:
+        """Every stored result, streamed with HSCAN (memory bounded by ``batch``)."""
+        for _key, blob in self.client.hscan_iter(self.keys(job_id).results, count=batch):
+            yield VerificationResult.model_validate_json(self._zd.decompress(blob))
+
+    def delete_job(self, job_id: str) -> None:
+        """Remove every key of the job."""
+        keys = self.keys(job_id)
+        pattern = f"{keys.prefix}:job:{job_id}:*"
+        for key in self.client.scan_iter(match=pattern, count=1000):
+            self.client.delete(key)
+        self.client.zrem(self._index(), job_id)
