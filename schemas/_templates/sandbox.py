@@ -139,6 +139,9 @@ class ModuleView:
         self.__all__ = sorted(names)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "__name__":
+            # The import system reads it to word "cannot import name X from Y".
+            return self._vf_name
         if attr in self._vf_children:
             return self._vf_children[attr]
         if attr not in self._vf_names:
