@@ -10,16 +10,20 @@ from .errors import CheckError, CheckReplyError, DeepJudgmentError, EmbeddingMod
 from .outcomes import CheckOutcome, EmbeddingOutcome
 from .abstention import ABSTENTION_STAGE, detect_abstention
 from .sufficiency import SUFFICIENCY_STAGE, detect_sufficiency
+from .embedding import EMBEDDING_STAGE, EmbeddingModel, run_embedding_check
 
 __all__ = [
     "ABSTENTION_STAGE",
+    "EMBEDDING_STAGE",
     "SUFFICIENCY_STAGE",
     "CheckError",
     "CheckOutcome",
     "CheckReplyError",
     "DeepJudgmentError",
+    "EmbeddingModel",
     "EmbeddingModelError",
     "EmbeddingOutcome",
     "detect_abstention",
     "detect_sufficiency",
+    "run_embedding_check",
 ]
