@@ -175,7 +175,8 @@ class ParquetResultWriter:
         try:
             batch = pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
             self._writer.write_batch(batch)
-        except (OSError, pa.ArrowException) as exc:
+        # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
+        except (OSError, OverflowError, pa.ArrowException) as exc:
             raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc
 
 
