@@ -1,0 +1,9 @@
+"""Questions, benchmarks and the benchmark loaders.
+
+Re-exported by :mod:`verifleet.schemas`; import from there.
+"""
+
+from ._benchmark import Benchmark
+from ._question import Question
+
+__all__ = ["Benchmark", "Question"]

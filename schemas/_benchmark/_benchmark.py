@@ -1,0 +1,118 @@
+"""The benchmark: questions plus the rubric every question shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from .._errors import RubricError, TemplateValidationError
+from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
+from .._templates import validate_answer_template
+from ._question import Question
+
+__all__ = ["Benchmark"]
+
+
+class Benchmark(BaseModel):
+    """A named, versioned set of questions and an optional global rubric.
+
+    Question ids are unique; constructing a benchmark with a repeated id fails with
+    a ``ValidationError`` naming it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    version: str = "0.1.0"
+    description: str = ""
+    creator: str | None = None
+    id: str | None = None
+    questions: list[Question] = Field(default_factory=list)
+    global_rubric: Rubric | None = None
+    global_dynamic_rubric: DynamicRubric | None = None
+    custom_metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _index: dict[str, Question] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Benchmark:
+        index: dict[str, Question] = {}
+        for question in self.questions:
+            if question.id in index:
+                raise ValueError(f"question id {question.id!r} is used by more than one question")
+            index[question.id] = question
+        self._index = index
+        return self
+
+    @property
+    def question_ids(self) -> list[str]:
+        """Question ids in benchmark order."""
+        return [q.id for q in self.questions]
+
+    def get_question(self, question_id: str) -> Question:
+        """The question with ``question_id``.
+
+        Raises:
+            KeyError: no such question (the message lists how many there are).
+        """
+        if len(self._index) != len(self.questions):
+            # The list was mutated after construction; rebuild the lookup.
+            self._index = {q.id: q for q in self.questions}
+        try:
+            return self._index[question_id]
+        except KeyError:
+            raise KeyError(
+                f"no question {question_id!r} in benchmark {self.name!r} "
+                f"({len(self.questions)} questions)"
+            ) from None
+
+    def rubric_for(self, question: Question | str) -> Rubric | None:
+        """The global rubric merged with the question's own rubric.
+
+        Raises:
+            RubricError: a trait name is defined in both (message names the trait,
+                the global rubric and the question).
+            KeyError: ``question`` is an unknown id.
+        """
+        q = self.get_question(question) if isinstance(question, str) else question
+        return merge_rubrics(self.global_rubric, q.question_rubric, question_id=q.id)
+
+    def dynamic_rubric_for(self, question: Question | str) -> DynamicRubric | None:
+        """The global dynamic rubric merged with the question's own (same rules)."""
+        q = self.get_question(question) if isinstance(question, str) else question
+        return merge_dynamic_rubrics(
+            self.global_dynamic_rubric, q.question_dynamic_rubric, question_id=q.id
+        )
+
+    def all_rubrics(self) -> list[tuple[str | None, Rubric | DynamicRubric]]:
+        """Every rubric with its question id (``None`` for the global ones)."""
+        found: list[tuple[str | None, Rubric | DynamicRubric]] = [
+            (None, r) for r in (self.global_rubric, self.global_dynamic_rubric) if r is not None
+        ]
+        for q in self.questions:
+            found.extend(
+                (q.id, r) for r in (q.question_rubric, q.question_dynamic_rubric) if r is not None
+            )
+        return found
+
+    def validate(self) -> list[str]:  # type: ignore[override]
+        """Every problem that would stop this benchmark from running, as messages.
+
+        Checks each answer template (``validate_answer_template``) and each
+        question's merged rubrics. Nothing is raised: an empty list means ready.
+        (Overrides pydantic v1's deprecated classmethod of the same name.)
+        """
+        problems: list[str] = []
+        for q in self.questions:
+            if q.has_template:
+                try:
+                    validate_answer_template(q.answer_template or "", question_id=q.id)
+                except TemplateValidationError as exc:
+                    problems.append(f"question {q.id}: template: {exc.problem}")
+            try:
+                self.rubric_for(q)
+                self.dynamic_rubric_for(q)
+            except RubricError as exc:
+                problems.append(f"question {q.id}: rubric: {exc}")
+        return problems
