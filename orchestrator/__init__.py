@@ -9,6 +9,7 @@ from ._export import (
     ResultFormat,
     iter_parquet,
     iter_results,
+    read_results,
     resolve_format,
     write_results,
 )
@@ -20,6 +21,7 @@ __all__: list[str] = [
     "ResultFormat",
     "iter_parquet",
     "iter_results",
+    "read_results",
     "resolve_format",
     "write_results",
 ]

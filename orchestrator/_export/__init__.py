@@ -3,7 +3,14 @@
 Private package; the public names are re-exported by :mod:`verifleet.orchestrator`.
 """
 
-from .api import RESULT_FORMATS, ResultFormat, iter_results, resolve_format, write_results
+from .api import (
+    RESULT_FORMATS,
+    ResultFormat,
+    iter_results,
+    read_results,
+    resolve_format,
+    write_results,
+)
 from .layout import RESULT_ARROW_SCHEMA
 from .parquet import ParquetResultWriter, iter_parquet
 
@@ -14,6 +21,7 @@ __all__ = [
     "ResultFormat",
     "iter_parquet",
     "iter_results",
+    "read_results",
     "resolve_format",
     "write_results",
 ]

@@ -6,14 +6,21 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal, cast, get_args
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import VerificationResult, VerificationResultSet
 
 from .csvio import iter_csv, write_csv
 from .files import PathLike, export_error
 from .jsonio import iter_json, iter_jsonl, write_json, write_jsonl
 from .parquet import DEFAULT_BATCH_SIZE, ParquetResultWriter, iter_parquet
 
-__all__ = ["RESULT_FORMATS", "ResultFormat", "iter_results", "resolve_format", "write_results"]
+__all__ = [
+    "RESULT_FORMATS",
+    "ResultFormat",
+    "iter_results",
+    "read_results",
+    "resolve_format",
+    "write_results",
+]
 
 ResultFormat = Literal["parquet", "json", "jsonl", "csv"]
 RESULT_FORMATS: tuple[str, ...] = get_args(ResultFormat)
@@ -54,7 +61,7 @@ def resolve_format(path: PathLike, format: str | None = None) -> ResultFormat:
 
 
 def write_results(
-    results: Iterable[VerificationResult],
+    results: Iterable[VerificationResult] | VerificationResultSet,
     path: PathLike,
     *,
     format: str | None = None,
@@ -64,7 +71,9 @@ def write_results(
     """Write results to ``path``, streaming; the file appears only when complete.
 
     Args:
-        results: Any iterable of results (consumed once, lazily), or a result set.
+        results: Any iterable of results (consumed once, lazily), or a result set
+            (only its ``results`` are written: ``scenario_results`` and ``errors``
+            have no place in these formats).
         path: Destination; an existing file is replaced on success only.
         format: ``parquet``, ``json``, ``jsonl`` or ``csv``; from the extension if None.
         job_id: Fills the ``result_key`` column (Parquet and CSV) with each result's
@@ -78,6 +87,8 @@ def write_results(
         ExportError: unknown format or extension, or the file cannot be written.
     """
     chosen = resolve_format(path, format)
+    if isinstance(results, VerificationResultSet):
+        results = results.results
     if chosen == "parquet":
         with ParquetResultWriter(path, batch_size=batch_size, job_id=job_id) as writer:
             return writer.write_many(results)
@@ -110,3 +121,20 @@ def iter_results(
     if chosen == "json":
         return iter_json(path)
     return iter_jsonl(path)
+
+
+def read_results(
+    path: PathLike, *, format: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+) -> VerificationResultSet:
+    """Load every result stored in ``path`` into a :class:`VerificationResultSet`.
+
+    The set equals the one (or the results) that were written, field for field,
+    including absent sections; ``scenario_results`` and ``errors`` are None.
+
+    Raises:
+        ExportError: unknown format or extension, or the file is missing,
+            unreadable, incompatible or holds an invalid result.
+    """
+    return VerificationResultSet(
+        results=list(iter_results(path, format=format, batch_size=batch_size))
+    )

@@ -8,12 +8,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from verifleet.orchestrator import RESULT_FORMATS, iter_results, resolve_format, write_results
+from verifleet.orchestrator import (
+    RESULT_FORMATS,
+    iter_results,
+    read_results,
+    resolve_format,
+    write_results,
+)
 from verifleet.schemas import (
     ExportError,
     ModelIdentity,
     VerificationResult,
     VerificationResultMetadata,
+    VerificationResultSet,
     VerificationResultTemplate,
 )
 
@@ -165,7 +172,10 @@ def test_csv_without_result_json_is_an_export_error(tmp_path: Path) -> None:
         list(iter_results(path))
 
 
-def test_result_sets_and_generators_are_accepted(tmp_path: Path) -> None:
-    path = tmp_path / "r.jsonl"
+@pytest.mark.parametrize("fmt", RESULT_FORMATS)
+def test_result_sets_and_generators_are_accepted(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"r.{fmt}"
     assert write_results((r for r in RESULTS), path) == 2
-    assert list(iter_results(path)) == RESULTS
+    assert read_results(path) == VerificationResultSet(results=RESULTS)
+    assert write_results(VerificationResultSet(results=RESULTS[:1]), path) == 1
+    assert read_results(path).results == RESULTS[:1]

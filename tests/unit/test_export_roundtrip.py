@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verifleet.orchestrator import iter_results, write_results
+from verifleet.orchestrator import read_results, write_results
 from verifleet.schemas import (
     ModelIdentity,
     VerificationResult,
@@ -17,6 +17,7 @@ from verifleet.schemas import (
     VerificationResultDeepJudgmentRubric,
     VerificationResultMetadata,
     VerificationResultRubric,
+    VerificationResultSet,
     VerificationResultTemplate,
 )
 
@@ -194,13 +195,17 @@ results = st.builds(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(batch=st.lists(results, max_size=5))
-def test_every_format_reads_back_equal_results(batch: list[VerificationResult]) -> None:
+def test_every_format_reads_back_an_equal_result_set(batch: list[VerificationResult]) -> None:
+    written = VerificationResultSet(results=batch)
     with tempfile.TemporaryDirectory() as folder:
         for name in ("r.parquet", "r.json", "r.jsonl", "r.csv"):
             path = Path(folder) / name
             # batch_size=2 makes several Parquet batches out of most examples.
-            assert write_results(batch, path, batch_size=2) == len(batch)
-            back = list(iter_results(path))
-            assert back == batch, name
+            assert write_results(written, path, batch_size=2) == len(batch)
+            back = read_results(path, batch_size=2)
+            assert back == written, name
             # Sections absent stay None, present ones stay present (even all-default).
-            assert [r.template is None for r in back] == [r.template is None for r in batch]
+            for section in ("template", "rubric", "deep_judgment", "deep_judgment_rubric"):
+                assert [getattr(r, section) is None for r in back] == [
+                    getattr(r, section) is None for r in batch
+                ], (name, section)
