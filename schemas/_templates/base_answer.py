@@ -11,6 +11,7 @@ original framework run unchanged: ``model_post_init`` setting ``self.correct``,
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -35,6 +36,12 @@ RESERVED_FIELD_NAMES: frozenset[str] = frozenset({"correct"})
 _RAW_TRACE_SLOT = "_raw_trace"
 
 _STRATEGY_ADAPTER: TypeAdapter[StrategyNode] = TypeAdapter(StrategyNode)
+
+# Parsed strategy per class: verify() and verify_granular() run per result, the
+# strategy is fixed when the class body runs.
+_STRATEGIES: weakref.WeakKeyDictionary[type, tuple[StrategyNode | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def strip_verification_metadata(schema: Any) -> Any:
@@ -107,17 +114,29 @@ class BaseAnswer(BaseModel):
         Raises:
             TypeError: The declared strategy is neither a node nor a node's dict form.
         """
+        cached = _STRATEGIES.get(cls)
+        if cached is not None:
+            return cached[0]
         holder = getattr(cls, "VerificationStrategy", None)
         node = getattr(holder, "verify_strategy", None) if holder is not None else None
-        if node is None:
-            return None
+        parsed: StrategyNode | None = None
         if isinstance(node, Mapping | BaseModel):
             try:
                 data = node.model_dump() if isinstance(node, BaseModel) else node
-                return _STRATEGY_ADAPTER.validate_python(data)
+                parsed = _STRATEGY_ADAPTER.validate_python(data)
             except ValueError as exc:
                 raise TypeError(f"invalid VerificationStrategy: {exc}") from exc
-        raise TypeError(f"verify_strategy must be AllOf/AnyOf/AtLeastN, got {type(node).__name__}")
+        elif node is not None:
+            raise TypeError(
+                f"verify_strategy must be AllOf/AnyOf/AtLeastN, got {type(node).__name__}"
+            )
+        _STRATEGIES[cls] = (parsed,)
+        return parsed
+
+    @classmethod
+    def get_source_code(cls) -> str | None:
+        """The template source the class was compiled from (original framework name)."""
+        return cls.template_source
 
     @classmethod
     def composition_strategy(cls) -> str | None:

@@ -26,7 +26,8 @@ __all__ = ["TemplateCache", "TemplateCacheStats", "default_template_cache", "loa
 
 
 class TemplateCacheStats(BaseModel):
-    """Counters of one :class:`TemplateCache`."""
+    """Counters of one :class:`TemplateCache` (``raw_hits`` is approximate under
+    contention; ``compiles`` is exact)."""
 
     compiles: int
     raw_hits: int
@@ -34,44 +35,60 @@ class TemplateCacheStats(BaseModel):
     bound_classes: int
 
 
+_Entry = type[BaseAnswer] | TemplateValidationError
+
+
 class TemplateCache:
     """Compiled answer classes by template id, and bound classes by (template, question).
 
-    Thread-safe. ``max_bound`` caps the bound-class table (least recently used
-    entries go first); raw classes are never evicted (one per distinct template).
+    Thread-safe. Both tables are LRU-bounded (``max_templates``, ``max_bound``):
+    a compiled class costs roughly 15–20 KiB, so an unbounded table would grow by
+    hundreds of MiB on a worker that sees tens of thousands of distinct templates.
+    An evicted template is simply compiled again when next needed.
     """
 
-    def __init__(self, max_bound: int = 8192) -> None:
-        self._raw: dict[str, type[BaseAnswer] | TemplateValidationError] = {}
+    def __init__(self, max_templates: int = 8192, max_bound: int = 8192) -> None:
+        self._raw: OrderedDict[str, _Entry] = OrderedDict()
         self._bound: OrderedDict[tuple[str, str], type[BaseAnswer]] = OrderedDict()
-        self._bound_lock = threading.Lock()
+        self._table_lock = threading.Lock()
+        self._max_templates = max_templates
         self._max_bound = max_bound
         self._compiles = 0
         self._raw_hits = 0
 
+    def _cached_raw(self, template_id: str) -> _Entry | None:
+        with self._table_lock:
+            entry = self._raw.get(template_id)
+            if entry is not None:
+                self._raw.move_to_end(template_id)
+                self._raw_hits += 1
+            return entry
+
     def raw_class(self, source: str, *, question_id: str | None = None) -> type[BaseAnswer]:
         """The validated answer class of ``source`` (no question id bound).
+
+        Compiles under the process-wide compile lock, so concurrent callers with
+        the same template wait for one compile instead of each running their own.
 
         Raises:
             TemplateValidationError: The template is invalid (the message names
                 ``question_id``, even when the failure was cached for another one).
         """
         template_id = compute_template_id(source)
-        entry = self._raw.get(template_id)
+        entry = self._cached_raw(template_id)
         if entry is None:
             with COMPILE_LOCK:
-                entry = self._raw.get(template_id)
+                entry = self._cached_raw(template_id)
                 if entry is None:
                     self._compiles += 1
                     try:
                         entry = validate_answer_template(source)
                     except TemplateValidationError as exc:
                         entry = exc
-                    self._raw[template_id] = entry
-                else:
-                    self._raw_hits += 1
-        else:
-            self._raw_hits += 1
+                    with self._table_lock:
+                        self._raw[template_id] = entry
+                        while len(self._raw) > self._max_templates:
+                            self._raw.popitem(last=False)
         if isinstance(entry, TemplateValidationError):
             raise TemplateValidationError(entry.problem, question_id=question_id)
         return entry
@@ -83,14 +100,13 @@ class TemplateCache:
             TemplateValidationError: As :meth:`raw_class`.
         """
         key = (compute_template_id(source), question_id)
-        with self._bound_lock:
+        with self._table_lock:
             bound = self._bound.get(key)
             if bound is not None:
                 self._bound.move_to_end(key)
                 return bound
-        raw = self.raw_class(source, question_id=question_id)
-        bound = inject_question_id(raw, question_id)
-        with self._bound_lock:
+        bound = inject_question_id(self.raw_class(source, question_id=question_id), question_id)
+        with self._table_lock:
             existing = self._bound.setdefault(key, bound)
             self._bound.move_to_end(key)
             while len(self._bound) > self._max_bound:
@@ -99,16 +115,17 @@ class TemplateCache:
 
     def stats(self) -> TemplateCacheStats:
         """Current counters."""
-        return TemplateCacheStats(
-            compiles=self._compiles,
-            raw_hits=self._raw_hits,
-            templates=len(self._raw),
-            bound_classes=len(self._bound),
-        )
+        with self._table_lock:
+            return TemplateCacheStats(
+                compiles=self._compiles,
+                raw_hits=self._raw_hits,
+                templates=len(self._raw),
+                bound_classes=len(self._bound),
+            )
 
     def clear(self) -> None:
         """Forget every compiled template and bound class, and reset the counters."""
-        with COMPILE_LOCK, self._bound_lock:
+        with COMPILE_LOCK, self._table_lock:
             self._raw.clear()
             self._bound.clear()
             self._compiles = 0

@@ -9,6 +9,7 @@ the template class; results record :func:`parsed_ground_truth` and
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,19 +66,31 @@ def judge_json_schema(answer_cls: type[BaseAnswer]) -> dict[str, Any]:
     return strip_verification_metadata(schema)
 
 
+# The ground truth of a class never changes; the pipeline asks once per result.
+_GROUND_TRUTHS: weakref.WeakKeyDictionary[type, tuple[dict[str, Any] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def parsed_ground_truth(answer_cls: type[BaseAnswer]) -> dict[str, Any] | None:
     """The template's ground truth as JSON-safe data (``parsed_gt_response``), or
-    None when the template declares none.
+    None when the template declares none. Computed once per class; each call
+    returns a fresh copy.
 
     Raises:
         Exception: Whatever the template's ground-truth code raises (a validated
             template does not).
     """
-    ground_truth = probe_instance(answer_cls).get_ground_truth()
-    if not isinstance(ground_truth, dict):
-        return None
-    jsonable: dict[str, Any] = to_jsonable_python(ground_truth, fallback=repr)
-    return jsonable
+    cached = _GROUND_TRUTHS.get(answer_cls)
+    if cached is None:
+        ground_truth = probe_instance(answer_cls).get_ground_truth()
+        jsonable = (
+            to_jsonable_python(ground_truth, fallback=repr)
+            if isinstance(ground_truth, dict)
+            else None
+        )
+        cached = _GROUND_TRUTHS[answer_cls] = (jsonable,)
+    return copy.deepcopy(cached[0])
 
 
 def parsed_llm_fields(instance: BaseAnswer) -> dict[str, Any]:

@@ -113,3 +113,14 @@ def test_module_level_loader_uses_the_process_cache() -> None:
     assert load_answer_class(source, "qx") is cls
     assert default_template_cache().stats().compiles == before + 1
     assert cls.__module__.endswith(compute_template_id(source))
+
+
+def test_template_table_is_bounded_and_recompiles_evicted_templates() -> None:
+    cache = TemplateCache(max_templates=2)
+    for n in (10, 11, 12):
+        cache.raw_class(_template(n))
+    assert cache.stats().templates == 2
+    cache.raw_class(_template(12))  # still cached
+    assert cache.stats().compiles == 3
+    cache.raw_class(_template(10))  # evicted first, compiled again
+    assert cache.stats().compiles == 4

@@ -229,3 +229,16 @@ def test_injection_keeps_identity_and_links_the_raw_class() -> None:
     assert bound.template_source == ENTITIES_TEMPLATE
     assert raw(target="x", count=1).id is None
     assert bound(target="x", count=1).id == "q9"
+
+
+def test_parsed_ground_truth_is_a_fresh_copy_each_time() -> None:
+    cls = validate_answer_template(OLD_TEMPLATE, question_id="q2")
+    first = parsed_ground_truth(cls)
+    assert first is not None
+    first["genes"].append("TP53")
+    assert parsed_ground_truth(cls) == {"genes": ["EGFR", "KRAS"]}
+
+
+def test_source_code_is_kept_on_the_class() -> None:
+    cls = validate_answer_template(OLD_TEMPLATE, question_id="q2")
+    assert cls.get_source_code() == OLD_TEMPLATE
