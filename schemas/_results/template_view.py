@@ -7,12 +7,16 @@ from typing import Any
 
 import pandas as pd
 
+from .aggregators import MeanAggregator
 from .frames_template import template_field_frame, template_regex_frame, template_usage_frame
 from .result import VerificationResult
 from .template import VerificationResultTemplate
 from .view_base import ResultView
 
 __all__ = ["TemplateResults"]
+
+# Rates are means of booleans whatever the view's "mean" has been replaced with.
+_RATE = MeanAggregator()
 
 # Returned by an accessor's picker to leave a result out of the answer.
 _SKIP: Any = object()
@@ -192,7 +196,7 @@ class TemplateResults(ResultView):
         """
         frame = self._per_result_frame()
         frame = frame[frame["verify_result"].notna()]
-        return self._aggregate_by(frame, by, "verify_result", "mean")
+        return self._aggregate_by(frame, by, "verify_result", _RATE)
 
     def aggregate_embedding_scores(
         self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
@@ -219,7 +223,7 @@ class TemplateResults(ResultView):
         frame = frame[
             frame["abstention_check_performed"].astype(bool) & frame["abstention_detected"].notna()
         ]
-        return self._aggregate_by(frame, by, "abstention_detected", "mean")
+        return self._aggregate_by(frame, by, "abstention_detected", _RATE)
 
     def aggregate_regex_success_rate(
         self, pattern_name: str | None = None, by: str = "question_id"
@@ -233,5 +237,5 @@ class TemplateResults(ResultView):
         frame = self.to_regex_dataframe()
         if pattern_name is not None:
             frame = frame[frame["pattern_name"] == pattern_name]
-            return self._aggregate_by(frame, by, "matched", "mean")
-        return self._aggregate_by(frame, by, "matched", "mean", inner="pattern_name")
+            return self._aggregate_by(frame, by, "matched", _RATE)
+        return self._aggregate_by(frame, by, "matched", _RATE, inner="pattern_name")

@@ -122,18 +122,19 @@ class ResultView:
         frame: pd.DataFrame,
         by: str,
         value: str,
-        strategy: str,
+        strategy: str | ResultAggregator,
         inner: str | None = None,
         **kwargs: Any,
     ) -> dict[Any, Any]:
         """``{group: aggregate}`` or, with ``inner``, ``{group: {inner_key: aggregate}}``.
 
-        Rows whose group (or inner) key is null are skipped; groups are sorted.
+        ``strategy`` is a registered name or an aggregator. Rows whose group (or
+        inner) key is null are skipped; groups are sorted.
 
         Raises:
             KeyError: unknown ``strategy``, or ``by`` is not a column of the frame.
         """
-        aggregator = self._registry.get(strategy)
+        aggregator = self._registry.get(strategy) if isinstance(strategy, str) else strategy
         if frame.empty:
             return {}
         if by not in frame.columns:

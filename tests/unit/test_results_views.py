@@ -450,3 +450,14 @@ def test_rubric_judgment_frame_one_row_per_trait_excerpt() -> None:
         "total_model_calls": 5,
         "traits_without_valid_excerpts": {"cites": 1},
     }
+
+
+def test_rates_ignore_a_replaced_mean_strategy() -> None:
+    class Zero:
+        def aggregate(self, series: Any, **kwargs: Any) -> float:
+            return 0.0
+
+    results = checked_results()
+    results.register_aggregator("mean", Zero(), replace=True)
+    assert results.aggregate_embedding_scores() == {"q1": 0.0}  # uses the strategy
+    assert results.aggregate_pass_rate() == {"q1": 0.5}  # a rate is always a plain mean
