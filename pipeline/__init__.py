@@ -11,14 +11,34 @@ from ._llm import (
 )
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
+# --- running a unit ---------------------------------------------------------------
+from ._answer import CachedAnswer
+from ._adapters import ManualAnswerError, ManualAnswerStore
+from ._context import VerificationContext
+from ._orchestrator import StageOrchestrator
+from ._resources import AgentRunner, CallerFactory, PipelineResources
+from ._run import run_unit
+from ._stage import Stage, StageFailure
+
 __all__ = [
+    "AgentRunner",
+    "CachedAnswer",
     "CallGate",
+    "CallerFactory",
     "ChatCaller",
     "ChatModelCache",
     "LangchainChatCaller",
+    "ManualAnswerError",
+    "ManualAnswerStore",
     "Message",
     "ModelCallError",
+    "PipelineResources",
+    "Stage",
+    "StageFailure",
+    "StageOrchestrator",
     "StructuredOutputError",
     "UsageTracker",
+    "VerificationContext",
     "get_chat_model",
+    "run_unit",
 ]

@@ -58,7 +58,7 @@ class LangchainChatCaller:
         clients: The per-process client cache.
         policy: Retry policy for transient errors.
         request_timeout: Seconds per HTTP request (part of the client cache key).
-        deadline: Absolute ``time.time()`` of the unit deadline, if any.
+        deadline: Absolute ``time.monotonic()`` of the unit deadline, if any.
         call_gate: Context manager entered around every attempt.
         sleep: Backoff sleep; injected in tests.
     """

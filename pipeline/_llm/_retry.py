@@ -131,7 +131,7 @@ def call_with_retry(
     Args:
         fn: The call; any exception it raises is classified by :func:`classify_error`.
         policy: Attempts and backoff. A server's ``Retry-After`` wins when longer.
-        deadline: Absolute ``time.time()`` after which no attempt starts and no
+        deadline: Absolute ``time.monotonic()`` after which no attempt starts and no
             backoff sleep is begun that would end past it.
         sleep: Injected for tests.
         rand: Jitter source in ``[0, 1)``; injected for tests.
@@ -148,7 +148,7 @@ def call_with_retry(
     attempt = 0
     while True:
         attempt += 1
-        if deadline is not None and time.time() >= deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             raise ModelCallError(
                 f"unit deadline exceeded before attempt {attempt} of {label}",
                 transient=True,
@@ -170,7 +170,7 @@ def call_with_retry(
             delay = policy.delay_before(attempt + 1, rand())
             if info.retry_after is not None and info.retry_after > delay:
                 delay = info.retry_after
-            if deadline is not None and time.time() + delay >= deadline:
+            if deadline is not None and time.monotonic() + delay >= deadline:
                 raise ModelCallError(
                     f"{info.description} after {attempt} attempts "
                     f"(next retry in {delay:.1f}s would pass the unit deadline)",

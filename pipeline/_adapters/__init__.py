@@ -1,0 +1,5 @@
+"""Sources of answers other than a plain chat model call."""
+
+from .manual import ManualAnswerError, ManualAnswerStore
+
+__all__ = ["ManualAnswerError", "ManualAnswerStore"]

@@ -1,0 +1,114 @@
+"""Per-process caches shared by every unit a process runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
+
+from ._adapters import ManualAnswerStore
+from ._answer import CachedAnswer
+from ._llm import CallGate, ChatModelCache, LangchainChatCaller, UsageTracker
+from ._llm_protocol import ChatCaller, Message
+
+__all__ = ["AgentRunner", "CallerFactory", "PipelineResources"]
+
+
+class CallerFactory(Protocol):
+    """Builds the :class:`ChatCaller` for one model of one unit."""
+
+    def __call__(
+        self,
+        model: ModelConfig,
+        *,
+        tracker: UsageTracker,
+        config: VerificationConfig,
+        deadline: float | None,
+    ) -> ChatCaller: ...
+
+
+class AgentRunner(Protocol):
+    """Answers with a tool-using (MCP) agent; returns the trace as a CachedAnswer.
+
+    verifleet ships no MCP runtime; a deployment that has one plugs it in here.
+    """
+
+    def __call__(
+        self,
+        model: ModelConfig,
+        messages: Sequence[Message],
+        *,
+        tracker: UsageTracker,
+        deadline: float | None,
+    ) -> CachedAnswer: ...
+
+
+def _embedding_model(name: str) -> Any:
+    from ._checks import EmbeddingModel
+
+    return EmbeddingModel.get(name)
+
+
+@dataclass
+class PipelineResources:
+    """Caches one process reuses across units: chat clients, compiled templates,
+    recorded answers, the embedding model. Create it once per process
+    (:meth:`default`) and pass it to every :func:`~verifleet.pipeline.run_unit`.
+
+    Attributes:
+        clients: Chat models, one per model configuration.
+        templates: Compiled answer classes, one per template id.
+        manual: Pre-recorded answer files of ``manual`` models.
+        embedder: Loads the embedding model by name (cached by the callee).
+        call_gate: Entered around every model call attempt (the workers' Redis
+            limiter); None for no gate.
+        agent: Runs MCP agents; None when no agent runtime is installed.
+        caller_factory: Replaces the langchain caller (tests script the models).
+        sleep: Backoff sleep of retries.
+    """
+
+    clients: ChatModelCache = field(default_factory=ChatModelCache)
+    templates: TemplateCache = field(default_factory=default_template_cache)
+    manual: ManualAnswerStore = field(default_factory=ManualAnswerStore)
+    embedder: Callable[[str], Any] = _embedding_model
+    call_gate: CallGate | None = None
+    agent: AgentRunner | None = None
+    caller_factory: CallerFactory | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+    _default: ClassVar[PipelineResources | None] = None
+    _default_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def default(cls) -> PipelineResources:
+        """The process-wide instance, created on first use (thread-safe)."""
+        with cls._default_lock:
+            if cls._default is None:
+                cls._default = cls()
+            return cls._default
+
+    def caller(
+        self,
+        model: ModelConfig,
+        *,
+        tracker: UsageTracker,
+        config: VerificationConfig,
+        deadline: float | None = None,
+    ) -> ChatCaller:
+        """A caller for ``model`` that records into ``tracker``; cheap per unit."""
+        if self.caller_factory is not None:
+            return self.caller_factory(model, tracker=tracker, config=config, deadline=deadline)
+        return LangchainChatCaller(
+            model,
+            tracker=tracker,
+            clients=self.clients,
+            policy=config.retry_policy,
+            request_timeout=config.request_timeout,
+            deadline=deadline,
+            call_gate=self.call_gate,
+            sleep=self.sleep,
+        )

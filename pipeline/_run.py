@@ -1,0 +1,98 @@
+"""The entry point the local runner and the Celery task both call."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from verifleet.schemas import ModelConfig, Question, Rubric, VerificationConfig, VerificationResult
+
+from ._answer import CachedAnswer
+from ._context import VerificationContext
+from ._llm import UsageTracker
+from ._orchestrator import StageOrchestrator
+from ._resources import PipelineResources
+
+__all__ = ["has_rubric_traits", "run_unit"]
+
+_log = logging.getLogger(__name__)
+
+
+def has_rubric_traits(rubric: Rubric | None, question: Question | None = None) -> bool:
+    """Whether ``rubric`` or the question's dynamic rubric has any trait."""
+    for candidate in (rubric, getattr(question, "question_dynamic_rubric", None)):
+        all_traits = getattr(candidate, "all_traits", None)
+        if callable(all_traits) and all_traits():
+            return True
+    return False
+
+
+def run_unit(
+    question: Question,
+    answering: ModelConfig,
+    parsing_models: Sequence[ModelConfig],
+    config: VerificationConfig,
+    *,
+    replicate: int | None,
+    rubric: Rubric | None = None,
+    resources: PipelineResources | None = None,
+    cached_answer: CachedAnswer | None = None,
+    deadline: float | None = None,
+) -> list[VerificationResult]:
+    """Verify one (question, answering model, replicate) with every parsing model.
+
+    The answer is generated once (stage 2) and reused by each parsing model, so N
+    judges cost one answering call. A stage never knows where it runs: the local
+    runner and the Celery task call exactly this.
+
+    Args:
+        question: The :class:`~verifleet.schemas.Question`.
+        answering: The answering model.
+        parsing_models: The judges; one result each, in this order.
+        config: The run's configuration.
+        replicate: Replicate number (None when the run has one replicate).
+        rubric: The :class:`~verifleet.schemas.Rubric` merged for this question.
+        resources: Per-process caches; :meth:`PipelineResources.default` if None.
+        cached_answer: An answer obtained earlier; skips the answering call.
+        deadline: ``time.monotonic()`` value after which model calls stop.
+
+    Returns:
+        One :class:`~verifleet.schemas.VerificationResult` per parsing model.
+        Content failures (model errors after retries, invalid templates,
+        unparsable judge replies) are recorded in the results
+        (``completed_without_errors=False``, ``metadata.error``), never raised.
+
+    Raises:
+        RuntimeError: the pipeline produced no result (a bug, not content).
+    """
+    resources = resources or PipelineResources.default()
+    orchestrator = StageOrchestrator.for_config(
+        config, has_rubric=has_rubric_traits(rubric, question)
+    )
+    answer = cached_answer
+    results: list[VerificationResult] = []
+    for parsing in parsing_models:
+        tracker = UsageTracker()
+        ctx = VerificationContext(
+            question=question,
+            answering=answering,
+            parsing=parsing,
+            config=config,
+            judge=resources.caller(parsing, tracker=tracker, config=config, deadline=deadline),
+            resources=resources,
+            rubric=rubric,
+            replicate=replicate,
+            deadline=deadline,
+            usage=tracker,
+            answer=answer,
+        )
+        results.append(orchestrator.run(ctx))
+        if answer is None:
+            answer = ctx.answer
+    _log.debug(
+        "question %s: %d results from %s",
+        question.id,
+        len(results),
+        orchestrator.stage_names,
+    )
+    return results

@@ -1,0 +1,45 @@
+"""Stage 5: did the answering model refuse or evade?"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from verifleet.schemas import VerificationConfig
+
+from .._checks import detect_abstention
+from .._context import VerificationContext
+from .._stage import Stage
+from ._common import fail_verification
+
+__all__ = ["AbstentionCheckStage"]
+
+
+class AbstentionCheckStage(Stage):
+    """Asks the judge whether the response abstains; if so, ``verify_result`` is
+    forced False and parsing, verification and the template checks are skipped.
+    Non-fatal: a failing check is logged and the pipeline goes on."""
+
+    name: ClassVar[str] = "AbstentionCheck"
+    fatal: ClassVar[bool] = False
+    failure_label: ClassVar[str] = "abstention check failed"
+
+    def should_include(self, config: VerificationConfig, *, has_rubric: bool = False) -> bool:
+        return config.abstention_enabled
+
+    def should_run(self, ctx: VerificationContext) -> bool:
+        return not ctx.recursion_limit_reached
+
+    def run(self, ctx: VerificationContext) -> None:
+        outcome = detect_abstention(
+            ctx.judge,
+            question=ctx.question_text,
+            response=ctx.raw_llm_response,
+            instructions=ctx.prompts.abstention_detection,
+        )
+        record = ctx.abstention
+        record.performed = True
+        record.detected = outcome.detected
+        record.reasoning = outcome.reasoning
+        if outcome.detected:
+            record.override_applied = True
+            fail_verification(ctx, stage=self.name, reason="the response abstains")

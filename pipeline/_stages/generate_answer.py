@@ -1,0 +1,82 @@
+"""Stage 2: get the answering model's response (once per unit)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from .._answer import CachedAnswer
+from .._context import VerificationContext
+from .._prompts import build_answer_messages
+from .._stage import Stage, StageFailure
+
+__all__ = ["GenerateAnswerStage"]
+
+_STAGE = "answer_generation"
+
+
+class GenerateAnswerStage(Stage):
+    """Calls the answering model, replays a manual answer, or runs an agent.
+
+    With ``ctx.answer`` already set (another parsing model of the unit got it, or
+    the caller passed a cached answer) nothing is called: the answer and its
+    ``answer_generation`` usage are reused, failure included. Fatal.
+    """
+
+    name: ClassVar[str] = "GenerateAnswer"
+    failure_label: ClassVar[str] = "answer generation failed"
+
+    def run(self, ctx: VerificationContext) -> None:
+        if ctx.answer is None:
+            ctx.answer = self._generate(ctx)
+        elif ctx.answer.usage:
+            ctx.usage.merge_stage(_STAGE, ctx.answer.usage)
+        if ctx.answer.agent_metrics is not None:
+            ctx.usage.set_agent_metrics(ctx.answer.agent_metrics)
+        if ctx.answer.error is not None:
+            raise StageFailure(ctx.answer.error)
+
+    def _generate(self, ctx: VerificationContext) -> CachedAnswer:
+        model = ctx.answering
+        few_shot = ctx.config.few_shot_config
+        examples = (
+            few_shot.resolve(ctx.question_id, ctx.question.few_shot_examples) if few_shot else []
+        )
+        messages = build_answer_messages(
+            ctx.question_text,
+            system_prompt=model.system_prompt,
+            examples=examples,
+            instructions=ctx.prompts.generation,
+        )
+        servers = sorted(model.mcp_urls_dict) if model.mcp_urls_dict else None
+        try:
+            if model.interface == "manual":
+                answer = ctx.resources.manual.answer_for(model, ctx.question_id)
+            elif servers:
+                if ctx.resources.agent is None:
+                    raise StageFailure(
+                        f"model '{model.model_name}' has MCP servers but no agent runtime is "
+                        "configured (PipelineResources.agent)"
+                    )
+                answer = ctx.resources.agent(
+                    model, messages, tracker=ctx.usage, deadline=ctx.deadline
+                )
+            else:
+                caller = ctx.resources.caller(
+                    model, tracker=ctx.usage, config=ctx.config, deadline=ctx.deadline
+                )
+                answer = CachedAnswer(raw_llm_response=caller.invoke(messages, stage=_STAGE))
+        except Exception as exc:
+            # Remember the failure so the unit's other parsing models report it
+            # instead of calling the model again.
+            cause = str(exc) if isinstance(exc, StageFailure) else self.describe_failure(exc)
+            cause = cause.removeprefix(f"{self.failure_label}: ")
+            return CachedAnswer(
+                error=cause, answering_mcp_servers=servers, usage=ctx.usage.stage(_STAGE)
+            )
+        return answer.model_copy(
+            update={
+                "answering_mcp_servers": servers,
+                "usage": ctx.usage.stage(_STAGE),
+                "few_shot_example_count": len(examples),
+            }
+        )

@@ -1,0 +1,52 @@
+"""Stage 11: score the response against the rubric's traits."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from verifleet.schemas import VerificationConfig
+
+from .._context import VerificationContext
+from .._rubric_eval import evaluate_rubric
+from .._stage import Stage
+from ._common import evaluation_text
+
+__all__ = ["RubricEvaluationStage"]
+
+
+class RubricEvaluationStage(Stage):
+    """Evaluates LLM, regex, callable and metric traits (and dynamic ones) on the
+    full trace or the final AI message. Independent of template verification:
+    it runs after an abstention too. Skipped when trace validation failed and
+    only the final AI message may be used. Non-fatal: on failure the rubric
+    section stays empty and a WARNING is logged."""
+
+    name: ClassVar[str] = "RubricEvaluation"
+    fatal: ClassVar[bool] = False
+    failure_label: ClassVar[str] = "rubric evaluation failed"
+
+    def should_include(self, config: VerificationConfig, *, has_rubric: bool = False) -> bool:
+        return config.rubric_stages_enabled and has_rubric
+
+    def should_run(self, ctx: VerificationContext) -> bool:
+        return not (ctx.trace_validation_failed and not ctx.config.use_full_trace_for_rubric)
+
+    def run(self, ctx: VerificationContext) -> None:
+        full = ctx.config.use_full_trace_for_rubric
+        text = evaluation_text(ctx, full_trace=full)
+        if ctx.evaluation_input is None:
+            # Template parsing did not record its input (rubric_only, or skipped).
+            ctx.evaluation_input = text
+            ctx.used_full_trace = full
+        outcome = evaluate_rubric(
+            ctx.judge,
+            question=ctx.question_text,
+            response=text,
+            rubric=ctx.rubric,
+            config=ctx.config,
+            question_id=ctx.question_id,
+            dynamic_rubric=ctx.question.question_dynamic_rubric,
+        )
+        ctx.rubric_result = outcome.rubric
+        ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
+        ctx.traits_without_valid_excerpts = outcome.traits_without_valid_excerpts

@@ -1,0 +1,52 @@
+"""Stage 6: does the response hold enough to fill the template?"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from verifleet.schemas import VerificationConfig, judge_json_schema
+
+from .._checks import detect_sufficiency
+from .._context import VerificationContext
+from .._stage import Stage
+from ._common import fail_verification
+
+__all__ = ["SufficiencyCheckStage"]
+
+
+class SufficiencyCheckStage(Stage):
+    """Asks the judge whether the response can fill the template's schema; if not,
+    ``verify_result`` is forced False and parsing is skipped. Template modes
+    only. Non-fatal."""
+
+    name: ClassVar[str] = "SufficiencyCheck"
+    fatal: ClassVar[bool] = False
+    failure_label: ClassVar[str] = "sufficiency check failed"
+
+    def should_include(self, config: VerificationConfig, *, has_rubric: bool = False) -> bool:
+        return config.sufficiency_enabled and config.template_stages_enabled
+
+    def should_run(self, ctx: VerificationContext) -> bool:
+        return (
+            ctx.raw_answer_cls is not None
+            and not ctx.recursion_limit_reached
+            and not ctx.trace_validation_failed
+            and not ctx.abstention.detected
+        )
+
+    def run(self, ctx: VerificationContext) -> None:
+        assert ctx.raw_answer_cls is not None  # guaranteed by should_run
+        outcome = detect_sufficiency(
+            ctx.judge,
+            question=ctx.question_text,
+            response=ctx.raw_llm_response,
+            schema=judge_json_schema(ctx.raw_answer_cls),
+            instructions=ctx.prompts.sufficiency_detection,
+        )
+        record = ctx.sufficiency
+        record.performed = True
+        record.detected = outcome.detected
+        record.reasoning = outcome.reasoning
+        if not outcome.detected:
+            record.override_applied = True
+            fail_verification(ctx, stage=self.name, reason="the response is insufficient")
