@@ -14,6 +14,7 @@ import hashlib
 import threading
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
@@ -61,6 +62,15 @@ def _fail(problem: str, question_id: str | None) -> TemplateValidationError:
     return TemplateValidationError(problem, question_id=question_id)
 
 
+def _field_types(model: type[BaseAnswer]) -> Iterator[Any]:
+    """Every type mentioned in ``model``'s field annotations, unwrapping generics."""
+    pending = [info.annotation for info in model.model_fields.values()]
+    while pending:
+        annotation = pending.pop()
+        yield annotation
+        pending.extend(get_args(annotation))
+
+
 def _answer_class(namespace: dict[str, Any], module_name: str, qid: str | None) -> type[BaseAnswer]:
     defined = [
         value
@@ -71,6 +81,11 @@ def _answer_class(namespace: dict[str, Any], module_name: str, qid: str | None) 
         and value.__module__ == module_name
     ]
     leaves = [c for c in defined if not any(o is not c and issubclass(o, c) for o in defined)]
+    if len(leaves) > 1:
+        # A BaseAnswer subclass used as a field type of another (a nested
+        # "Citation" model) is part of the answer, not a second answer class.
+        nested = {id(t) for c in leaves for t in _field_types(c)}
+        leaves = [c for c in leaves if id(c) not in nested]
     if not leaves:
         raise _fail("template defines no answer class (a subclass of BaseAnswer)", qid)
     if len(leaves) > 1:

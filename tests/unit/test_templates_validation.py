@@ -266,3 +266,39 @@ def test_template_id_normalises_line_endings_and_trailing_whitespace() -> None:
     assert compute_template_id("class Answer(BaseAnswer):\n  pass") != md5_hex(base)
     assert compute_template_id(None) == "no_template"
     assert compute_template_id(" \n\t") == "no_template"
+
+
+def test_nested_base_answer_model_is_not_a_second_answer_class() -> None:
+    # Shape of the original framework's multi-field fixture: a BaseAnswer used as
+    # the type of another BaseAnswer's field.
+    source = textwrap.dedent(
+        """
+        from pydantic import Field
+        from karenina.schemas.domain import BaseAnswer
+
+        class Citation(BaseAnswer):
+            identifier: str = Field(description="Citation identifier like [1]")
+            page: int | None = Field(default=None, description="Page number")
+
+        class Answer(BaseAnswer):
+            main_answer: str = Field(description="The primary answer text")
+            confidence: float = Field(description="Confidence", ge=0.0, le=1.0)
+            citation: Citation | None = Field(default=None, description="Primary citation")
+
+            def model_post_init(self, __context):
+                self.correct = {"main_answer": "x", "citation": {"identifier": "[1]", "page": 42}}
+
+            def verify(self) -> bool:
+                return (
+                    self.main_answer == self.correct["main_answer"]
+                    and self.citation is not None
+                    and self.citation.page == self.correct["citation"]["page"]
+                )
+        """
+    )
+    cls = validate_answer_template(source, question_id=QID)
+    assert cls.__name__ == "Answer"
+    answer = cls.model_validate(
+        {"main_answer": "x", "confidence": 0.5, "citation": {"identifier": "[1]", "page": 42}}
+    )
+    assert answer.verify() is True
