@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from verifleet.schemas import (
@@ -248,3 +250,61 @@ def test_sections_present_per_evaluation_mode(
     assert (back.template is not None) is has_template
     assert (back.rubric is not None) is has_rubric
     assert back.deep_judgment is None and back.deep_judgment_rubric is None
+
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+names = st.text(min_size=1, max_size=6)
+
+
+@given(
+    granular=json_values,
+    parsed=st.dictionaries(names, json_values, max_size=3),
+    llm_scores=st.dictionaries(names, st.booleans() | st.integers(-1, 10), max_size=4),
+    metrics=st.dictionaries(
+        names, st.dictionaries(names, st.floats(allow_nan=False, allow_infinity=False)), max_size=2
+    ),
+    replicate=st.none() | st.integers(1, 50),
+    with_template=st.booleans(),
+)
+@settings(max_examples=60, deadline=None)
+def test_any_result_round_trips_through_json(
+    granular: Any,
+    parsed: dict[str, Any],
+    llm_scores: dict[str, Any],
+    metrics: dict[str, dict[str, float]],
+    replicate: int | None,
+    with_template: bool,
+) -> None:
+    # Exporters rely on dump -> validate being the identity for every value shape.
+    result = VerificationResult(
+        metadata=_metadata(replicate=replicate),
+        template=(
+            VerificationResultTemplate(
+                verify_granular_result=granular,
+                parsed_llm_response=parsed,
+                regex_extraction_results=parsed,
+            )
+            if with_template
+            else None
+        ),
+        rubric=VerificationResultRubric(llm_trait_scores=llm_scores, metric_trait_scores=metrics),
+    )
+    back = VerificationResult.model_validate_json(result.model_dump_json())
+    assert back == result
+    assert back.model_dump(mode="json") == result.model_dump(mode="json")
+    assert back.rubric is not None and back.rubric.llm_trait_scores is not None
+    for name, score in llm_scores.items():
+        assert type(back.rubric.llm_trait_scores[name]) is type(score)
