@@ -12,7 +12,12 @@ from __future__ import annotations
 import logging
 
 from verifleet.pipeline._llm_protocol import ChatCaller
-from verifleet.schemas import VerificationConfig, VerificationResultRubric
+from verifleet.schemas import (
+    DynamicRubric,
+    Rubric,
+    VerificationConfig,
+    VerificationResultRubric,
+)
 
 from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
 from .deterministic import evaluate_callable_traits, evaluate_regex_traits
@@ -34,10 +39,10 @@ def evaluate_rubric(
     *,
     question: str,
     response: str,
-    rubric: object | None,
+    rubric: Rubric | None,
     config: VerificationConfig,
     question_id: str,
-    dynamic_rubric: object | None = None,
+    dynamic_rubric: DynamicRubric | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifleet.schemas import DynamicRubric, Rubric
+
 from .protocols import CallableTraitLike, LLMTraitLike, MetricTraitLike, RegexTraitLike
 
 __all__ = ["TraitSet"]
@@ -26,16 +28,16 @@ class TraitSet:
     agentic: list[Any] = field(default_factory=list)
 
     @classmethod
-    def of(cls, rubric: Any) -> TraitSet:
+    def of(cls, rubric: Rubric | DynamicRubric | None) -> TraitSet:
         """The traits of a ``Rubric`` or ``DynamicRubric`` (None: no traits)."""
         if rubric is None:
             return cls()
         return cls(
-            llm=list(getattr(rubric, "llm_traits", None) or []),
-            regex=list(getattr(rubric, "regex_traits", None) or []),
-            callable=list(getattr(rubric, "callable_traits", None) or []),
-            metric=list(getattr(rubric, "metric_traits", None) or []),
-            agentic=list(getattr(rubric, "agentic_traits", None) or []),
+            llm=list(rubric.llm_traits),
+            regex=list(rubric.regex_traits),
+            callable=list(rubric.callable_traits),
+            metric=list(rubric.metric_traits),
+            agentic=list(rubric.agentic_traits),
         )
 
     def groups(self) -> list[list[Any]]:
