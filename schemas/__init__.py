@@ -107,7 +107,7 @@ from ._rubric import (
     merge_dynamic_rubrics,
     merge_rubrics,
 )
-from ._benchmark import Benchmark, Question
+from ._benchmark import Benchmark, Question, dump_benchmark, load_benchmark
 
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
@@ -222,6 +222,7 @@ __all__ = [
     "compute_unit_key",
     "deduplicate_confusion",
     "default_template_cache",
+    "dump_benchmark",
     "evaluate_strategy",
     "granular_score",
     "inject_question_id",
@@ -229,6 +230,7 @@ __all__ = [
     "judge_json_schema",
     "list_aggregators",
     "load_answer_class",
+    "load_benchmark",
     "md5_hex",
     "merge_dynamic_rubrics",
     "merge_rubrics",

@@ -58,7 +58,10 @@ class _TraitCollection(BaseModel):
         if not isinstance(flat, list):
             raise ValueError("'traits' must be a list")
         for entry in flat:
-            kind = entry.get("trait_type", "llm") if isinstance(entry, dict) else None
+            if isinstance(entry, dict):
+                kind = entry.get("trait_type", "llm")
+            else:
+                kind = getattr(entry, "trait_type", None)
             if kind not in _LIST_FOR_TYPE:
                 raise ValueError(f"trait_type {kind!r} is not one of {sorted(_LIST_FOR_TYPE)}")
             data.setdefault(_LIST_FOR_TYPE[kind], [])

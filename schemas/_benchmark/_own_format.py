@@ -1,0 +1,103 @@
+"""verifleet's own benchmark file format (YAML or JSON); see
+``examples/benchmark-format.md``.
+
+The file is the :class:`Benchmark` model written out, plus an optional ``format``
+marker. Each question may give ``question`` or ``text``; ``id`` defaults to the
+MD5 of the text. Rubrics may list their traits by type (``llm_traits``, ...) or in
+one ``traits`` list whose entries carry ``trait_type``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .._identity import md5_hex
+from ._benchmark import Benchmark
+from ._checkpoint import Problem
+
+__all__ = ["FORMAT_MARKER", "benchmark_from_document", "render_document"]
+
+FORMAT_MARKER = "verifleet-benchmark/1"
+
+
+def _question_label(raw_questions: Any, index: int) -> str:
+    """How an error names question ``index``: its id, the MD5 of its text, or its
+    position when neither is readable."""
+    if isinstance(raw_questions, list) and 0 <= index < len(raw_questions):
+        raw = raw_questions[index]
+        if isinstance(raw, dict):
+            if isinstance(raw.get("id"), str) and raw["id"]:
+                return str(raw["id"])
+            text = raw.get("text", raw.get("question"))
+            if isinstance(text, str) and text:
+                return md5_hex(text)
+    return f"#{index + 1}"
+
+
+def _problems_from(exc: ValidationError, raw_questions: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    for error in exc.errors():
+        loc = list(error["loc"])
+        qid: str | None = None
+        if len(loc) >= 2 and loc[0] == "questions" and isinstance(loc[1], int):
+            qid = _question_label(raw_questions, loc[1])
+            loc = loc[2:]
+        where = ".".join(str(p) for p in loc)
+        message = str(error["msg"])
+        problems.append((qid, f"{where}: {message}" if where else message))
+    return problems
+
+
+def benchmark_from_document(
+    data: Any, *, default_name: str
+) -> tuple[Benchmark | None, list[Problem]]:
+    """Build a benchmark from a parsed own-format document.
+
+    Returns:
+        The benchmark (``None`` when anything is wrong) and every problem found,
+        each with the id of the question it concerns (``None`` for file-level ones).
+    """
+    if not isinstance(data, dict):
+        return None, [(None, "the file must hold a mapping with 'name' and 'questions'")]
+    data = dict(data)
+    marker = data.pop("format", FORMAT_MARKER)
+    if marker != FORMAT_MARKER:
+        return None, [(None, f"format {marker!r} is not {FORMAT_MARKER!r}")]
+    data.setdefault("name", default_name)
+    questions = data.get("questions")
+    if questions is not None and not isinstance(questions, list):
+        return None, [(None, "'questions' must be a list")]
+    try:
+        return Benchmark.model_validate(data), []
+    except ValidationError as exc:
+        return None, _problems_from(exc, questions)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line text (templates, callable sources) as literal blocks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def render_document(benchmark: Benchmark, path: Path) -> str:
+    """The own-format text of ``benchmark``: YAML for ``.yaml``/``.yml``, else JSON.
+
+    Fields left at their defaults are omitted; reading the text back gives an
+    equal benchmark (callable traits come back untrusted: trust is granted at load).
+    """
+    document: dict[str, Any] = {"format": FORMAT_MARKER}
+    document.update(benchmark.model_dump(mode="json", exclude_defaults=True))
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,229 @@
+"""Rubric traits from the schema.org ``Rating`` objects of JSON-LD checkpoints.
+
+A Rating carries a trait's name and description, ``bestRating``/``worstRating``,
+an ``additionalType`` naming the trait type (``karenina:GlobalRegexTrait``,
+``QuestionSpecificMetricRubricTrait``, ...; older files omit the ``karenina:``
+prefix) and the trait's settings as ``additionalProperty`` name/value pairs.
+Settings may be stored as values or as JSON text; both are read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._rubric import (
+    AgenticRubricTrait,
+    AnyTrait,
+    CallableTrait,
+    DynamicRubric,
+    LLMRubricTrait,
+    MetricRubricTrait,
+    RegexTrait,
+    Rubric,
+)
+
+__all__ = [
+    "RatingError",
+    "legacy_rubric_traits",
+    "property_map",
+    "rubrics_from_ratings",
+    "validation_summary",
+]
+
+_TRAIT_CLASSES: dict[str, type[AnyTrait]] = {
+    "llm": LLMRubricTrait,
+    "regex": RegexTrait,
+    "callable": CallableTrait,
+    "metric": MetricRubricTrait,
+    "agentic": AgenticRubricTrait,
+}
+
+# Type suffix after the Global/QuestionSpecific scope -> trait type.
+_SUFFIXES: dict[str, str] = {
+    "RubricTrait": "llm",
+    "LLMRubricTrait": "llm",
+    "RegexTrait": "regex",
+    "RegexRubricTrait": "regex",
+    "CallableTrait": "callable",
+    "CallableRubricTrait": "callable",
+    "MetricRubricTrait": "metric",
+    "AgenticRubricTrait": "agentic",
+    "DynamicRubricTrait": "dynamic",
+}
+
+_LIST_FIELDS = ("tp_instructions", "tn_instructions", "metrics", "classes")
+_PICKLE_PROTOCOL_MARK = b"\x80"
+
+
+class RatingError(ValueError):
+    """A Rating cannot be turned into a trait; the message names the trait."""
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """Pydantic errors as ``field.path: message`` joined by ``; ``."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return "; ".join(parts)
+
+
+def _decode_json_text(value: Any) -> Any:
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def property_map(node: dict[str, Any], *, what: str) -> dict[str, Any]:
+    """``additionalProperty`` of ``node`` as ``{name: value}``.
+
+    Raises:
+        RatingError: the property list is not a list of ``{name, value}`` objects.
+    """
+    raw = node.get("additionalProperty") or []
+    if not isinstance(raw, list):
+        raise RatingError(f"{what}: additionalProperty must be a list")
+    props: dict[str, Any] = {}
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise RatingError(f"{what}: additionalProperty entries need a 'name'")
+        props[entry["name"]] = entry.get("value")
+    return props
+
+
+def _trait_type(additional_type: Any, name: str) -> str:
+    if additional_type is None:
+        return "llm"
+    if not isinstance(additional_type, str):
+        raise RatingError(f"trait {name!r}: additionalType must be text")
+    local = additional_type.split(":", 1)[-1]
+    for scope in ("Global", "QuestionSpecific"):
+        if local.startswith(scope) and local[len(scope) :] in _SUFFIXES:
+            return _SUFFIXES[local[len(scope) :]]
+    if local.endswith("ManualRubricTrait"):
+        raise RatingError(f"trait {name!r}: manual rubric traits are no longer supported")
+    raise RatingError(f"trait {name!r}: unknown trait type {additional_type!r}")
+
+
+def _as_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _callable_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Tell a pickled blob from plain source: some files store ``def`` text under
+    ``callable_code``."""
+    code = fields.get("callable_code")
+    if isinstance(code, str):
+        try:
+            pickled = base64.b64decode(code, validate=True).startswith(_PICKLE_PROTOCOL_MARK)
+        except (binascii.Error, ValueError):
+            pickled = False
+        if not pickled:
+            fields = {**fields, "callable_source": fields.pop("callable_code")}
+    return fields
+
+
+def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    best, worst = _as_int(rating.get("bestRating")), _as_int(rating.get("worstRating"))
+    fields: dict[str, Any] = {
+        k: _decode_json_text(v) if k in _LIST_FIELDS else v for k, v in props.items()
+    }
+    fields.pop("dynamic_trait_type", None)
+    if kind in ("llm", "agentic") and "kind" not in fields:
+        fields["kind"] = "boolean" if (best, worst) == (1, 0) else "score"
+    if kind in ("llm", "agentic") and fields.get("kind") == "score":
+        fields.setdefault("min_score", worst)
+        fields.setdefault("max_score", best)
+    if kind == "callable":
+        fields = _callable_fields(fields)
+    return fields
+
+
+def _build(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> AnyTrait:
+    name = rating.get("name")
+    fields = _fields_for(kind, rating, props)
+    allowed = _TRAIT_CLASSES[kind].model_fields
+    # Unknown settings (newer framework versions, GUI bookkeeping) are dropped, not fatal.
+    data = {k: v for k, v in fields.items() if k in allowed and v is not None}
+    data["name"] = name
+    if rating.get("description") is not None:
+        data["description"] = rating["description"]
+    try:
+        return _TRAIT_CLASSES[kind].model_validate(data)
+    except ValidationError as exc:
+        raise RatingError(f"trait {name!r}: {validation_summary(exc)}") from None
+
+
+def rubrics_from_ratings(ratings: Any, *, what: str) -> tuple[Rubric | None, DynamicRubric | None]:
+    """Static and dynamic rubrics from a ``rating`` list.
+
+    Raises:
+        RatingError: a Rating is malformed or has an unknown type (names the trait),
+            or two traits share a name.
+    """
+    if ratings is None:
+        return None, None
+    if not isinstance(ratings, list):
+        raise RatingError(f"{what}: 'rating' must be a list")
+    static: list[AnyTrait] = []
+    dynamic: list[AnyTrait] = []
+    for rating in ratings:
+        if not isinstance(rating, dict) or not isinstance(rating.get("name"), str):
+            raise RatingError(f"{what}: every Rating needs a 'name'")
+        kind = _trait_type(rating.get("additionalType"), rating["name"])
+        props = property_map(rating, what=f"trait {rating['name']!r}")
+        if kind == "dynamic":
+            inner = props.get("dynamic_trait_type", "llm")
+            if inner not in _TRAIT_CLASSES:
+                raise RatingError(f"trait {rating['name']!r}: unknown dynamic_trait_type {inner!r}")
+            dynamic.append(_build(inner, rating, props))
+        else:
+            static.append(_build(kind, rating, props))
+    try:
+        rubric = Rubric.model_validate({"traits": static}) if static else None
+        dynamic_rubric = DynamicRubric.model_validate({"traits": dynamic}) if dynamic else None
+    except ValidationError as exc:
+        raise RatingError(f"{what}: {validation_summary(exc)}") from None
+    return rubric, dynamic_rubric
+
+
+def legacy_rubric_traits(data: Any, *, what: str) -> list[AnyTrait]:
+    """Traits from a rubric written as typed lists (``llm_traits``, ``regex_traits``,
+    ...), as some older checkpoints do under ``globalRubric``.
+
+    Raises:
+        RatingError: an entry is malformed (names the trait).
+    """
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise RatingError(f"{what}: expected an object with trait lists")
+    traits: list[AnyTrait] = []
+    for kind in _TRAIT_CLASSES:
+        entries = _decode_json_text(data.get(f"{kind}_traits")) or []
+        if not isinstance(entries, list):
+            raise RatingError(f"{what}: {kind}_traits must be a list")
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise RatingError(f"{what}: {kind}_traits entries must be objects")
+            fields = dict(entry)
+            if "invert" in fields:
+                fields.setdefault("invert_result", fields.pop("invert"))
+            if kind == "callable":
+                fields = _callable_fields(fields)
+            allowed = _TRAIT_CLASSES[kind].model_fields
+            clean = {k: v for k, v in fields.items() if k in allowed and v is not None}
+            try:
+                traits.append(_TRAIT_CLASSES[kind].model_validate(clean))
+            except ValidationError as exc:
+                name = entry.get("name", "?")
+                raise RatingError(f"trait {name!r}: {validation_summary(exc)}") from None
+    return traits
