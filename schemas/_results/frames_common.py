@@ -9,9 +9,9 @@ import pandas as pd
 
 from .result import VerificationResult
 
-_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
-
 __all__ = ["build_frame", "model_columns", "prompt_columns", "status_columns", "timing_columns"]
+
+_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
 
 
 def status_columns(result: VerificationResult) -> dict[str, Any]:

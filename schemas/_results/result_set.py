@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from typing import Any, overload
+from typing import Annotated, Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_serializer,
+    field_validator,
+)
 
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
@@ -20,6 +27,13 @@ __all__ = ["RecordedError", "VerificationResultSet"]
 class RecordedError(Exception):
     """An error restored from a serialised result set; its message is
     ``"TypeName: message"`` of the original exception."""
+
+
+# On the wire an error is its "TypeName: message" text; say so in JSON schemas (an API
+# response model would otherwise fail to build a schema for BaseException).
+_Error = Annotated[
+    BaseException, WithJsonSchema({"type": "string", "description": "TypeName: message"})
+]
 
 
 class VerificationResultSet(BaseModel):
@@ -39,7 +53,7 @@ class VerificationResultSet(BaseModel):
 
     results: list[VerificationResult] = Field(default_factory=list)
     scenario_results: list[Any] | None = None
-    errors: list[tuple[str, BaseException]] | None = None
+    errors: list[tuple[str, _Error]] | None = None
 
     @field_validator("errors", mode="before")
     @classmethod

@@ -225,3 +225,14 @@ def test_slicing_returns_a_set() -> None:
     assert [r.metadata.question_id for r in part] == ["q1", "q2"]
     with pytest.raises(IndexError):
         result_set[5]
+
+
+def test_json_schema_builds_for_api_response_models() -> None:
+    # An HTTP API may declare the set as its response model; that needs a schema.
+    schema = VerificationResultSet.model_json_schema()
+    error_pair = schema["properties"]["errors"]["anyOf"][0]["items"]["prefixItems"]
+    assert error_pair == [
+        {"type": "string"},
+        {"type": "string", "description": "TypeName: message"},
+    ]
+    assert "VerificationResult" in schema["$defs"]
