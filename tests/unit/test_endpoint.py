@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,19 @@ class Answer(BaseModel):
     note: str | None = None
 
 
-def chat(endpoint: RunningEndpoint, content: str, **extra: Any) -> httpx.Response:
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    # One client for the module: creating an httpx client loads a CA bundle, which
+    # on a busy machine costs more than the calls themselves.
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        yield client
+
+
+def chat(
+    http: httpx.Client, endpoint: RunningEndpoint, content: str, **extra: Any
+) -> httpx.Response:
     body = {"model": "m", "messages": [{"role": "user", "content": content}], **extra}
-    return httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=30)
+    return http.post(f"{endpoint.base_url}/chat/completions", json=body)
 
 
 def schema_format(model: type[BaseModel]) -> dict[str, Any]:
@@ -76,12 +87,13 @@ def answers() -> dict[str, AnswerEntry]:
 
 
 def test_plain_answers_are_deterministic_and_report_usage(
+    http: httpx.Client,
     answers: dict[str, AnswerEntry],
 ) -> None:
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
-        first = chat(endpoint, f"Answer briefly. {CAPITAL}").json()
-        again = chat(endpoint, f"Answer briefly. {CAPITAL}").json()
-        other = [chat(endpoint, "Something unknown").json() for _ in range(2)]
+        first = chat(http, endpoint, f"Answer briefly. {CAPITAL}").json()
+        again = chat(http, endpoint, f"Answer briefly. {CAPITAL}").json()
+        other = [chat(http, endpoint, "Something unknown").json() for _ in range(2)]
 
     assert first["choices"][0]["message"]["content"] == "Paris"
     assert again["choices"][0]["message"]["content"] == "Paris"
@@ -93,19 +105,20 @@ def test_plain_answers_are_deterministic_and_report_usage(
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
 
 
-def test_reply_tokens_sets_completion_usage() -> None:
+def test_reply_tokens_sets_completion_usage(http: httpx.Client) -> None:
     with run_endpoint_in_thread(EndpointConfig(reply_tokens=40)) as endpoint:
-        reply = chat(endpoint, "anything").json()
+        reply = chat(http, endpoint, "anything").json()
     assert reply["usage"]["completion_tokens"] == 40
     assert len(reply["choices"][0]["message"]["content"].split()) == 40
 
 
 def test_json_schema_reply_validates_and_uses_answer_fields(
+    http: httpx.Client,
     answers: dict[str, AnswerEntry],
 ) -> None:
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
-        matched = chat(endpoint, f"Parse: {CAPITAL}", response_format=schema_format(Answer))
-        unmatched = chat(endpoint, "no question here", response_format=schema_format(Answer))
+        matched = chat(http, endpoint, f"Parse: {CAPITAL}", response_format=schema_format(Answer))
+        unmatched = chat(http, endpoint, "no question here", response_format=schema_format(Answer))
 
     parsed = Answer.model_validate_json(matched.json()["choices"][0]["message"]["content"])
     assert (parsed.capital, parsed.rank, parsed.colour) == ("Paris", 3, Colour.BLUE)
@@ -177,13 +190,13 @@ def test_excess_concurrency_gets_429_and_peak_stays_at_cap() -> None:
     assert stats.by_status == {"200": 2, "429": 5}
 
 
-def test_fail_first_gives_exactly_n_500s_per_prompt_then_success() -> None:
+def test_fail_first_gives_exactly_n_500s_per_prompt_then_success(http: httpx.Client) -> None:
     with run_endpoint_in_thread(EndpointConfig(fail_first=2)) as endpoint:
-        statuses = [chat(endpoint, "prompt A").status_code for _ in range(4)]
-        other = [chat(endpoint, "prompt B").status_code for _ in range(3)]
+        statuses = [chat(http, endpoint, "prompt A").status_code for _ in range(4)]
+        other = [chat(http, endpoint, "prompt B").status_code for _ in range(3)]
         stats = endpoint.stats()
         endpoint.reset()
-        after_reset = chat(endpoint, "prompt A").status_code
+        after_reset = chat(http, endpoint, "prompt A").status_code
         reset_stats = endpoint.stats()
 
     assert statuses == [500, 500, 200, 200]
@@ -204,11 +217,11 @@ def test_chatopenai_retries_through_fail_first() -> None:
     assert (stats.calls, stats.sent_5xx) == (3, 2)
 
 
-def test_fault_rates_are_seeded_per_prompt() -> None:
+def test_fault_rates_are_seeded_per_prompt(http: httpx.Client) -> None:
     def statuses(seed: int) -> list[int]:
         config = EndpointConfig(rate_429=0.3, rate_5xx=0.3, seed=seed)
         with run_endpoint_in_thread(config) as endpoint:
-            return [chat(endpoint, f"p{i % 5}").status_code for i in range(40)]
+            return [chat(http, endpoint, f"p{i % 5}").status_code for i in range(40)]
 
     first, second, other_seed = statuses(1), statuses(1), statuses(2)
     assert first == second
@@ -216,32 +229,32 @@ def test_fault_rates_are_seeded_per_prompt() -> None:
     assert {200, 429, 503} <= set(first)
 
 
-def test_all_or_nothing_rates_and_retry_after() -> None:
+def test_all_or_nothing_rates_and_retry_after(http: httpx.Client) -> None:
     with run_endpoint_in_thread(EndpointConfig(rate_429=1.0)) as endpoint:
-        limited = chat(endpoint, "x")
+        limited = chat(http, endpoint, "x")
     with run_endpoint_in_thread(EndpointConfig(rate_5xx=1.0)) as endpoint:
-        failed = chat(endpoint, "x")
+        failed = chat(http, endpoint, "x")
         stats = endpoint.stats()
     assert limited.status_code == 429 and limited.headers["retry-after"] == "1"
     assert failed.status_code == 503 and stats.sent_5xx == 1
 
 
-def test_slow_replies_outlast_a_client_timeout() -> None:
+def test_slow_replies_outlast_a_client_timeout(http: httpx.Client) -> None:
     config = EndpointConfig(timeout_rate=1.0, slow_ms=5000)
     with run_endpoint_in_thread(config) as endpoint:
         body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=0.3)
+            http.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=0.3)
 
 
 @pytest.mark.parametrize("extra_keys", [0, 100], ids=["linear-scan", "prefix-index"])
-def test_longest_answer_key_wins(extra_keys: int) -> None:
+def test_longest_answer_key_wins(http: httpx.Client, extra_keys: int) -> None:
     answers: dict[str, Any] = {f"unrelated question {i}": f"u{i}" for i in range(extra_keys)}
     answers |= {"item 1": "one", "item 10": "ten"}
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
-        ten = chat(endpoint, "tell me about item 10 please").json()
-        one = chat(endpoint, "tell me about item 1 please").json()
-        unrelated = chat(endpoint, "and unrelated question 7?").json()
+        ten = chat(http, endpoint, "tell me about item 10 please").json()
+        one = chat(http, endpoint, "tell me about item 1 please").json()
+        unrelated = chat(http, endpoint, "and unrelated question 7?").json()
     assert ten["choices"][0]["message"]["content"] == "ten"
     assert one["choices"][0]["message"]["content"] == "one"
     expected = "u7" if extra_keys else None
@@ -249,12 +262,12 @@ def test_longest_answer_key_wins(extra_keys: int) -> None:
     assert content == expected or (expected is None and content.startswith("Deterministic"))
 
 
-def test_models_health_bad_requests_and_unknown_routes() -> None:
+def test_models_health_bad_requests_and_unknown_routes(http: httpx.Client) -> None:
     with run_endpoint_in_thread(EndpointConfig(model="bench-model")) as endpoint:
-        models = httpx.get(f"{endpoint.base_url}/models").json()
-        health = httpx.get(f"{endpoint.url}/health")
-        bad = httpx.post(f"{endpoint.base_url}/chat/completions", content=b"{not json")
-        missing = httpx.get(f"{endpoint.url}/nope")
+        models = http.get(f"{endpoint.base_url}/models").json()
+        health = http.get(f"{endpoint.url}/health")
+        bad = http.post(f"{endpoint.base_url}/chat/completions", content=b"{not json")
+        missing = http.get(f"{endpoint.url}/nope")
     assert [m["id"] for m in models["data"]] == ["bench-model"]
     assert health.json() == {"status": "ok"}
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
@@ -275,7 +288,7 @@ def test_answer_entries_and_config_validation(tmp_path: Path) -> None:
         EndpointConfig.load_answers(path)
 
 
-def test_cli_prints_its_port_and_serves(tmp_path: Path) -> None:
+def test_cli_prints_its_port_and_serves(http: httpx.Client, tmp_path: Path) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({CAPITAL: "Paris"}))
     proc = subprocess.Popen(
@@ -291,7 +304,7 @@ def test_cli_prints_its_port_and_serves(tmp_path: Path) -> None:
         body = {"model": "m", "messages": [{"role": "user", "content": CAPITAL}]}
         for _ in range(200):  # the socket is bound before the line is printed
             try:
-                reply = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body)
+                reply = http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body)
                 break
             except httpx.ConnectError:
                 time.sleep(0.05)
