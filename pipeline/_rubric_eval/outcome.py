@@ -25,7 +25,9 @@ class RubricOutcome(BaseModel):
         skipped_traits: ``{name: reason}`` of static traits that were not run
             (agentic traits: there is no agent runtime). Dynamic traits that were
             skipped are in ``rubric.dynamic_rubric_skipped_traits``.
-        model_calls: Judge calls made, all recorded under ``rubric_evaluation``.
+        model_calls: Requests made to the judge, all recorded under
+            ``rubric_evaluation`` (a re-ask inside the ``ChatCaller`` is not counted
+            again; the usage metadata has the exact token totals).
     """
 
     model_config = ConfigDict(extra="forbid")
