@@ -189,7 +189,8 @@ def _node_problem(node: ast.AST) -> str | None:
     if isinstance(node, ast.Import | ast.ImportFrom):
         return _import_problem(node)
     if isinstance(node, ast.Name):
-        if node.id in FORBIDDEN_NAMES:
+        # Only reading the name reaches the builtin; a field called ``input`` is fine.
+        if node.id in FORBIDDEN_NAMES and isinstance(node.ctx, ast.Load):
             return f"uses {node.id!r}, which templates may not call"
         if is_dunder(node.id) and node.id not in {"__name__", "__doc__"}:
             return f"uses {node.id!r}: dunder names are not available to templates"

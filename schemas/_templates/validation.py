@@ -126,9 +126,31 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
             raise _fail(
                 f"template raised {type(exc).__name__} while loading: {exc}", question_id
             ) from None
-    answer_cls = _answer_class(namespace, module_name, question_id)
+        answer_cls = _answer_class(namespace, module_name, question_id)
+        _complete(answer_cls, namespace, question_id)
     answer_cls.template_source = source
     return answer_cls
+
+
+def _complete(answer_cls: type[BaseAnswer], namespace: dict[str, Any], qid: str | None) -> None:
+    """Resolve annotations that name things defined later in the template.
+
+    An incomplete class would be completed later in some other module's namespace
+    (e.g. when a question id is injected), where string annotations would be
+    evaluated with the real builtins; so it is resolved here, in the template's
+    own restricted namespace, or refused.
+    """
+    if answer_cls.__pydantic_complete__:
+        return
+    try:
+        answer_cls.model_rebuild(raise_errors=True, _types_namespace=namespace)
+    except Exception as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _fail(
+            f"answer class {answer_cls.__name__} has type annotations that cannot be "
+            f"resolved: {first_line}",
+            qid,
+        ) from None
 
 
 def _placeholder(annotation: Any) -> Any:

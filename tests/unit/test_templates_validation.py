@@ -302,3 +302,62 @@ def test_nested_base_answer_model_is_not_a_second_answer_class() -> None:
         {"main_answer": "x", "confidence": 0.5, "citation": {"identifier": "[1]", "page": 42}}
     )
     assert answer.verify() is True
+
+
+def test_forward_reference_to_a_later_model_is_resolved_in_the_template() -> None:
+    source = textwrap.dedent(
+        """
+        from typing import Optional
+        from pydantic import BaseModel, Field
+
+        class Answer(BaseAnswer):
+            cite: Optional["Cite"] = Field(default=None, description="citation")
+
+            def verify(self):
+                return self.cite is not None and self.cite.page == 42
+
+        class Cite(BaseModel):
+            page: int
+        """
+    )
+    cls = validate_answer_template(source, question_id=QID)
+    assert cls.model_validate({"cite": {"page": 42}}).verify() is True
+
+
+@pytest.mark.parametrize(
+    ("alias", "expected"),
+    [
+        ('Optional["Undefined"]', "name 'Undefined' is not defined"),
+        # The string is not an annotation itself, so only the restricted namespace
+        # stands between it and the real builtins.
+        ("Optional[\"__import__('os').getcwd() or int\"]", "import of 'os' is not allowed"),
+    ],
+)
+def test_unresolvable_annotations_are_refused(alias: str, expected: str) -> None:
+    source = (
+        "from typing import Optional\n"
+        f"X = {alias}\n"
+        "class Answer(BaseAnswer):\n"
+        "    v: X = None\n"
+        "    def verify(self):\n"
+        "        return True\n"
+    )
+    message = _problem(source)
+    assert "cannot be resolved" in message and expected in message
+    assert "errors.pydantic.dev" not in message
+
+
+def test_fields_may_share_a_name_with_a_refused_builtin() -> None:
+    source = textwrap.dedent(
+        """
+        class Answer(BaseAnswer):
+            input: str = Field(description="the input")
+            vars: list[str] = Field(default_factory=list, description="variables")
+
+            def verify(self):
+                return self.input == "x" and self.vars == []
+        """
+    )
+    cls = validate_answer_template(source, question_id=QID)
+    assert cls(input="x").verify() is True
+    assert "uses 'input'" in _problem("value = input()\n" + _VERIFY)
