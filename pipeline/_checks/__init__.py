@@ -7,23 +7,31 @@ the :class:`~verifleet.pipeline._llm_protocol.ChatCaller` protocol.
 """
 
 from .errors import CheckError, CheckReplyError, DeepJudgmentError, EmbeddingModelError
-from .outcomes import CheckOutcome, EmbeddingOutcome
+from .outcomes import CheckOutcome, DeepJudgmentOutcome, EmbeddingOutcome
 from .abstention import ABSTENTION_STAGE, detect_abstention
 from .sufficiency import SUFFICIENCY_STAGE, detect_sufficiency
 from .embedding import EMBEDDING_STAGE, EmbeddingModel, run_embedding_check
+from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, excerpt_similarity
+from .deep_judgment_search import SearchFunction
+from .deep_judgment import deep_judgment_parse
 
 __all__ = [
     "ABSTENTION_STAGE",
+    "DEEP_JUDGMENT_STAGE",
     "EMBEDDING_STAGE",
     "SUFFICIENCY_STAGE",
     "CheckError",
     "CheckOutcome",
     "CheckReplyError",
     "DeepJudgmentError",
+    "DeepJudgmentOutcome",
     "EmbeddingModel",
     "EmbeddingModelError",
     "EmbeddingOutcome",
+    "SearchFunction",
+    "deep_judgment_parse",
     "detect_abstention",
     "detect_sufficiency",
+    "excerpt_similarity",
     "run_embedding_check",
 ]

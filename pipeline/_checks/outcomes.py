@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CheckOutcome", "EmbeddingOutcome"]
+from verifleet.schemas import VerificationResultDeepJudgment
+
+__all__ = ["CheckOutcome", "DeepJudgmentOutcome", "EmbeddingOutcome"]
 
 
 class CheckOutcome(BaseModel):
@@ -42,3 +46,20 @@ class EmbeddingOutcome(BaseModel):
     model_name: str
     reasoning: str | None = None
     judged: bool
+
+
+class DeepJudgmentOutcome(BaseModel):
+    """Deep-judgment parsing: the parsed values and the evidence behind them.
+
+    Attributes:
+        parsed: The judge's field values, ready for the template class.
+        section: The result's ``deep_judgment`` section.
+        attributes_without_excerpts: Attributes with no accepted excerpt after all
+            retries (DeepJudgmentAutoFail fails the result when non-empty).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    parsed: dict[str, Any]
+    section: VerificationResultDeepJudgment
+    attributes_without_excerpts: list[str]
