@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from .._identity import md5_hex
 from ._benchmark import Benchmark
 from ._checkpoint import Problem
+from ._ratings import error_message
 
 __all__ = ["FORMAT_MARKER", "benchmark_from_document", "render_document"]
 
@@ -48,7 +49,7 @@ def _problems_from(exc: ValidationError, raw_questions: Any) -> list[Problem]:
             qid = _question_label(raw_questions, loc[1])
             loc = loc[2:]
         where = ".".join(str(p) for p in loc)
-        message = str(error["msg"])
+        message = error_message(error)
         problems.append((qid, f"{where}: {message}" if where else message))
     return problems
 

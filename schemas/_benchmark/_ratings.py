@@ -29,6 +29,7 @@ from .._rubric import (
 
 __all__ = [
     "RatingError",
+    "error_message",
     "legacy_rubric_traits",
     "property_map",
     "rubrics_from_ratings",
@@ -64,12 +65,17 @@ class RatingError(ValueError):
     """A Rating cannot be turned into a trait; the message names the trait."""
 
 
+def error_message(error: Any) -> str:
+    """One pydantic error's message without pydantic's "Value error, " prefix."""
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 def validation_summary(exc: ValidationError) -> str:
     """Pydantic errors as ``field.path: message`` joined by ``; ``."""
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"])
-        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+        parts.append(f"{where}: {error_message(error)}" if where else error_message(error))
     return "; ".join(parts)
 
 
@@ -159,7 +165,10 @@ def _build(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> AnyTrait
     try:
         return _TRAIT_CLASSES[kind].model_validate(data)
     except ValidationError as exc:
-        raise RatingError(f"trait {name!r}: {validation_summary(exc)}") from None
+        summary = validation_summary(exc)
+        # Model-level messages already name the trait; field-level ones do not.
+        prefix = "" if repr(name) in summary else f"trait {name!r}: "
+        raise RatingError(prefix + summary) from None
 
 
 def rubrics_from_ratings(ratings: Any, *, what: str) -> tuple[Rubric | None, DynamicRubric | None]:
