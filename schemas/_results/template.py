@@ -23,6 +23,9 @@ class VerificationResultTemplate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Template validation (stage 1); None when the template compiled
+    template_validation_error: str | None = None
+
     # Answer generation
     raw_llm_response: str = ""
     trace_messages: list[dict[str, Any]] = Field(default_factory=list)

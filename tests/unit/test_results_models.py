@@ -158,9 +158,12 @@ def test_section_field_counts_cover_the_spec() -> None:
     }  # fmt: skip
     assert len(spec_template) == 28
     assert spec_template <= set(VerificationResultTemplate.model_fields)
-    assert {"field_verification_error", "field_results", "composition_strategy"} <= set(
-        VerificationResultTemplate.model_fields
-    )
+    assert {
+        "field_verification_error",
+        "field_results",
+        "composition_strategy",
+        "template_validation_error",
+    } <= set(VerificationResultTemplate.model_fields)
     assert len(VerificationResult.model_fields) == 8
 
 
