@@ -17,6 +17,7 @@ from .composition import (
     strategy_label,
 )
 from .dates import DateMatch, DateRange, DateTolerance
+from .graded import NumericGraded, NumericRangeGraded, NumericThresholdGraded
 from .judge import (
     build_answer,
     judge_field_names,
@@ -66,9 +67,12 @@ __all__ = [
     "LiteralMatch",
     "Normalizer",
     "NumericExact",
+    "NumericGraded",
     "NumericMaximum",
     "NumericMinimum",
     "NumericRange",
+    "NumericRangeGraded",
+    "NumericThresholdGraded",
     "NumericTolerance",
     "OrderedMatch",
     "RegexMatch",

@@ -24,6 +24,7 @@ from .composition import (
     strategy_fields,
     strategy_label,
 )
+from .primitives import TracePrimitive
 from .regex_checks import RegexOutcome, run_regex_checks
 from .verified_field import VERIFICATION_KEY, VerificationMeta, verified_fields_of
 
@@ -232,6 +233,28 @@ class BaseAnswer(BaseModel):
 
     # --- verification --------------------------------------------------------------
 
+    def _evaluate_fields(self) -> tuple[dict[str, bool], dict[str, float]] | None:
+        verified = type(self).verified_fields()
+        if not verified:
+            return None
+        results: dict[str, bool] = {}
+        scores: dict[str, float] = {}
+        for name, meta in verified.items():
+            primitive = meta.verify_with
+            if isinstance(primitive, TracePrimitive):
+                trace = self.raw_trace
+                if trace is None:
+                    raise ValueError(
+                        f"field {name!r} is checked on the raw response: call set_raw_trace() first"
+                    )
+                results[name] = primitive.check_trace(trace) == bool(meta.ground_truth)
+                scores[name] = 1.0 if results[name] else 0.0
+            else:
+                value = getattr(self, name, None)
+                results[name] = primitive.check(value, meta.ground_truth)
+                scores[name] = primitive.score(value, meta.ground_truth)
+        return results, scores
+
     def field_results(self) -> dict[str, bool] | None:
         """Pass/fail of every ``VerifiedField``; None for classic templates.
 
@@ -239,22 +262,19 @@ class BaseAnswer(BaseModel):
             ValueError: A trace-verified field needs the raw response and
                 :meth:`set_raw_trace` was not called.
         """
-        verified = type(self).verified_fields()
-        if not verified:
-            return None
-        results: dict[str, bool] = {}
-        for name, meta in verified.items():
-            primitive = meta.verify_with
-            if meta.is_trace:
-                trace = self.raw_trace
-                if trace is None:
-                    raise ValueError(
-                        f"field {name!r} is checked on the raw response: call set_raw_trace() first"
-                    )
-                results[name] = primitive.check_trace(trace) == bool(meta.ground_truth)  # type: ignore[attr-defined]
-            else:
-                results[name] = primitive.check(getattr(self, name, None), meta.ground_truth)
-        return results
+        evaluated = self._evaluate_fields()
+        return None if evaluated is None else evaluated[0]
+
+    def field_scores(self) -> dict[str, float] | None:
+        """Partial credit (0.0–1.0) of every ``VerifiedField``: 1/0 like
+        :meth:`field_results` except for graded primitives; None for classic
+        templates.
+
+        Raises:
+            ValueError: As :meth:`field_results`.
+        """
+        evaluated = self._evaluate_fields()
+        return None if evaluated is None else evaluated[1]
 
     def verify(self) -> bool:
         """Whether the parsed answer is correct.
@@ -288,11 +308,11 @@ class BaseAnswer(BaseModel):
                 ``verify_granular()`` (check :meth:`defines_granular` first).
             ValueError: See :meth:`field_results`.
         """
-        results = self.field_results()
-        if results is None:
+        scores = self.field_scores()
+        if scores is None:
             raise NotImplementedError(f"{type(self).__name__} defines no verify_granular()")
         weights = {name: meta.weight for name, meta in type(self).verified_fields().items()}
-        return granular_score(type(self).verification_strategy(), results, weights)
+        return granular_score(type(self).verification_strategy(), scores, weights)
 
     def regex_checks(self) -> dict[str, Any] | None:
         """The declared regex checks (``self.regex``), or None when there are none."""

@@ -11,7 +11,8 @@ must pass (an implicit ``AllOf``).
 Partial credit (``verify_granular``) follows the spec, over *all* verified fields'
 weights: ``AllOf`` (and no strategy) = passing weight / total weight; ``AnyOf`` =
 best single passing weight / total; ``AtLeastN`` = the N largest passing weights /
-total.
+total. A field "earns" its weight times its score: 1 or 0 for ordinary primitives,
+a fraction for graded ones (``NumericGraded``...).
 """
 
 from __future__ import annotations
@@ -106,26 +107,35 @@ def strategy_label(node: StrategyNode | None) -> str | None:
     return None
 
 
+def _as_score(value: bool | float | None) -> float:
+    if value is None or value is False:
+        return 0.0
+    if value is True:
+        return 1.0
+    return min(1.0, max(0.0, float(value)))
+
+
 def granular_score(
     node: StrategyNode | None,
-    field_results: Mapping[str, bool | None],
+    field_scores: Mapping[str, bool | float | None],
     weights: Mapping[str, float],
 ) -> float:
     """Partial credit in [0, 1] under the root node's rule (see module docstring).
 
+    ``field_scores`` holds per-field pass/fail (True = 1.0) or graded scores.
     Fields without a weight count 1.0. A total weight of 0 scores 0.0.
     """
-    total = sum(weights.get(name, 1.0) for name in field_results)
+    total = sum(weights.get(name, 1.0) for name in field_scores)
     if total <= 0.0:
         return 0.0
-    passing = sorted(
-        (weights.get(name, 1.0) for name, ok in field_results.items() if ok is True),
+    earned = sorted(
+        (weights.get(name, 1.0) * _as_score(score) for name, score in field_scores.items()),
         reverse=True,
     )
     if isinstance(node, AnyOf):
-        earned = passing[0] if passing else 0.0
+        gained = earned[0] if earned else 0.0
     elif isinstance(node, AtLeastN):
-        earned = sum(passing[: node.n])
+        gained = sum(earned[: node.n])
     else:
-        earned = sum(passing)
-    return min(1.0, earned / total)
+        gained = sum(earned)
+    return min(1.0, gained / total)

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from .base_answer import BaseAnswer
 from .composition import AllOf, AnyOf, AtLeastN, FieldCheck, evaluate_strategy
 from .dates import DateMatch, DateRange, DateTolerance
+from .graded import NumericGraded, NumericRangeGraded, NumericThresholdGraded
 from .normalizers import Normalizer, SynonymMap, apply_normalizer, apply_normalizers
 from .numeric import NumericExact, NumericMaximum, NumericMinimum, NumericRange, NumericTolerance
 from .primitives import (
@@ -81,9 +82,12 @@ KARENINA_NAMES: dict[str, Any] = {
         FieldCheck,
         LiteralMatch,
         NumericExact,
+        NumericGraded,
         NumericMaximum,
         NumericMinimum,
         NumericRange,
+        NumericRangeGraded,
+        NumericThresholdGraded,
         NumericTolerance,
         OrderedMatch,
         RegexMatch,

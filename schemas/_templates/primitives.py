@@ -72,6 +72,21 @@ class VerificationPrimitive(BaseModel):
     def _accepts_none(self) -> bool:
         return False
 
+    def credit(self, extracted: Any, expected: Any) -> float:
+        """Raw partial credit; may raise on bad input. Default: 1.0 when
+        :meth:`check` passes, else 0.0. Graded primitives override this."""
+        return 1.0 if self.check(extracted, expected) else 0.0
+
+    def score(self, extracted: Any, expected: Any) -> float:
+        """Partial credit in [0.0, 1.0] for ``verify_granular``; 0.0 (never an
+        exception) for ``None`` or values that do not convert."""
+        if extracted is None:
+            return 1.0 if self.check(extracted, expected) else 0.0
+        try:
+            return min(1.0, max(0.0, float(self.credit(extracted, expected))))
+        except _MISMATCH_ERRORS:
+            return 0.0
+
     def describe(self) -> dict[str, Any]:
         """JSON-safe description: the class name under ``type`` plus the parameters."""
         data = self.model_dump(mode="json")

@@ -15,6 +15,7 @@ from verifleet.schemas import (
     BooleanMatch,
     ExactMatch,
     FieldCheck,
+    NumericGraded,
     NumericTolerance,
     TraceRegex,
     VerifiedField,
@@ -230,3 +231,23 @@ def test_verified_field_rejects_bad_declarations() -> None:
         VerifiedField(description="x", ground_truth=1, verify_with="exact")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="weight"):
         VerifiedField(description="x", ground_truth=1, verify_with=BooleanMatch(), weight=-1)
+
+
+class GradedMix(BaseAnswer):
+    mean: float = VerifiedField(
+        description="Mean distance",
+        ground_truth=1.0,
+        verify_with=NumericGraded(cutoff=0.5),
+        weight=2.0,
+    )
+    named: str = VerifiedField(description="Name", ground_truth="x", verify_with=ExactMatch())
+
+
+def test_graded_fields_earn_partial_weight_in_verify_granular() -> None:
+    answer = GradedMix(mean=1.25, named="y")
+    assert answer.field_results() == {"mean": True, "named": False}
+    assert answer.field_scores() == {"mean": pytest.approx(0.5), "named": 0.0}
+    # 2.0 * 0.5 earned of 3.0 total.
+    assert answer.verify_granular() == pytest.approx(1 / 3)
+    assert answer.verify() is False
+    assert Plain(a="yes", b="no", c="no").field_scores() == {"a": 1.0, "b": 0.0, "c": 0.0}

@@ -18,9 +18,12 @@ from verifleet.schemas import (
     ExactMatch,
     LiteralMatch,
     NumericExact,
+    NumericGraded,
     NumericMaximum,
     NumericMinimum,
     NumericRange,
+    NumericRangeGraded,
+    NumericThresholdGraded,
     NumericTolerance,
     OrderedMatch,
     RegexMatch,
@@ -201,3 +204,42 @@ class TestTracePrimitives:
     def test_trace_primitive_refuses_parsed_comparison(self) -> None:
         # check() on a trace primitive is a mismatch, not a crash.
         assert not TraceContains(substring="x").check("x", True)
+
+
+class TestGradedPrimitives:
+    def test_numeric_graded_single_band(self) -> None:
+        graded = NumericGraded(cutoff=0.25)
+        assert graded.check(1.67, 1.67) and graded.score(1.67, 1.67) == 1.0
+        assert graded.check(1.1, 1.0) and graded.score(1.1, 1.0) == pytest.approx(0.6)
+        assert not graded.check(1.3, 1.0) and graded.score(1.3, 1.0) == 0.0
+        assert NumericGraded(cutoff=0.5, decay="quadratic").score(1.25, 1.0) == pytest.approx(0.75)
+
+    def test_numeric_graded_double_band_gives_credit_to_near_misses(self) -> None:
+        graded = NumericGraded(cutoff=10, full_credit=2, mode="absolute")
+        assert graded.check(51.5, 50) and graded.score(51.5, 50) == 1.0
+        assert not graded.check(56, 50)
+        assert graded.score(56, 50) == pytest.approx(0.5)
+        with pytest.raises(ValidationError, match="full_credit must be smaller"):
+            NumericGraded(cutoff=1, full_credit=1)
+
+    def test_numeric_range_graded(self) -> None:
+        graded = NumericRangeGraded(min=0.001, max=0.09, margin=0.02)
+        assert graded.check(0.05, None) and graded.score(0.05, None) == 1.0
+        assert not graded.check(0.1, None)
+        assert graded.score(0.1, None) == pytest.approx(0.5)
+        assert graded.score(0.2, None) == 0.0
+        relative = NumericRangeGraded(min=0, max=10, margin=0.5, mode="relative")
+        assert relative.score(12.5, None) == pytest.approx(0.5)
+
+    def test_numeric_threshold_graded(self) -> None:
+        at_most = NumericThresholdGraded(direction="max", margin=1.0, mode="absolute")
+        assert at_most.check(-100, 0.5) and at_most.score(-100, 0.5) == 1.0
+        assert not at_most.check(1.0, 0.5) and at_most.score(1.0, 0.5) == pytest.approx(0.5)
+        at_least = NumericThresholdGraded(direction="min", margin=0.1)
+        assert at_least.score(95, 100) == pytest.approx(0.5)
+        assert not NumericThresholdGraded(direction="min", margin=1, exclusive=True).check(5, 5)
+
+    def test_graded_scores_of_garbage_are_zero(self) -> None:
+        assert NumericGraded(cutoff=1).score("n/a", 3) == 0.0
+        assert NumericGraded(cutoff=1).score(None, 3) == 0.0
+        assert ExactMatch().score("x", "x") == 1.0 and ExactMatch().score("x", "y") == 0.0
