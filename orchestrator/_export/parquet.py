@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -11,7 +10,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
 from verifleet.schemas import VerificationResult
 
@@ -102,7 +100,7 @@ class ParquetResultWriter:
             raise export_error(self._path, "writer is already closed")
         try:
             self._pending.append(result_to_row(result, self._job_id))
-        except (TypeError, ValueError) as exc:
+        except ValueError as exc:
             raise export_error(
                 self._path, f"result {result.metadata.result_id} cannot be stored: {exc}"
             ) from exc
@@ -234,7 +232,8 @@ def _rows(path: PathLike, parquet: pq.ParquetFile, batch_size: int) -> Iterator[
                 for row in batch.to_pylist():
                     try:
                         result = row_to_result(row)
-                    except (ValidationError, json.JSONDecodeError) as exc:
+                    # ValueError covers corrupt JSON text and ValidationError alike.
+                    except ValueError as exc:
                         problem = f"row {row_number} is not a valid result: {exc}"
                         raise export_error(path, problem) from exc
                     yield result

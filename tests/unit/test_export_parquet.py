@@ -248,3 +248,33 @@ def test_corrupt_json_cell_names_the_row(tmp_path: Path) -> None:
 def test_missing_file_is_an_export_error_at_call_time(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=r"absent\.parquet: no such file"):
         iter_results(tmp_path / "absent.parquet")
+
+
+def test_every_summary_column_is_filled_for_a_complete_result(tmp_path: Path) -> None:
+    from verifleet.orchestrator._export.layout import SUMMARY_COLUMNS
+    from verifleet.schemas import (
+        VerificationResultDeepJudgment,
+        VerificationResultDeepJudgmentRubric,
+    )
+
+    flags = {
+        name: True
+        for name in VerificationResultTemplate.model_fields
+        if name.endswith(("_performed", "_applied", "_detected", "_success", "_reached"))
+    }
+    template = full_result(0).template
+    assert template is not None
+    complete = full_result(0).model_copy(
+        update={
+            "template": template.model_copy(
+                update={**flags, "verify_result": False, "embedding_model_used": "minilm"}
+            ),
+            "deep_judgment": VerificationResultDeepJudgment(deep_judgment_performed=True),
+            "deep_judgment_rubric": VerificationResultDeepJudgmentRubric(),
+        }
+    )
+    path = tmp_path / "r.parquet"
+    write_results([complete], path, job_id="j")
+    (row,) = pq.read_table(path, columns=[c.name for c in SUMMARY_COLUMNS]).to_pylist()
+    assert [name for name, value in row.items() if value is None] == []
+    assert row["deep_judgment_rubric_performed"] is False
