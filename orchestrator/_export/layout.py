@@ -247,6 +247,14 @@ _AS_DUMPED_NAMES = frozenset(column.name for column in _AS_DUMPED)
 _CONVERTED = tuple(column for column in _FLAT_SOURCE if column.name not in _AS_DUMPED_NAMES)
 
 
+# (column name, parent path, field name, codec) for every source column not taken as
+# dumped, precomputed because row_to_result runs once per row read.
+_DECODE_PLAN = tuple(
+    (column.name, column.path[:-1], column.path[-1], column.codec)
+    for column in _CONVERTED + _SECTIONS
+)
+
+
 def _walk(dumped: Dumped, path: tuple[str, ...]) -> Any:
     value: Any = dumped
     for step in path:
@@ -295,11 +303,12 @@ def row_to_result(row: Mapping[str, Any]) -> VerificationResult:
     """
     metadata = {name: row[name] for name in _AS_DUMPED_NAMES if name in row}
     data: dict[str, Any] = {"metadata": metadata}
-    for column in _CONVERTED + _SECTIONS:
-        if column.name not in row:
+    for name, parents, leaf, codec in _DECODE_PLAN:
+        if name not in row:
             continue
         target = data
-        for step in column.path[:-1]:
+        for step in parents:
             target = target.setdefault(step, {})
-        target[column.path[-1]] = column.codec.decode(row[column.name])
+        value = row[name]
+        target[leaf] = codec.decode(value) if codec.needs_conversion else value
     return VerificationResult.model_validate(data)
