@@ -33,6 +33,7 @@ from ._config import (
 # --- templates (BaseAnswer, VerifiedField, validation) --------------------------
 from ._templates import (
     NO_TEMPLATE_ID,
+    TEMPLATE_COMPILE_LOCK,
     AllOf,
     AnyOf,
     AtLeastN,
@@ -136,6 +137,7 @@ from ._results import (
 __all__ = [
     "ALLOWED_IMPORTS",
     "NO_TEMPLATE_ID",
+    "TEMPLATE_COMPILE_LOCK",
     "VALID_METRICS",
     "VALID_METRICS_FULL_MATRIX",
     "VALID_METRICS_TP_ONLY",

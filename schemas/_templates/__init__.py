@@ -41,6 +41,7 @@ from .primitives import (
 from .regex_checks import RegexOutcome, run_regex_checks
 from .sequences import OrderedMatch, SetContainment
 from .trace import TraceContains, TraceLength, TraceRegex
+from .validation import COMPILE_LOCK as TEMPLATE_COMPILE_LOCK
 from .validation import (
     NO_TEMPLATE_ID,
     compute_template_id,
@@ -52,6 +53,7 @@ from .verified_field import VerificationMeta, VerifiedField
 __all__ = [
     "NO_TEMPLATE_ID",
     "RESERVED_FIELD_NAMES",
+    "TEMPLATE_COMPILE_LOCK",
     "AllOf",
     "AnyOf",
     "AtLeastN",

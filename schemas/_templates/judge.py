@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, get_args
 
 from pydantic_core import to_jsonable_python
 
@@ -33,20 +33,32 @@ def judge_field_names(answer_cls: type[BaseAnswer]) -> list[str]:
     return answer_cls.judge_fields()
 
 
-def judge_json_schema(answer_cls: type[BaseAnswer]) -> dict[str, Any]:
-    """The JSON schema the judge fills.
+def _nested_answer_classes(answer_cls: type[BaseAnswer]) -> Iterator[type[BaseAnswer]]:
+    """BaseAnswer subclasses used (at any depth) as field types of ``answer_cls``."""
+    seen: set[type] = {answer_cls}
+    pending: list[Any] = [info.annotation for info in answer_cls.model_fields.values()]
+    while pending:
+        annotation = pending.pop()
+        pending.extend(get_args(annotation))
+        if (
+            isinstance(annotation, type)
+            and issubclass(annotation, BaseAnswer)
+            and annotation not in seen
+        ):
+            seen.add(annotation)
+            yield annotation
+            pending.extend(info.annotation for info in annotation.model_fields.values())
 
-    Only judge fields appear (never ``id``, ``correct``, ``regex`` or trace-verified
-    fields); ``VerifiedField`` extraction hints are appended to descriptions.
-    """
+
+def _restrict(node: dict[str, Any], answer_cls: type[BaseAnswer]) -> None:
+    """Keep only ``answer_cls``'s judge fields in an object schema, in place."""
     fields = judge_field_names(answer_cls)
-    schema = copy.deepcopy(answer_cls.model_json_schema())
-    properties: dict[str, Any] = schema.get("properties", {})
     hints = {
         name: meta.extraction_hint
         for name, meta in answer_cls.verified_fields().items()
         if meta.extraction_hint
     }
+    properties: dict[str, Any] = node.get("properties", {})
     kept: dict[str, Any] = {}
     for name in fields:
         if name not in properties:
@@ -56,14 +68,36 @@ def judge_json_schema(answer_cls: type[BaseAnswer]) -> dict[str, Any]:
             base = prop.get("description", "")
             prop["description"] = f"{base} (Format: {hints[name]})".strip()
         kept[name] = prop
-    schema["properties"] = kept
-    required = [name for name in schema.get("required", []) if name in kept]
+    node["properties"] = kept
+    required = [name for name in node.get("required", []) if name in kept]
     if required:
-        schema["required"] = required
+        node["required"] = required
     else:
-        schema.pop("required", None)
-    schema.pop("additionalProperties", None)
-    return strip_verification_metadata(schema)
+        node.pop("required", None)
+    node.pop("additionalProperties", None)
+
+
+# Schemas are fixed per class and the pipeline asks once per result.
+_SCHEMAS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def judge_json_schema(answer_cls: type[BaseAnswer]) -> dict[str, Any]:
+    """The JSON schema the judge fills (a fresh copy each call).
+
+    Only judge fields appear (never ``id``, ``correct``, ``regex`` or trace-verified
+    fields, also inside nested ``BaseAnswer`` models); ``VerifiedField`` extraction
+    hints are appended to descriptions.
+    """
+    cached = _SCHEMAS.get(answer_cls)
+    if cached is None:
+        schema = strip_verification_metadata(copy.deepcopy(answer_cls.model_json_schema()))
+        _restrict(schema, answer_cls)
+        definitions: dict[str, Any] = schema.get("$defs", {})
+        for nested in _nested_answer_classes(answer_cls):
+            if isinstance(definitions.get(nested.__name__), dict):
+                _restrict(definitions[nested.__name__], nested)
+        cached = _SCHEMAS[answer_cls] = schema
+    return copy.deepcopy(cached)
 
 
 # The ground truth of a class never changes; the pipeline asks once per result.

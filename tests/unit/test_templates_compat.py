@@ -242,3 +242,34 @@ def test_parsed_ground_truth_is_a_fresh_copy_each_time() -> None:
 def test_source_code_is_kept_on_the_class() -> None:
     cls = validate_answer_template(OLD_TEMPLATE, question_id="q2")
     assert cls.get_source_code() == OLD_TEMPLATE
+
+
+def test_judge_schema_hides_ids_of_nested_answer_models() -> None:
+    source = textwrap.dedent(
+        """
+        from pydantic import Field
+        from karenina.schemas.domain import BaseAnswer
+
+        class Citation(BaseAnswer):
+            identifier: str = Field(description="Citation identifier like [1]")
+
+        class Answer(BaseAnswer):
+            main: str = Field(description="The answer")
+            citations: list[Citation] = Field(default_factory=list, description="Sources")
+
+            def model_post_init(self, __context):
+                self.correct = {"main": "x"}
+
+            def verify(self):
+                return self.main == "x"
+        """
+    )
+    cls = validate_answer_template(source, question_id="q6")
+    schema = judge_json_schema(cls)
+    citation = schema["$defs"]["Citation"]
+    assert set(citation["properties"]) == {"identifier"}
+    assert citation["required"] == ["identifier"]
+    assert "additionalProperties" not in citation
+    assert schema["properties"]["citations"]["items"] == {"$ref": "#/$defs/Citation"}
+    schema["properties"].clear()  # callers get a copy, not the cached schema
+    assert set(judge_json_schema(cls)["properties"]) == {"main", "citations"}
