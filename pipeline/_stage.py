@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from verifleet.schemas import TemplateValidationError, VerificationConfig
 
+from ._adapters import ManualAnswerError
 from ._context import VerificationContext
 from ._llm_protocol import ModelCallError, StructuredOutputError
 
@@ -54,7 +55,13 @@ class Stage(ABC):
 
     def describe_failure(self, exc: BaseException) -> str:
         """The ``ctx.error`` text for ``exc``: ``"<failure_label>: <cause>"``."""
-        known = (ModelCallError, StructuredOutputError, TemplateValidationError, StageFailure)
+        known = (
+            ModelCallError,
+            StructuredOutputError,
+            TemplateValidationError,
+            ManualAnswerError,
+            StageFailure,
+        )
         cause = str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"
         return f"{self.failure_label}: {cause}"
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from verifleet.schemas import (
+    BaseAnswer,
     VerificationConfig,
     VerificationResultDeepJudgment,
     build_answer,
@@ -16,7 +17,7 @@ from verifleet.schemas import (
     parsed_llm_fields,
 )
 
-from .. import _checks
+from .._checks import deep_judgment_parse
 from .._context import VerificationContext
 from .._prompts import build_parsing_messages
 from .._stage import Stage, StageFailure
@@ -68,7 +69,7 @@ class ParseTemplateStage(Stage):
         if not judge_field_names(cls):
             data: dict[str, Any] = {}  # regex/trace-only template: nothing to ask
         elif ctx.config.deep_judgment_enabled:
-            data = self._deep_judgment(ctx, text)
+            data = self._deep_judgment(ctx, text, raw_cls)
         else:
             schema = judge_json_schema(raw_cls)
             messages = build_parsing_messages(
@@ -93,22 +94,21 @@ class ParseTemplateStage(Stage):
         ctx.parsed_llm_response = parsed_llm_fields(answer)
         ctx.parsed_gt_response = parsed_ground_truth(cls)
 
-    def _deep_judgment(self, ctx: VerificationContext, text: str) -> dict[str, Any]:
-        parse = getattr(_checks, "deep_judgment_parse", None)
+    def _deep_judgment(
+        self, ctx: VerificationContext, text: str, raw_cls: type[BaseAnswer]
+    ) -> dict[str, Any]:
+        # Recorded before the call so a failure still shows deep judgment was on.
         ctx.deep_judgment = VerificationResultDeepJudgment(
             deep_judgment_enabled=True,
             deep_judgment_search_enabled=ctx.config.deep_judgment_search_enabled,
         )
-        if parse is None:
-            raise StageFailure("deep judgment parsing is not available in this build")
-        outcome = parse(
+        outcome = deep_judgment_parse(
             ctx.judge,
             question=ctx.question_text,
             response=text,
-            answer_cls=ctx.raw_answer_cls,
+            answer_cls=raw_cls,
             config=ctx.config,
             instructions=ctx.prompts.deep_judgment,
         )
         ctx.deep_judgment = outcome.section
-        parsed: dict[str, Any] = dict(outcome.parsed)
-        return parsed
+        return dict(outcome.parsed)

@@ -1,0 +1,244 @@
+"""``run_unit``: one answer per unit, result sections per mode, error results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_pipeline_fakes import (
+    JUDGE,
+    JUDGE_2,
+    TEMPLATE,
+    ScriptedModels,
+    make_config,
+    make_question,
+    make_resources,
+)
+
+from verifleet.pipeline import (
+    CachedAnswer,
+    ManualAnswerError,
+    ManualAnswerStore,
+    ModelCallError,
+    StructuredOutputError,
+    run_unit,
+)
+from verifleet.schemas import (
+    FewShotConfig,
+    ModelConfig,
+    RegexTrait,
+    Rubric,
+    VerificationResult,
+    VerificationResultMetadata,
+    compute_template_id,
+)
+
+RUBRIC = Rubric(regex_traits=[RegexTrait(name="names_gene", pattern="BCL2")])
+
+
+def _script(answer: Any = "It is BCL2.", **judges: list[Any]) -> ScriptedModels:
+    replies: dict[str, dict[str, list[Any]]] = {"answerer": {"answer_generation": [answer]}}
+    for name, parsing in judges.items():
+        replies[name.replace("_", "-")] = {"parsing": parsing}
+    return ScriptedModels(replies)
+
+
+def _run(
+    script: ScriptedModels, parsing: list[ModelConfig] | None = None, **kw: Any
+) -> list[VerificationResult]:
+    config = kw.pop("config", None) or make_config(parsing_models=parsing or [JUDGE])
+    return run_unit(
+        kw.pop("question", None) or make_question(),
+        kw.pop("answering", config.answering_models[0]),
+        parsing or [JUDGE],
+        config,
+        replicate=kw.pop("replicate", 1),
+        resources=make_resources(script),
+        **kw,
+    )
+
+
+def test_one_answer_serves_every_parsing_model() -> None:
+    script = _script(judge=[{"gene": "BCL2"}], judge_2=[{"gene": "TP53"}])
+    results = _run(script, [JUDGE, JUDGE_2])
+    assert script.stages_called("answerer") == ["answer_generation"]
+    assert [r.metadata.parsing.model_name for r in results] == ["judge", "judge-2"]
+    assert [r.template.verify_result for r in results if r.template] == [True, False]
+    for result in results:
+        usage = result.template.usage_metadata if result.template else None
+        assert usage is not None and usage["answer_generation"]["model"] == "answerer"
+        assert usage["total"] == {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
+
+
+def test_metadata_identity_and_ids() -> None:
+    [result] = _run(_script(judge=[{"gene": "BCL2"}]), replicate=3)
+    meta = result.metadata
+    assert meta.template_id == compute_template_id(TEMPLATE)
+    assert meta.replicate == 3 and meta.raw_answer == "BCL2"
+    assert meta.evaluation_mode == "template_only"
+    assert meta.result_id == VerificationResultMetadata.compute_result_id(
+        "q1", meta.answering, meta.parsing, meta.timestamp, 3
+    )
+    assert meta.answering.display_string == "openai_endpoint:answerer"
+    assert result.template is not None and result.template.parsed_gt_response == {"gene": "BCL2"}
+
+
+def test_answer_generation_failure_is_recorded_once_for_all_judges() -> None:
+    error = ModelCallError("429 Too Many Requests after 4 attempts", transient=True, attempts=4)
+    script = _script(answer=error, judge=[{"gene": "BCL2"}], judge_2=[{"gene": "BCL2"}])
+    results = _run(script, [JUDGE, JUDGE_2])
+    assert script.stages_called() == ["answer_generation"]
+    for result in results:
+        assert result.metadata.completed_without_errors is False
+        assert (
+            result.metadata.error
+            == "answer generation failed: 429 Too Many Requests after 4 attempts"
+        )
+        assert result.template is not None and result.template.verify_result is None
+
+
+def test_invalid_template_fails_before_any_model_call() -> None:
+    script = _script(judge=[{"gene": "BCL2"}])
+    [result] = _run(script, question=make_question("class Answer(BaseAnswer):\n    x: int = \n"))
+    assert script.calls == []
+    assert result.metadata.completed_without_errors is False
+    assert result.metadata.error is not None
+    assert result.metadata.error.startswith("template validation failed: question q1: ")
+    assert result.template is not None and result.template.raw_llm_response == ""
+
+
+def test_unparsable_judge_reply_fails_only_that_judge() -> None:
+    bad = StructuredOutputError(
+        "judge returned invalid JSON after 2 replies and repair: x", raw="?"
+    )
+    results = _run(_script(judge=[bad], judge_2=[{"gene": "BCL2"}]), [JUDGE, JUDGE_2])
+    assert results[0].metadata.error == (
+        "parsing failed: judge returned invalid JSON after 2 replies and repair: x"
+    )
+    assert results[0].template is not None and results[0].template.raw_llm_response == "It is BCL2."
+    assert results[1].metadata.completed_without_errors is True
+
+
+def test_judge_output_not_fitting_the_template_is_a_parsing_error() -> None:
+    [result] = _run(_script(judge=[{"gene": ["not", "text"]}]))
+    assert result.metadata.error is not None
+    assert result.metadata.error.startswith(
+        "parsing failed: judge output does not fit the template"
+    )
+
+
+def test_verify_exception_is_recorded_not_fatal() -> None:
+    template = TEMPLATE.replace(
+        'return self.gene.strip().upper() == self.correct["gene"]', 'raise KeyError("missing")'
+    )
+    [result] = _run(_script(judge=[{"gene": "BCL2"}]), question=make_question(template))
+    assert result.metadata.completed_without_errors is True
+    assert result.template is not None
+    assert result.template.verify_result is False
+    assert result.template.field_verification_error == "KeyError: 'missing'"
+    assert result.template.verify_granular_result is None
+
+
+def test_cached_answer_skips_generation_and_keeps_its_usage() -> None:
+    script = _script(judge=[{"gene": "BCL2"}])
+    usage = {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7, "model": "answerer"}
+    [result] = _run(script, cached_answer=CachedAnswer(raw_llm_response="BCL2", usage=usage))
+    assert script.stages_called("answerer") == []
+    assert result.template is not None
+    assert result.template.usage_metadata is not None
+    assert result.template.usage_metadata["answer_generation"] == usage
+
+
+@pytest.mark.parametrize(
+    ("mode", "sections"),
+    [
+        ("template_only", {"template"}),
+        ("template_and_rubric", {"template", "rubric"}),
+        ("rubric_only", {"rubric"}),
+    ],
+)
+def test_sections_per_evaluation_mode(mode: str, sections: set[str]) -> None:
+    script = _script(judge=[{"gene": "BCL2"}])
+    [result] = _run(script, config=make_config(evaluation_mode=mode), rubric=RUBRIC)
+    present = {
+        name
+        for name in ("template", "rubric", "deep_judgment", "deep_judgment_rubric")
+        if getattr(result, name) is not None
+    }
+    assert present == sections
+    if mode == "rubric_only":
+        assert result.metadata.template_id == "no_template"
+        assert script.stages_called("judge") == []  # regex trait: no judge call
+        assert result.evaluation_input == "It is BCL2."
+
+
+def test_deep_judgment_section_present_when_enabled_in_template_modes() -> None:
+    script = ScriptedModels({"answerer": {"answer_generation": ["I am not sure."]}})
+    # Deep judgment's first call fails: the section still says it was enabled.
+    script.replies["judge"] = {
+        "deep_judgment": [ModelCallError("400 Bad Request", transient=False, attempts=1)]
+    }
+    [result] = _run(script, config=make_config(deep_judgment_enabled=True))
+    assert result.deep_judgment is not None
+    assert result.deep_judgment.deep_judgment_enabled is True
+    assert result.deep_judgment.deep_judgment_performed is False
+    assert result.metadata.error == "parsing failed: 400 Bad Request"
+
+
+def test_few_shot_examples_reach_the_answering_prompt() -> None:
+    script = _script(judge=[{"gene": "BCL2"}])
+    question = make_question(few_shot_examples=[{"question": "Gene for p53?", "answer": "TP53"}])
+    config = make_config(few_shot_config=FewShotConfig(global_mode="all"))
+    [result] = _run(script, question=question, config=config)
+    messages = script.calls[0].messages
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[2]["content"] == "TP53"
+    assert result.metadata.few_shot_enabled is True
+    assert result.metadata.few_shot_example_count == 1
+
+
+# --- manual answers -------------------------------------------------------------------
+
+
+def _manual(path: Path) -> ModelConfig:
+    return ModelConfig(model_name="recorded", interface="manual", manual_traces_path=str(path))
+
+
+def test_manual_json_answers_replay_without_a_model(tmp_path: Path) -> None:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"q1": "It is BCL2."}))
+    script = ScriptedModels({"judge": {"parsing": [{"gene": "BCL2"}]}})
+    [result] = _run(script, answering=_manual(path))
+    assert result.template is not None and result.template.raw_llm_response == "It is BCL2."
+    assert result.template.verify_result is True
+    assert result.metadata.answering.interface == "manual"
+
+
+def test_manual_jsonl_traces(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    trace = [{"type": "human", "content": "q"}, {"type": "ai", "content": "BCL2"}]
+    path.write_text(json.dumps({"question_id": "q1", "trace": trace}) + "\n")
+    answer = ManualAnswerStore().answer_for(_manual(path), "q1")
+    assert [m["role"] for m in answer.trace_messages] == ["user", "assistant"]
+    assert "--- assistant ---\nBCL2" in answer.raw_llm_response
+
+
+def test_manual_missing_question_is_an_error_in_that_result(tmp_path: Path) -> None:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"other": "x"}))
+    [result] = _run(ScriptedModels({}), answering=_manual(path))
+    assert result.metadata.error == (
+        f"answer generation failed: no pre-recorded answer for question 'q1' in {path}"
+    )
+
+
+def test_manual_file_errors_are_clear(tmp_path: Path) -> None:
+    store = ManualAnswerStore()
+    with pytest.raises(ManualAnswerError, match="cannot read manual answers"):
+        store.answer_for(_manual(tmp_path / "absent.json"), "q1")
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"answer": "x"}]')
+    with pytest.raises(ManualAnswerError, match="record 1: expected an object with 'question_id'"):
+        store.answer_for(_manual(bad), "q1")
