@@ -133,7 +133,8 @@ def _callable_fields(fields: dict[str, Any]) -> dict[str, Any]:
         except (binascii.Error, ValueError):
             pickled = False
         if not pickled:
-            fields = {**fields, "callable_source": fields.pop("callable_code")}
+            fields = {k: v for k, v in fields.items() if k != "callable_code"}
+            fields["callable_source"] = code
     return fields
 
 
