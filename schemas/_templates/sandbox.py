@@ -20,7 +20,9 @@ import sys
 import threading
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -120,10 +122,24 @@ _SAFE_BUILTIN_NAMES = [
 ]
 
 
+@dataclass(frozen=True)
+class _ViewState:
+    name: str
+    lookup: Callable[[str], Any]
+    names: frozenset[str]
+    children: Mapping[str, ModuleView]
+
+
+# A view's state lives here, not on the view: any attribute of the view would be
+# reachable from template code (e.g. through a method of a subclass called with
+# the view as ``self``), and the lookup function leads to the real module.
+_VIEW_STATE: weakref.WeakKeyDictionary[ModuleView, _ViewState] = weakref.WeakKeyDictionary()
+
+
 class ModuleView:
     """Read-only stand-in for a module: public, allowed names only."""
 
-    __slots__ = ("__all__", "_vf_children", "_vf_lookup", "_vf_name", "_vf_names")
+    __slots__ = ("__all__", "__weakref__")
 
     def __init__(
         self,
@@ -132,35 +148,31 @@ class ModuleView:
         names: frozenset[str],
         children: Mapping[str, ModuleView] | None = None,
     ) -> None:
-        self._vf_name = name
-        self._vf_lookup = lookup
-        self._vf_names = names
-        self._vf_children = dict(children or {})
-        self.__all__ = sorted(names)
+        _VIEW_STATE[self] = _ViewState(name, lookup, names, dict(children or {}))
+        object.__setattr__(self, "__all__", sorted(names))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("module views cannot be subclassed")
 
     def __getattr__(self, attr: str) -> Any:
+        state = _VIEW_STATE[self]
         if attr == "__name__":
             # The import system reads it to word "cannot import name X from Y".
-            return self._vf_name
-        if attr in self._vf_children:
-            return self._vf_children[attr]
-        if attr not in self._vf_names:
-            raise AttributeError(
-                f"module {self._vf_name!r} has no attribute {attr!r} for templates"
-            )
-        value = self._vf_lookup(attr)
+            return state.name
+        if attr in state.children:
+            return state.children[attr]
+        if attr not in state.names:
+            raise AttributeError(f"module {state.name!r} has no attribute {attr!r} for templates")
+        value = state.lookup(attr)
         if isinstance(value, types.ModuleType):
-            raise AttributeError(f"{self._vf_name}.{attr} is a module; import it explicitly")
+            raise AttributeError(f"{state.name}.{attr} is a module; import it explicitly")
         return value
 
     def __setattr__(self, attr: str, value: Any) -> None:
-        if attr.startswith("_vf_") or attr == "__all__":
-            object.__setattr__(self, attr, value)
-            return
-        raise AttributeError(f"module {self._vf_name!r} is read-only in templates")
+        raise AttributeError(f"module {_VIEW_STATE[self].name!r} is read-only in templates")
 
     def __repr__(self) -> str:
-        return f"<template view of module {self._vf_name!r}>"
+        return f"<template view of module {_VIEW_STATE[self].name!r}>"
 
 
 def _public_names(module: types.ModuleType) -> frozenset[str]:

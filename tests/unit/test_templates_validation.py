@@ -186,6 +186,12 @@ def test_string_annotations_are_checked_too() -> None:
         ("from typing import get_type_hints", "cannot import name 'get_type_hints'"),
         ("from string import Formatter", "cannot import name 'Formatter'"),
         ("k = getattr((), '__cl' + 'ass__')", "'__class__' is not available"),
+        # A view keeps no state on itself that a borrowed "self" could read.
+        (
+            "import typing\ndef grab(self):\n    return self._vf_lookup\nx = grab(typing)",
+            "has no attribute '_vf_lookup'",
+        ),
+        ("import typing\nclass W(type(typing)):\n    pass", "cannot be subclassed"),
     ],
 )
 def test_runtime_guards_catch_what_static_checks_cannot(snippet: str, expected: str) -> None:
