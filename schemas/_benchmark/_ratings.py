@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._config import ModelConfig
 from .._rubric import (
     AgenticRubricTrait,
     AnyTrait,
@@ -151,6 +152,13 @@ def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dic
         fields.setdefault("max_score", best)
     if kind == "callable":
         fields = _callable_fields(fields)
+    override = _decode_json_text(fields.get("model_override"))
+    if kind == "agentic" and isinstance(override, dict):
+        # The original ModelConfig has settings ours does not (retries, SDK options);
+        # keep the ones that mean the same here.
+        fields["model_override"] = {
+            k: v for k, v in override.items() if k in ModelConfig.model_fields
+        }
     return fields
 
 

@@ -293,3 +293,33 @@ def test_legacy_global_rubric_object(tmp_path: Path) -> None:
     long_trait = rubric.get_trait("Long")
     assert isinstance(long_trait, CallableTrait) and not long_trait.is_pickled
     assert long_trait.evaluate("x" * 25) == 2
+
+
+def _with_override(override: dict[str, Any]) -> Any:
+    def change(data: dict[str, Any]) -> None:
+        props = data["dataFeedElement"][0]["item"]["rating"][1]["additionalProperty"]
+        props.append({"@type": "PropertyValue", "name": "model_override", "value": override})
+
+    return change
+
+
+def test_agentic_model_override_keeps_known_settings(tmp_path: Path) -> None:
+    override = {"model_name": "judge-x", "model_provider": "openai", "max_retries": 3}
+    path = _mutated(tmp_path, _with_override(override))
+    loaded = load_benchmark(path, trust_callables=True)
+    rubric = loaded.rubric_for("urn:uuid:question-capital-of-france-5f3a2c1d")
+    assert rubric is not None
+    trait = rubric.get_trait("checks_sources")
+    assert isinstance(trait, AgenticRubricTrait) and trait.model_override is not None
+    assert (trait.model_override.model_name, trait.model_override.model_provider) == (
+        "judge-x",
+        "openai",
+    )
+
+
+def test_agentic_model_override_with_unknown_interface(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, _with_override({"model_name": "m", "interface": "carrier_pigeon"}))
+    with pytest.raises(BenchmarkLoadError) as info:
+        load_benchmark(path, trust_callables=True)
+    assert info.value.question_id == "urn:uuid:question-capital-of-france-5f3a2c1d"
+    assert "trait 'checks_sources': model_override.interface" in info.value.problem
