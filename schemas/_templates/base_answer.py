@@ -225,8 +225,7 @@ class BaseAnswer(BaseModel):
         """Attach the raw response that trace-verified fields are checked against."""
         self.__dict__[_RAW_TRACE_SLOT] = raw_trace
 
-    @property
-    def raw_trace(self) -> str | None:
+    def get_raw_trace(self) -> str | None:
         """The attached raw response, or None."""
         value = self.__dict__.get(_RAW_TRACE_SLOT)
         return value if isinstance(value, str) else None
@@ -242,7 +241,7 @@ class BaseAnswer(BaseModel):
         for name, meta in verified.items():
             primitive = meta.verify_with
             if isinstance(primitive, TracePrimitive):
-                trace = self.raw_trace
+                trace = self.get_raw_trace()
                 if trace is None:
                     raise ValueError(
                         f"field {name!r} is checked on the raw response: call set_raw_trace() first"

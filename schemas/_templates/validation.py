@@ -10,7 +10,6 @@ probe instance with placeholder field values, as the pipeline will.
 from __future__ import annotations
 
 import ast
-import hashlib
 import threading
 import types
 import typing
@@ -20,6 +19,7 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 from pydantic import ValidationError
 
 from .._errors import TemplateValidationError
+from .._identity import md5_hex
 from .ast_guard import find_violation
 from .base_answer import BaseAnswer
 from .sandbox import new_template_namespace
@@ -55,7 +55,7 @@ def compute_template_id(source: str | None) -> str:
         return NO_TEMPLATE_ID
     text = source.replace("\r\n", "\n").replace("\r", "\n")
     normalised = "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
-    return hashlib.md5(normalised.encode("utf-8")).hexdigest()
+    return md5_hex(normalised)
 
 
 def _fail(problem: str, question_id: str | None) -> TemplateValidationError:
