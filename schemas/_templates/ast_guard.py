@@ -8,8 +8,11 @@ private attributes of other objects, frame/traceback introspection, and
 underscore keyword arguments (pydantic's ``_parent_depth`` style knobs that reach
 outer frames) are refused with a message naming the construct and its line.
 
-This is a guard against accidents and casual abuse, not a security boundary:
-run untrusted benchmarks in a worker without secrets.
+Private attributes stay reachable through ``self``/``cls`` (templates use them on
+their own instances); since a function can be called with any object as ``self``,
+objects handed to templates keep nothing sensitive in attributes (see
+``sandbox.ModuleView``). This is a guard against accidents and casual abuse, not a
+security boundary: run untrusted benchmarks in a worker without secrets.
 """
 
 from __future__ import annotations

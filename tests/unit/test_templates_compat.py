@@ -273,3 +273,28 @@ def test_judge_schema_hides_ids_of_nested_answer_models() -> None:
     assert schema["properties"]["citations"]["items"] == {"$ref": "#/$defs/Citation"}
     schema["properties"].clear()  # callers get a copy, not the cached schema
     assert set(judge_json_schema(cls)["properties"]) == {"main", "citations"}
+
+
+def test_verified_fields_with_model_post_init_ground_truth() -> None:
+    source = textwrap.dedent(
+        """
+        from karenina.schemas.entities import BaseAnswer, VerifiedField
+        from karenina.schemas.entities import NumericTolerance
+
+        class Answer(BaseAnswer):
+            rate: float = VerifiedField(
+                description="Efficacy rate in percent",
+                ground_truth=85.5,
+                verify_with=NumericTolerance(tolerance=0.05),
+            )
+
+            def model_post_init(self, __context):
+                self.correct = {"rate": 85.5, "source": "trial report"}
+        """
+    )
+    cls = inject_question_id(validate_answer_template(source, question_id="q7"), "q7")
+    assert parsed_ground_truth(cls) == {"rate": 85.5, "source": "trial report"}
+    answer = build_answer(cls, {"rate": 84})
+    assert answer.id == "q7"
+    assert answer.verify() is True and answer.field_results() == {"rate": True}
+    assert build_answer(cls, {"rate": 70}).verify() is False
