@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -32,11 +31,6 @@ _log = logging.getLogger(__name__)
 CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-
-# Models whose provider rejected native structured output: asked by prompt from
-# then on, so a process pays for the failed attempt once, not once per call.
-_NO_STRUCTURED: set[str] = set()
-_NO_STRUCTURED_LOCK = threading.Lock()
 
 
 def _text_of(message: Any) -> str:
@@ -123,15 +117,11 @@ class LangchainChatCaller:
         )
         return _text_of(reply)
 
-    def _structured_key(self) -> str:
-        return f"{self._model.interface}|{self._model.model_provider}|{self._model.model_name}"
-
     def _ask_structured(
         self, messages: Sequence[Message], stage: str, schema: dict[str, Any], name: str
     ) -> tuple[str, dict[str, Any] | None] | None:
         """One native structured-output call, or ``None`` when unsupported."""
-        key = self._structured_key()
-        if key in _NO_STRUCTURED:
+        if not self._clients.structured_output_supported(self._model):
             return None
         try:
             runnable = self._client().with_structured_output(
@@ -141,8 +131,7 @@ class LangchainChatCaller:
             )
         except (NotImplementedError, ValueError, TypeError) as exc:
             _log.info("no native structured output for %s: %s", self.model_name, exc)
-            with _NO_STRUCTURED_LOCK:
-                _NO_STRUCTURED.add(key)
+            self._clients.disable_structured_output(self._model)
             return None
         try:
             out = self._run(runnable, messages, stage)
@@ -151,8 +140,7 @@ class LangchainChatCaller:
                 raise
             # A 400 here usually means the endpoint rejects response_format.
             _log.warning("%s rejected structured output (%s); using prompts", self.model_name, exc)
-            with _NO_STRUCTURED_LOCK:
-                _NO_STRUCTURED.add(key)
+            self._clients.disable_structured_output(self._model)
             return None
         raw = out.get("raw") if isinstance(out, dict) else out
         self._tracker.record_usage(

@@ -148,12 +148,28 @@ def _cache_key(model: ModelConfig, request_timeout: float) -> str:
     return json.dumps([fields, request_timeout], sort_keys=True, default=str)
 
 
+def _structured_key(model: ModelConfig) -> str:
+    return f"{model.interface}|{model.model_provider}|{model.endpoint_base_url}|{model.model_name}"
+
+
 class ChatModelCache:
     """Chat models built once per configuration; safe to share between threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._models: dict[str, BaseChatModel] = {}
+        # Models whose provider rejected native structured output: asked by prompt
+        # from then on, so a process pays for the failed attempt once, not per call.
+        self._no_structured: set[str] = set()
+
+    def structured_output_supported(self, model: ModelConfig) -> bool:
+        """False once :meth:`disable_structured_output` was called for ``model``."""
+        return _structured_key(model) not in self._no_structured
+
+    def disable_structured_output(self, model: ModelConfig) -> None:
+        """Remember that ``model``'s provider cannot do native structured output."""
+        with self._lock:
+            self._no_structured.add(_structured_key(model))
 
     def get(self, model: ModelConfig, *, request_timeout: float) -> BaseChatModel:
         """The cached client for ``model``, building it on first use.

@@ -78,9 +78,13 @@ class ScriptedChat(BaseChatModel):
 
 
 def _caller(
-    chat: BaseChatModel, *, tracker: UsageTracker | None = None, sleeps: list[float] | None = None
+    chat: BaseChatModel,
+    *,
+    tracker: UsageTracker | None = None,
+    sleeps: list[float] | None = None,
+    cache: ChatModelCache | None = None,
 ) -> LangchainChatCaller:
-    cache = ChatModelCache()
+    cache = ChatModelCache() if cache is None else cache
     cache.put(MODEL, chat, request_timeout=30.0)
     recorded = sleeps if sleeps is not None else []
     return LangchainChatCaller(
@@ -240,9 +244,13 @@ def test_invoke_retries_through_the_client_and_records_usage_once() -> None:
 
 def test_invoke_json_without_native_structured_output_parses_prompted_reply() -> None:
     chat = GenericFakeChatModel(messages=iter([_reply('```json\n{"count": 3, "name": "x"}\n```')]))
-    assert _caller(chat).invoke_json(
+    cache = ChatModelCache()
+    caller = _caller(chat, cache=cache)
+    assert caller.invoke_json(
         [{"role": "user", "content": "q"}], stage="parsing", schema=SCHEMA
     ) == {"count": 3, "name": "x"}
+    # The provider's lack of structured output is remembered for the process.
+    assert cache.structured_output_supported(MODEL) is False
 
 
 def test_invoke_json_reasks_once_with_the_problem() -> None:
