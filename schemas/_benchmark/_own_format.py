@@ -83,8 +83,16 @@ class _Dumper(yaml.SafeDumper):
     """Writes multi-line text (templates, callable sources) as literal blocks."""
 
 
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    # PyYAML writes NEL and the Unicode line separators raw in plain and block
+    # scalars and reads them back as line breaks; only double quotes escape them.
+    if any(c in value for c in _UNICODE_BREAKS):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

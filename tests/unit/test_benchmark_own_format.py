@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from verifleet.schemas import (
     Benchmark,
     BenchmarkLoadError,
     CallableTrait,
+    Question,
     dump_benchmark,
     load_benchmark,
 )
@@ -218,3 +221,34 @@ def test_broken_callable_source_is_reported_at_load(tmp_path: Path) -> None:
         load_benchmark(_write_yaml(tmp_path, document))
     assert info.value.question_id == "q1"
     assert "'sneaky'" in info.value.problem and "'os'" in info.value.problem
+
+
+_texts = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=40,
+).filter(lambda t: t.strip() != "")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    texts=st.lists(_texts, min_size=1, max_size=4, unique=True),
+    notes=st.one_of(st.none(), _texts),
+    keywords=st.lists(_texts, max_size=3),
+    suffix=st.sampled_from([".yaml", ".json"]),
+)
+def test_arbitrary_text_survives_dump_and_load(
+    tmp_path: Path, texts: list[str], notes: str | None, keywords: list[str], suffix: str
+) -> None:
+    benchmark = Benchmark(
+        name="fuzz",
+        questions=[
+            Question(text=t, raw_answer=t[::-1], keywords=keywords, answer_notes=notes)
+            for t in texts
+        ],
+    )
+    target = tmp_path / f"fuzz{suffix}"
+    dump_benchmark(benchmark, target)
+    assert load_benchmark(target) == benchmark
