@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -126,21 +127,30 @@ def _load_sentence_transformer(directory: Path, model_name: str) -> Any:
         ) from exc
 
 
+@dataclass(frozen=True)
+class _LoadedModel:
+    """One loaded model and the lock that serialises its encodes."""
+
+    backend: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 class EmbeddingModel:
     """A sentence-transformers model loaded once per process and shared by threads.
 
-    Get instances with :meth:`get`; encodes are serialised per model because the
-    fast tokenizers refuse concurrent use ("Already borrowed").
+    Get instances with :meth:`get`. Names that resolve to the same directory share
+    one loaded model. Encodes are serialised per loaded model because the fast
+    tokenizers refuse concurrent use ("Already borrowed").
     """
 
-    _cache: ClassVar[dict[str, EmbeddingModel]] = {}
+    _by_name: ClassVar[dict[str, EmbeddingModel]] = {}
+    _by_dir: ClassVar[dict[Path, _LoadedModel]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, model_name: str, source: Path, backend: Any) -> None:
+    def __init__(self, model_name: str, source: Path, loaded: _LoadedModel) -> None:
         self._model_name = model_name
         self._source = source
-        self._backend = backend
-        self._encode_lock = threading.Lock()
+        self._loaded = loaded
 
     @classmethod
     def get(cls, model_name: str) -> EmbeddingModel:
@@ -151,19 +161,23 @@ class EmbeddingModel:
         """
         key = model_name.strip()
         with cls._cache_lock:
-            model = cls._cache.get(key)
+            model = cls._by_name.get(key)
             if model is None:
                 # Loading under the lock: concurrent first calls must not load twice.
                 directory = resolve_model_dir(key)
-                model = cls(key, directory, _load_sentence_transformer(directory, key))
-                cls._cache[key] = model
+                loaded = cls._by_dir.get(directory)
+                if loaded is None:
+                    loaded = _LoadedModel(_load_sentence_transformer(directory, key))
+                    cls._by_dir[directory] = loaded
+                model = cls._by_name[key] = cls(key, directory, loaded)
             return model
 
     @classmethod
     def clear_cache(cls) -> None:
         """Forget every loaded model (their memory is freed once unreferenced)."""
         with cls._cache_lock:
-            cls._cache.clear()
+            cls._by_name.clear()
+            cls._by_dir.clear()
 
     @property
     def model_name(self) -> str:
@@ -177,14 +191,14 @@ class EmbeddingModel:
 
     def encode(self, texts: list[str], *, batch_size: int = 32) -> NDArray[np.float32]:
         """Unit-length embeddings of ``texts``, one row each, encoded in batches."""
+        backend = self._loaded.backend
         if not texts:
             # Newer sentence-transformers renamed the dimension getter; accept both.
-            getter = getattr(self._backend, "get_embedding_dimension", None)
-            getter = getter or self._backend.get_sentence_embedding_dimension
-            dim = int(getter() or 0)
-            return np.zeros((0, dim), dtype=np.float32)
-        with self._encode_lock:
-            vectors = self._backend.encode(
+            getter = getattr(backend, "get_embedding_dimension", None)
+            getter = getter or backend.get_sentence_embedding_dimension
+            return np.zeros((0, int(getter() or 0)), dtype=np.float32)
+        with self._loaded.lock:
+            vectors = backend.encode(
                 list(texts),
                 batch_size=batch_size,
                 convert_to_numpy=True,

@@ -7,6 +7,7 @@ the scripted one shows exactly which calls were made).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -79,12 +80,11 @@ def test_similar_sentences_score_higher_than_unrelated(model: EmbeddingModel) ->
     assert model.similarity(anchor, anchor) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_bundled_model_is_cached_per_process_and_loaded_from_the_package(
-    model: EmbeddingModel,
-) -> None:
-    assert EmbeddingModel.get("all-MiniLM-L6-v2") is model
-    assert model.model_name == "all-MiniLM-L6-v2"
-    assert model.source == BUNDLED_DIR
+def test_bundled_model_is_cached_per_process_and_loaded_from_the_package() -> None:
+    first = EmbeddingModel.get("all-MiniLM-L6-v2")
+    assert EmbeddingModel.get(" all-MiniLM-L6-v2 ") is first
+    assert first.model_name == "all-MiniLM-L6-v2"
+    assert first.source == BUNDLED_DIR
 
 
 def test_encode_batches_to_unit_rows(model: EmbeddingModel) -> None:
@@ -102,6 +102,23 @@ def test_concurrent_encodes_agree(model: EmbeddingModel) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(lambda p: model.similarity(*p), pairs))
     assert got == pytest.approx(expected, abs=1e-5)
+
+
+def test_hub_name_loads_the_bundled_files_with_the_network_down(
+    model: EmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The network cannot be switched off for one test; a refusing connect() stands in.
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    EmbeddingModel.clear_cache()  # so the load itself happens with the network down
+    by_hub_name = EmbeddingModel.get("sentence-transformers/all-MiniLM-L6-v2")
+    assert by_hub_name.model_name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert by_hub_name.source == BUNDLED_DIR
+    assert by_hub_name.similarity("a red car", "a crimson automobile") == pytest.approx(
+        model.similarity("a red car", "a crimson automobile"), abs=1e-6
+    )
 
 
 def test_configured_local_path_is_the_model_used(model: EmbeddingModel) -> None:
