@@ -22,6 +22,7 @@ from .._errors import TemplateValidationError
 from .._identity import md5_hex
 from .ast_guard import find_violation
 from .base_answer import BaseAnswer
+from .budget import TEMPLATE_FILENAME_PREFIX, TemplateBudgetExceeded, line_budget
 from .sandbox import new_template_namespace
 
 __all__ = [
@@ -43,6 +44,11 @@ NO_TEMPLATE_ID = "no_template"
 COMPILE_LOCK = threading.RLock()
 
 _MODULE_PREFIX = "verifleet_template_"
+
+#: Lines of template code allowed while loading (module body, ground truth): far
+#: more than any real template needs, little enough to stop a runaway loop in
+#: well under a second.
+LOADING_LINE_BUDGET = 200_000
 
 
 def compute_template_id(source: str | None) -> str:
@@ -107,7 +113,7 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     module_name = f"{_MODULE_PREFIX}{template_id}"
     with COMPILE_LOCK:
         try:
-            tree = ast.parse(source, filename=f"<template {template_id}>")
+            tree = ast.parse(source, filename=f"{TEMPLATE_FILENAME_PREFIX}{template_id}>")
         except SyntaxError as exc:
             raise _fail(
                 f"template does not compile: {exc.msg} (line {exc.lineno})", question_id
@@ -116,10 +122,13 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
         if violation is not None:
             problem, line = violation
             raise _fail(f"template {problem} (line {line})", question_id)
-        code = compile(tree, f"<template {template_id}>", "exec")
+        code = compile(tree, f"{TEMPLATE_FILENAME_PREFIX}{template_id}>", "exec")
         namespace = new_template_namespace(module_name)
         try:
-            exec(code, namespace)
+            with line_budget(LOADING_LINE_BUDGET):
+                exec(code, namespace)
+        except TemplateBudgetExceeded as exc:
+            raise _fail(str(exc), question_id) from None
         except ImportError as exc:
             raise _fail(f"template import refused: {exc}", question_id) from None
         except Exception as exc:
@@ -210,7 +219,10 @@ def validate_answer_template(source: str, *, question_id: str | None = None) -> 
     if not answer_cls.defines_verify():
         raise _fail(f"answer class {name} has no verify() method", question_id)
     try:
-        ground_truth = probe_instance(answer_cls).get_ground_truth()
+        with line_budget(LOADING_LINE_BUDGET):
+            ground_truth = probe_instance(answer_cls).get_ground_truth()
+    except TemplateBudgetExceeded as exc:
+        raise _fail(f"setting the ground truth of {name}: {exc}", question_id) from None
     except ValidationError as exc:
         raise _fail(f"setting the ground truth of {name} failed: {exc}", question_id) from None
     except Exception as exc:

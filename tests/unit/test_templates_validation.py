@@ -367,3 +367,27 @@ def test_fields_may_share_a_name_with_a_refused_builtin() -> None:
     cls = validate_answer_template(source, question_id=QID)
     assert cls(input="x").verify() is True
     assert "uses 'input'" in _problem("value = input()\n" + _VERIFY)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "while True:\n    pass\n" + _VERIFY,
+        "while True:\n    try:\n        x = 1\n    except Exception:\n        pass\n" + _VERIFY,
+        (
+            "class Answer(BaseAnswer):\n"
+            "    def ground_truth(self):\n"
+            "        while True:\n"
+            "            self.correct = {}\n"
+            "    def verify(self):\n"
+            "        return True\n"
+        ),
+    ],
+)
+def test_runaway_loading_code_is_stopped(source: str) -> None:
+    assert "ran more than" in _problem(source)
+
+
+def test_ordinary_loops_fit_in_the_loading_budget() -> None:
+    source = "TABLE = {i: i * i for i in range(20000)}\n" + _VERIFY
+    assert validate_answer_template(source, question_id=QID).__name__ == "Answer"
