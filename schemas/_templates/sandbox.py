@@ -252,33 +252,38 @@ def safe_import(
     return _view(name.split(".", 1)[0])
 
 
-def _refuse(attr: str) -> bool:
-    return attr.startswith("_") or attr in FORBIDDEN_ATTRIBUTES
+def _check_attribute(obj: Any, attr: str) -> None:
+    """Refuse dunders, frame introspection, and private names except on models.
 
+    Private names stay usable on pydantic models (a template's own instances,
+    ``getattr(self, "_cache")``); library objects keep their internals.
 
-def _safe_getattr(obj: Any, attr: str, *default: Any) -> Any:
-    # Private names are allowed on template instances (``getattr(self, "_x")``),
-    # never dunders or frame introspection.
+    Raises:
+        AttributeError: The attribute is not available to templates.
+    """
     if (
         is_dunder(attr)
         or attr in FORBIDDEN_ATTRIBUTES
-        or (_refuse(attr) and not isinstance(obj, pydantic.BaseModel))
+        or (attr.startswith("_") and not isinstance(obj, pydantic.BaseModel))
     ):
         raise AttributeError(f"attribute {attr!r} is not available to templates")
+
+
+def _safe_getattr(obj: Any, attr: str, *default: Any) -> Any:
+    _check_attribute(obj, attr)
     return getattr(obj, attr, *default)
 
 
 def _safe_hasattr(obj: Any, attr: str) -> bool:
     try:
-        _safe_getattr(obj, attr)
+        _check_attribute(obj, attr)
     except AttributeError:
         return False
-    return True
+    return hasattr(obj, attr)
 
 
 def _safe_setattr(obj: Any, attr: str, value: Any) -> None:
-    if is_dunder(attr):
-        raise AttributeError(f"attribute {attr!r} is not available to templates")
+    _check_attribute(obj, attr)
     setattr(obj, attr, value)
 
 

@@ -192,6 +192,10 @@ def test_string_annotations_are_checked_too() -> None:
             "has no attribute '_vf_lookup'",
         ),
         ("import typing\nclass W(type(typing)):\n    pass", "cannot be subclassed"),
+        (
+            "from pydantic import TypeAdapter\nsetattr(TypeAdapter(int), '_x', 1)",
+            "'_x' is not available",
+        ),
     ],
 )
 def test_runtime_guards_catch_what_static_checks_cannot(snippet: str, expected: str) -> None:
@@ -391,3 +395,18 @@ def test_runaway_loading_code_is_stopped(source: str) -> None:
 def test_ordinary_loops_fit_in_the_loading_budget() -> None:
     source = "TABLE = {i: i * i for i in range(20000)}\n" + _VERIFY
     assert validate_answer_template(source, question_id=QID).__name__ == "Answer"
+
+
+def test_private_names_stay_usable_on_the_templates_own_instances() -> None:
+    source = textwrap.dedent(
+        """
+        class Answer(BaseAnswer):
+            value: int = Field(description="n")
+
+            def verify(self):
+                setattr(self, "_seen", True)
+                return getattr(self, "_seen", False) and hasattr(self, "value")
+        """
+    )
+    cls = validate_answer_template(source, question_id=QID)
+    assert cls(value=1).verify() is True
