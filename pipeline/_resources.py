@@ -6,12 +6,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
 
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
+from ._checks import EmbeddingModel, SearchFunction
 from ._llm import CallGate, ChatModelCache, LangchainChatCaller, UsageTracker
 from ._llm_protocol import ChatCaller, Message
 
@@ -47,12 +48,6 @@ class AgentRunner(Protocol):
     ) -> CachedAnswer: ...
 
 
-def _embedding_model(name: str) -> Any:
-    from ._checks import EmbeddingModel
-
-    return EmbeddingModel.get(name)
-
-
 @dataclass
 class PipelineResources:
     """Caches one process reuses across units: chat clients, compiled templates,
@@ -67,6 +62,8 @@ class PipelineResources:
         call_gate: Entered around every model call attempt (the workers' Redis
             limiter); None for no gate.
         agent: Runs MCP agents; None when no agent runtime is installed.
+        search: Web search for deep judgment's hallucination check; None when no
+            search tool is installed (search-enabled deep judgment then fails).
         caller_factory: Replaces the langchain caller (tests script the models).
         sleep: Backoff sleep of retries.
     """
@@ -74,9 +71,10 @@ class PipelineResources:
     clients: ChatModelCache = field(default_factory=ChatModelCache)
     templates: TemplateCache = field(default_factory=default_template_cache)
     manual: ManualAnswerStore = field(default_factory=ManualAnswerStore)
-    embedder: Callable[[str], Any] = _embedding_model
+    embedder: Callable[[str], EmbeddingModel] = EmbeddingModel.get
     call_gate: CallGate | None = None
     agent: AgentRunner | None = None
+    search: SearchFunction | None = None
     caller_factory: CallerFactory | None = None
     sleep: Callable[[float], None] = time.sleep
 

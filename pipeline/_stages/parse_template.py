@@ -109,6 +109,7 @@ class ParseTemplateStage(Stage):
             answer_cls=raw_cls,
             config=ctx.config,
             instructions=ctx.prompts.deep_judgment,
+            search=ctx.resources.search,
         )
         ctx.deep_judgment = outcome.section
         return dict(outcome.parsed)

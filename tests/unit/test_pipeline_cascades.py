@@ -298,3 +298,39 @@ def test_rubric_failure_is_non_fatal() -> None:
     assert result.metadata.completed_without_errors is True
     assert result.rubric is None  # the spec: rubric_result=None on failure
     assert result.template is not None and result.template.verify_result is True
+
+
+def _deep_judgment_run(excerpts: list[dict[str, str]]) -> tuple[VerificationResult, ScriptedModels]:
+    replies = [
+        {"gene": excerpts},
+        {"gene": "The response names BCL2."},
+        {"gene": "BCL2"},
+    ]
+    return _run(
+        {"deep_judgment": replies},
+        answer="The answer is BCL2.",
+        deep_judgment_enabled=True,
+        deep_judgment_excerpt_retry_attempts=0,
+    )
+
+
+def test_deep_judgment_parse_with_grounded_excerpts_passes() -> None:
+    result, script = _deep_judgment_run([{"text": "The answer is BCL2", "confidence": "high"}])
+    assert script.stages_called("judge") == ["deep_judgment"] * 3
+    assert result.deep_judgment is not None and result.deep_judgment.deep_judgment_performed
+    assert result.deep_judgment.attributes_without_excerpts in (None, [])
+    assert result.template is not None and result.template.verify_result is True
+
+
+def test_deep_judgment_autofail_when_an_attribute_has_no_excerpt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        result, _ = _deep_judgment_run([])
+    assert result.deep_judgment is not None
+    assert result.deep_judgment.attributes_without_excerpts == ["gene"]
+    assert result.template is not None
+    assert result.template.parsed_llm_response == {"gene": "BCL2"}
+    assert result.template.verify_result is False  # correct value, but ungrounded
+    assert result.metadata.completed_without_errors is True
+    assert any("DeepJudgmentAutoFail override" in r.getMessage() for r in caplog.records)

@@ -118,6 +118,10 @@ class _Recorder(Stage):
             raise ValueError(f"{self._label} broke")
 
 
+class _SoftRecorder(_Recorder):
+    fatal: ClassVar[bool] = False
+
+
 def _context(config: Any = None) -> VerificationContext:
     config = config or make_config()
     script = ScriptedModels({})
@@ -149,7 +153,7 @@ def test_fatal_failure_skips_later_stages_but_finalizes() -> None:
 def test_non_fatal_failure_warns_and_continues(caplog: pytest.LogCaptureFixture) -> None:
     ran: list[str] = []
     orchestrator = StageOrchestrator(
-        [_Recorder("a", ran, fail=True, fatal=False), _Recorder("b", ran), FinalizeResultStage()]
+        [_SoftRecorder("a", ran, fail=True), _Recorder("b", ran), FinalizeResultStage()]
     )
     with caplog.at_level(logging.WARNING):
         result = orchestrator.run(_context())

@@ -242,3 +242,61 @@ def test_manual_file_errors_are_clear(tmp_path: Path) -> None:
     bad.write_text('[{"answer": "x"}]')
     with pytest.raises(ManualAnswerError, match="record 1: expected an object with 'question_id'"):
         store.answer_for(_manual(bad), "q1")
+
+
+VERIFIED_TEMPLATE = """
+from karenina.schemas.entities import BaseAnswer, VerifiedField
+from karenina.schemas.entities.primitives import BooleanMatch, ExactMatch, TraceRegex
+from karenina.schemas.entities.composition import AnyOf, FieldCheck
+
+
+class Answer(BaseAnswer):
+    target: str = VerifiedField(
+        description="The drug target protein", ground_truth="bcl2",
+        verify_with=ExactMatch(normalize=["lowercase", "strip"]), weight=2.0,
+    )
+    approved: bool = VerifiedField(
+        description="True if the response states FDA approval", ground_truth=True,
+        verify_with=BooleanMatch(),
+    )
+    cites: bool = VerifiedField(
+        description="Has citations", ground_truth=True, verify_with=TraceRegex(pattern=r"\\[\\d+\\]")
+    )
+
+    class VerificationStrategy:
+        verify_strategy = AnyOf(conditions=[FieldCheck(field="target"), FieldCheck(field="approved")])
+"""
+
+
+def test_verified_field_template_reports_fields_strategy_and_granular_score() -> None:
+    script = _script(
+        answer="Venetoclax targets BCL2 [1].", judge=[{"target": "BCL2", "approved": False}]
+    )
+    [result] = _run(script, question=make_question(VERIFIED_TEMPLATE))
+    assert set(script.calls[1].schema["properties"]) == {"target", "approved"}  # type: ignore[index]
+    template = result.template
+    assert template is not None
+    assert template.verify_result is True
+    assert template.field_results == {"target": True, "approved": False, "cites": True}
+    assert template.composition_strategy == "any_of"
+    assert isinstance(template.verify_granular_result, float)
+    assert 0.0 < template.verify_granular_result <= 1.0
+    assert template.parsed_llm_response == {"target": "BCL2", "approved": False}
+
+
+REGEX_ONLY_TEMPLATE = """
+class Answer(BaseAnswer):
+    def ground_truth(self):
+        self.regex = {"gene": {"pattern": r"BCL2", "expected": "BCL2", "match_type": "exact"}}
+"""
+
+
+@pytest.mark.parametrize(("answer", "verified"), [("BCL2", True), ("TP53", False)])
+def test_regex_only_template_needs_no_judge(answer: str, verified: bool) -> None:
+    script = _script(answer=answer)
+    [result] = _run(script, question=make_question(REGEX_ONLY_TEMPLATE))
+    assert script.stages_called() == ["answer_generation"]
+    assert result.template is not None
+    assert result.template.regex_validations_performed is True
+    assert result.template.regex_overall_success is verified
+    assert result.template.verify_result is verified
