@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import Field
 
 from verifleet.pipeline._checks import (
@@ -141,6 +143,18 @@ def test_three_stages_fill_the_section_and_parameters() -> None:
 )
 def test_fuzzy_validation_at_the_default_threshold(text: str, accepted: bool) -> None:
     assert (excerpt_similarity(text, RESPONSE) >= 0.80) is accepted
+
+
+# ASCII only: Unicode normalisation can merge a sliced-off combining mark.
+@given(st.text(st.characters(codec="ascii"), min_size=1, max_size=200), st.data())
+def test_any_verbatim_span_scores_one(response: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(response) - 1))
+    end = data.draw(st.integers(start + 1, len(response)))
+    span = response[start:end]
+    score = excerpt_similarity(span, response)
+    assert 0.0 <= score <= 1.0
+    if any(ch.isalnum() for ch in span):
+        assert score == 1.0
 
 
 def test_excerpt_longer_than_the_response_cannot_match_by_containment() -> None:
