@@ -16,7 +16,13 @@ from typing import Any
 
 import yaml
 
-from .._errors import BenchmarkLoadError, RubricError, TemplateValidationError, UntrustedCodeError
+from .._errors import (
+    BenchmarkLoadError,
+    ExportError,
+    RubricError,
+    TemplateValidationError,
+    UntrustedCodeError,
+)
 from .._templates import validate_answer_template
 from ._benchmark import Benchmark
 from ._checkpoint import Problem, benchmark_from_checkpoint
@@ -168,12 +174,12 @@ def dump_benchmark(benchmark: Benchmark, path: str | os.PathLike[str]) -> None:
     ``.json``. The file is written whole or not at all.
 
     Raises:
-        BenchmarkLoadError: another extension (``.jsonld`` is read-only here), or
-            the file cannot be written.
+        ExportError: another extension (``.jsonld`` is read-only here), or the file
+            cannot be written; the message starts with the path.
     """
     file = Path(path)
     if file.suffix.lower() not in (*_YAML_SUFFIXES, ".json"):
-        raise BenchmarkLoadError("benchmarks are written as .yaml, .yml or .json", path=str(file))
+        raise ExportError(f"{file}: benchmarks are written as .yaml, .yml or .json")
     text = render_document(benchmark, file)
     partial = file.with_name(f".{file.name}.partial")
     try:
@@ -181,4 +187,4 @@ def dump_benchmark(benchmark: Benchmark, path: str | os.PathLike[str]) -> None:
         partial.replace(file)
     except OSError as exc:
         partial.unlink(missing_ok=True)
-        raise BenchmarkLoadError(f"cannot write the file: {exc}", path=str(file)) from None
+        raise ExportError(f"{file}: cannot write the file: {exc}") from None

@@ -15,6 +15,7 @@ from verifleet.schemas import (
     Benchmark,
     BenchmarkLoadError,
     CallableTrait,
+    ExportError,
     Question,
     dump_benchmark,
     load_benchmark,
@@ -92,8 +93,13 @@ def test_dumped_json_has_the_marker(tmp_path: Path) -> None:
     assert json.loads(target.read_text()) == {"format": "verifleet-benchmark/1", "name": "tiny"}
 
 
+def test_dump_reports_unwritable_target(tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="cannot write the file"):
+        dump_benchmark(Benchmark(name="tiny"), tmp_path / "missing-dir" / "out.yaml")
+
+
 def test_dump_refuses_other_extensions(tmp_path: Path) -> None:
-    with pytest.raises(BenchmarkLoadError, match=r"\.yaml, \.yml or \.json"):
+    with pytest.raises(ExportError, match=r"out\.jsonld: benchmarks are written as \.yaml"):
         dump_benchmark(Benchmark(name="tiny"), tmp_path / "out.jsonld")
 
 
