@@ -236,6 +236,8 @@ class EndpointApp:
             messages = request["messages"]
             if not isinstance(messages, list):
                 raise TypeError("messages must be a list")
+            if request.get("stream"):
+                raise ValueError("streaming is not supported; send stream=false")
         except (ValueError, KeyError, TypeError) as exc:
             return 400, _error_body(f"bad request: {exc}", "invalid_request_error"), []
         if config.max_concurrency is not None and stats.in_flight >= config.max_concurrency:
@@ -505,7 +507,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--latency-dist", choices=["fixed", "uniform", "exp"], default="fixed")
     add("--reply-tokens", type=int, default=None, help="completion tokens per reply")
     add("--max-concurrency", type=int, default=None, help="calls in flight; excess gets 429")
-    add("--retry-after", type=int, default=1, help="Retry-After seconds on 429")
+    add("--retry-after", dest="retry_after_s", type=int, default=1, help="Retry-After on 429 (s)")
     add("--rate-429", type=float, default=0.0, help="fraction of calls answered 429")
     add("--rate-5xx", type=float, default=0.0, help="fraction of calls answered 503")
     add("--fail-first", type=int, default=0, help="500s for the first N calls per prompt")
@@ -525,23 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         answers = EndpointConfig.load_answers(args.answers) if args.answers else {}
-        config = EndpointConfig(
-            host=args.host,
-            port=args.port,
-            model=args.model,
-            latency_ms=args.latency_ms,
-            latency_dist=args.latency_dist,
-            reply_tokens=args.reply_tokens,
-            max_concurrency=args.max_concurrency,
-            retry_after_s=args.retry_after,
-            rate_429=args.rate_429,
-            rate_5xx=args.rate_5xx,
-            fail_first=args.fail_first,
-            timeout_rate=args.timeout_rate,
-            slow_ms=args.slow_ms,
-            seed=args.seed,
-            answers=answers,
-        )
+        options = {k: v for k, v in vars(args).items() if k != "answers"}
+        config = EndpointConfig(**options, answers=answers)
     except (OSError, ValueError) as exc:
         print(f"endpoint: {exc}", file=sys.stderr)
         return 2

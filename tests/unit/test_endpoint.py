@@ -268,10 +268,12 @@ def test_models_health_bad_requests_and_unknown_routes(http: httpx.Client) -> No
         health = http.get(f"{endpoint.url}/health")
         bad = http.post(f"{endpoint.base_url}/chat/completions", content=b"{not json")
         missing = http.get(f"{endpoint.url}/nope")
+        streaming = chat(http, endpoint, "x", stream=True)
     assert [m["id"] for m in models["data"]] == ["bench-model"]
     assert health.json() == {"status": "ok"}
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
     assert missing.status_code == 404
+    assert streaming.status_code == 400 and "stream" in streaming.json()["error"]["message"]
 
 
 def test_answer_entries_and_config_validation(tmp_path: Path) -> None:
