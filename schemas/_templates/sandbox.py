@@ -242,10 +242,13 @@ def safe_import(
     """
     if level:
         raise ImportError("relative imports are not allowed in templates")
-    allowed = (
-        name in KARENINA_ALIAS_MODULES if name.startswith("karenina") else is_allowed_module(name)
-    )
-    if not allowed:
+    if name.split(".", 1)[0] == "karenina":
+        if name not in KARENINA_ALIAS_MODULES:
+            raise ImportError(
+                f"{name!r} is not provided to templates; use karenina.schemas.entities "
+                "(BaseAnswer, VerifiedField, primitives, composition)"
+            )
+    elif not is_allowed_module(name):
         raise ImportError(f"import of {name!r} is not allowed in templates")
     if fromlist:
         return _view(name)

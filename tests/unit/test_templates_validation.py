@@ -185,6 +185,10 @@ def test_string_annotations_are_checked_too() -> None:
         ("import re\nm = re.enum", "has no attribute 'enum'"),
         ("from typing import get_type_hints", "cannot import name 'get_type_hints'"),
         ("from string import Formatter", "cannot import name 'Formatter'"),
+        (
+            "from karenina.schemas.entities.conditional import ConditionalGroundTruth",
+            "'karenina.schemas.entities.conditional' is not provided to templates",
+        ),
         ("k = getattr((), '__cl' + 'ass__')", "'__class__' is not available"),
         # A view keeps no state on itself that a borrowed "self" could read.
         (
