@@ -15,7 +15,9 @@ from verifleet.schemas import (
     build_answer,
     compute_template_id,
     default_template_cache,
+    judge_json_schema,
     load_answer_class,
+    parsed_ground_truth,
 )
 
 THREADS = 32
@@ -51,7 +53,10 @@ def test_thirty_two_threads_compile_each_template_once() -> None:
             qid = f"q{worker}-{round_}"
             cls = cache.load(sources[n], qid)
             answer = build_answer(cls, {"value": n})
-            seen.append((n, answer.id or "", answer.verify()))
+            consistent = parsed_ground_truth(cls) == {"value": n} and list(
+                judge_json_schema(cls)["properties"]
+            ) == ["value", "note"]
+            seen.append((n, answer.id or "", answer.verify() and consistent))
         return seen
 
     with ThreadPoolExecutor(THREADS) as pool:
