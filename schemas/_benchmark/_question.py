@@ -10,12 +10,7 @@ from .._identity import md5_hex
 from .._rubric import DynamicRubric, Rubric
 from .._templates import compute_template_id
 
-__all__ = ["Question", "template_id_of"]
-
-
-def template_id_of(source: str | None) -> str:
-    """``template_id`` of a template source (the templates family's rule)."""
-    return compute_template_id(source)
+__all__ = ["Question"]
 
 
 class Question(BaseModel):
@@ -56,7 +51,7 @@ class Question(BaseModel):
     @property
     def template_id(self) -> str:
         """MD5 of the normalised template source, or ``"no_template"``."""
-        return template_id_of(self.answer_template)
+        return compute_template_id(self.answer_template)
 
     @property
     def has_template(self) -> bool:
