@@ -323,3 +323,27 @@ def test_agentic_model_override_with_unknown_interface(tmp_path: Path) -> None:
         load_benchmark(path, trust_callables=True)
     assert info.value.question_id == "urn:uuid:question-capital-of-france-5f3a2c1d"
     assert "trait 'checks_sources': model_override.interface" in info.value.problem
+
+
+def test_legacy_style_checkpoint() -> None:
+    """Unprefixed trait types, float ratings, a plain-string creator, templates whose
+    ground_truth() assigns self.correct, one without ground truth, and an
+    unfinished placeholder template: shapes found in real checkpoints."""
+    loaded = load_benchmark(FIXTURES / "checkpoint_legacy_style.jsonld")
+    assert loaded.creator == "Plain String Creator"
+    assert len(loaded.questions) == 3
+    red = loaded.rubric_for("urn:uuid:question-which-planet-is-called-the-red-planet-0a1b2c3d")
+    assert red is not None
+    (brevity,) = red.llm_traits
+    assert brevity.kind == "boolean"
+    even = loaded.rubric_for("urn:uuid:question-is-10-even-4e5f6a7b")
+    assert even is not None
+    reasoning = even.get_trait("reasoning")
+    assert isinstance(reasoning, LLMRubricTrait)
+    assert (reasoning.kind, reasoning.min_score, reasoning.max_score) == ("score", 1, 5)
+    assert reasoning.higher_is_better is True
+    digits = even.get_trait("digits")
+    assert isinstance(digits, RegexTrait) and digits.evaluate("10 is even")
+    placeholder = loaded.get_question("urn:uuid:question-describe-photosynthesis-8c9d0e1f")
+    assert placeholder.finished is False and placeholder.has_template
+    assert loaded.rubric_for(placeholder) is None
