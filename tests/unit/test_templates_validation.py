@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from verifleet.schemas import (
     BaseAnswer,
@@ -414,3 +416,21 @@ def test_private_names_stay_usable_on_the_templates_own_instances() -> None:
     )
     cls = validate_answer_template(source, question_id=QID)
     assert cls(value=1).verify() is True
+
+
+@given(
+    lines=st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=["Cc", "Cs", "Zl", "Zp"]), max_size=30),
+        min_size=1,
+        max_size=8,
+    ),
+    trailing=st.lists(st.sampled_from([" ", "\t", ""]), min_size=8, max_size=8),
+    newline=st.sampled_from(["\n", "\r\n", "\r"]),
+)
+def test_template_id_ignores_line_endings_and_trailing_whitespace(
+    lines: list[str], trailing: list[str], newline: str
+) -> None:
+    canonical = "\n".join(line.rstrip() for line in lines).rstrip()
+    noisy = newline.join(line + pad for line, pad in zip(lines, trailing, strict=False)) + newline
+    expected = md5_hex(canonical) if canonical.strip() else "no_template"
+    assert compute_template_id(noisy) == expected
