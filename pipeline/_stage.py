@@ -11,7 +11,7 @@ from ._adapters import ManualAnswerError
 from ._context import VerificationContext
 from ._llm_protocol import ModelCallError, StructuredOutputError
 
-__all__ = ["Stage", "StageFailure"]
+__all__ = ["Stage", "StageFailure", "describe_cause"]
 
 
 class Stage(ABC):
@@ -55,15 +55,7 @@ class Stage(ABC):
 
     def describe_failure(self, exc: BaseException) -> str:
         """The ``ctx.error`` text for ``exc``: ``"<failure_label>: <cause>"``."""
-        known = (
-            ModelCallError,
-            StructuredOutputError,
-            TemplateValidationError,
-            ManualAnswerError,
-            StageFailure,
-        )
-        cause = str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"
-        return f"{self.failure_label}: {cause}"
+        return f"{self.failure_label}: {describe_cause(exc)}"
 
     def __repr__(self) -> str:
         return f"<{self.name}>"
@@ -71,3 +63,19 @@ class Stage(ABC):
 
 class StageFailure(Exception):
     """A stage's own, already readable reason to fail (no exception type shown)."""
+
+
+def describe_cause(exc: BaseException) -> str:
+    """``exc`` as a cause in an error message.
+
+    Our own errors already read well (``429 Too Many Requests after 4 attempts``);
+    anything else is a surprise, so its type is shown too.
+    """
+    known = (
+        ModelCallError,
+        StructuredOutputError,
+        TemplateValidationError,
+        ManualAnswerError,
+        StageFailure,
+    )
+    return str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"

@@ -104,6 +104,9 @@ def _build(model: ModelConfig, request_timeout: float) -> BaseChatModel:
 
             if api_key is not None:
                 common["api_key"] = api_key
+            if model.endpoint_base_url:
+                # e.g. provider "openai" or "ollama" served from a custom address
+                common["base_url"] = model.endpoint_base_url
             built = init_chat_model(
                 model.model_name,
                 model_provider=model.model_provider,

@@ -6,8 +6,9 @@ from typing import ClassVar
 
 from .._answer import CachedAnswer
 from .._context import VerificationContext
+from .._llm_protocol import Message
 from .._prompts import build_answer_messages
-from .._stage import Stage, StageFailure
+from .._stage import Stage, StageFailure, describe_cause
 
 __all__ = ["GenerateAnswerStage"]
 
@@ -37,46 +38,54 @@ class GenerateAnswerStage(Stage):
 
     def _generate(self, ctx: VerificationContext) -> CachedAnswer:
         model = ctx.answering
-        few_shot = ctx.config.few_shot_config
-        examples = (
-            few_shot.resolve(ctx.question_id, ctx.question.few_shot_examples) if few_shot else []
-        )
-        messages = build_answer_messages(
-            ctx.question_text,
-            system_prompt=model.system_prompt,
-            examples=examples,
-            instructions=ctx.prompts.generation,
-        )
         servers = sorted(model.mcp_urls_dict) if model.mcp_urls_dict else None
+        shown = 0
         try:
             if model.interface == "manual":
                 answer = ctx.resources.manual.answer_for(model, ctx.question_id)
-            elif servers:
-                if ctx.resources.agent is None:
-                    raise StageFailure(
-                        f"model '{model.model_name}' has MCP servers but no agent runtime is "
-                        "configured (PipelineResources.agent)"
-                    )
-                answer = ctx.resources.agent(
-                    model, messages, tracker=ctx.usage, deadline=ctx.deadline
-                )
             else:
-                caller = ctx.resources.caller(
-                    model, tracker=ctx.usage, config=ctx.config, deadline=ctx.deadline
-                )
-                answer = CachedAnswer(raw_llm_response=caller.invoke(messages, stage=_STAGE))
+                messages, shown = _prompt(ctx)
+                answer = _ask(ctx, messages, agent=bool(servers))
         except Exception as exc:
             # Remember the failure so the unit's other parsing models report it
             # instead of calling the model again.
-            cause = str(exc) if isinstance(exc, StageFailure) else self.describe_failure(exc)
-            cause = cause.removeprefix(f"{self.failure_label}: ")
             return CachedAnswer(
-                error=cause, answering_mcp_servers=servers, usage=ctx.usage.stage(_STAGE)
+                error=describe_cause(exc),
+                answering_mcp_servers=servers,
+                usage=ctx.usage.stage(_STAGE),
             )
         return answer.model_copy(
             update={
                 "answering_mcp_servers": servers,
                 "usage": ctx.usage.stage(_STAGE),
-                "few_shot_example_count": len(examples),
+                "few_shot_example_count": shown,
             }
         )
+
+
+def _prompt(ctx: VerificationContext) -> tuple[list[Message], int]:
+    """The answering prompt and how many few-shot examples it carries."""
+    few_shot = ctx.config.few_shot_config
+    examples = few_shot.resolve(ctx.question_id, ctx.question.few_shot_examples) if few_shot else []
+    messages = build_answer_messages(
+        ctx.question_text,
+        system_prompt=ctx.answering.system_prompt,
+        examples=examples,
+        instructions=ctx.prompts.generation,
+    )
+    return messages, len(examples)
+
+
+def _ask(ctx: VerificationContext, messages: list[Message], *, agent: bool) -> CachedAnswer:
+    model = ctx.answering
+    if agent:
+        if ctx.resources.agent is None:
+            raise StageFailure(
+                f"model '{model.model_name}' has MCP servers but no agent runtime is "
+                "configured (PipelineResources.agent)"
+            )
+        return ctx.resources.agent(model, messages, tracker=ctx.usage, deadline=ctx.deadline)
+    caller = ctx.resources.caller(
+        model, tracker=ctx.usage, config=ctx.config, deadline=ctx.deadline
+    )
+    return CachedAnswer(raw_llm_response=caller.invoke(messages, stage=_STAGE))

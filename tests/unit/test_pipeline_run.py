@@ -300,3 +300,24 @@ def test_regex_only_template_needs_no_judge(answer: str, verified: bool) -> None
     assert result.template.regex_validations_performed is True
     assert result.template.regex_overall_success is verified
     assert result.template.verify_result is verified
+
+
+def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifleet.pipeline import PipelineResources
+    from verifleet.schemas import TemplateCache, VerificationConfig
+
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    model = ModelConfig(model_name="some/model", interface="openrouter")
+    config = VerificationConfig(answering_models=[model], parsing_models=[model])
+    [result] = run_unit(
+        make_question(),
+        config.answering_models[0],
+        config.parsing_models,
+        config,
+        replicate=None,
+        resources=PipelineResources(templates=TemplateCache()),
+    )
+    assert result.metadata.error == (
+        "answer generation failed: missing API key for model 'some/model' (openrouter): "
+        "set the environment variable OPENROUTER_API_KEY"
+    )
