@@ -30,53 +30,25 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-WORDS = [
-    "kinase",
-    "inhibitor",
-    "binds",
-    "receptor",
-    "pathway",
-    "apoptosis",
-    "BCL2",
-    "venetoclax",
-    "tumour",
-    "cell",
-    "protein",
-    "expression",
-    "mutation",
-    "KRAS",
-    "pancreas",
-    "gene",
-    "target",
-    "clinical",
-    "trial",
-    "dose",
-    "response",
-    "patient",
-    "cohort",
-    "signalling",
-    "mitochondria",
-    "membrane",
-    "the",
-    "a",
-    "of",
-    "in",
-    "and",
-    "with",
-    "which",
-    "is",
-    "are",
-    "was",
-    "by",
-    "for",
-    "to",
-    "from",
-    "that",
-    "this",
-    "evidence",
-    "suggests",
-    "strongly",
-]
+import pyarrow.parquet as pq
+
+from verifleet.orchestrator import iter_results, write_results
+from verifleet.schemas import (
+    ModelIdentity,
+    VerificationResult,
+    VerificationResultMetadata,
+    VerificationResultRubric,
+    VerificationResultTemplate,
+)
+
+_CORPUS = (
+    "kinase inhibitor binds receptor pathway apoptosis BCL2 venetoclax tumour cell "
+    "protein expression mutation KRAS pancreas gene target clinical trial dose "
+    "response patient cohort signalling mitochondria membrane the a of in and with "
+    "which is are was by for to from that this evidence suggests strongly"
+)
+WORDS = _CORPUS.split()
+POOL_SIZE = 1000
 
 PHASES = ("build", "write-parquet", "read-parquet", "scan-parquet", "write-json", "read-json")
 
@@ -95,86 +67,99 @@ def _usage(rng: random.Random, model: str) -> dict[str, int | str]:
     }
 
 
-def build_results(n: int) -> Iterator[object]:
-    """Yield ``n`` realistic results (template + rubric, ~3 KB of JSON each)."""
-    from verifleet.schemas import (
-        ModelIdentity,
-        VerificationResult,
-        VerificationResultMetadata,
-        VerificationResultRubric,
-        VerificationResultTemplate,
-    )
+def build_results(n: int) -> Iterator[VerificationResult]:
+    """Yield ``n`` realistic results (template + rubric, ~3 KB of JSON each).
 
+    The first ``POOL_SIZE`` are built and validated in full; the rest are shallow
+    copies of them with their own question id, replicate, timestamp and result id,
+    so that generating the input costs little next to the export being measured.
+    Every row group (1,000 rows) still holds 1,000 distinct bodies.
+    """
+    pool = [_make_result(index) for index in range(min(n, POOL_SIZE))]
+    for index in range(n):
+        base = pool[index % len(pool)]
+        metadata = base.metadata.model_copy(
+            update={
+                "question_id": f"{index // 6:032x}",
+                "replicate": index % 3 + 1,
+                "timestamp": f"2026-01-01T{index // 3600 % 24:02d}:{index // 60 % 60:02d}:{index % 60:02d}Z",
+                "result_id": f"{index:016x}",
+            }
+        )
+        yield base.model_copy(update={"metadata": metadata})
+
+
+def _make_result(index: int) -> VerificationResult:
+    """One fully validated result, varied by ``index``."""
     answerers = [
         ModelIdentity(model_name="qwen2.5-7b-instruct"),
         ModelIdentity(model_name="gpt-4.1-mini", tools=["brave_search"]),
     ]
     judge = ModelIdentity(model_name="gpt-4.1-nano")
-    for index in range(n):
-        rng = random.Random(index)
-        question = index // 6
-        answering = answerers[index % 2]
-        response = _text(rng, rng.randint(120, 260))
-        stages = {
-            stage: _usage(rng, answering.model_name if stage == "answer_generation" else "judge")
-            for stage in ("answer_generation", "parsing", "rubric_evaluation", "abstention_check")
-        }
-        stages["total"] = {
-            key: sum(int(stage[key]) for stage in stages.values())
-            for key in ("input_tokens", "output_tokens", "total_tokens")
-        }
-        passed = rng.random() < 0.7
-        metadata = VerificationResultMetadata(
-            question_id=f"{question:032x}",
-            template_id=f"{question * 7919:032x}",
-            question_text=_text(rng, 30) + "?",
-            raw_answer=_text(rng, 8),
-            keywords=rng.sample(WORDS, 3),
-            run_name="bench",
-            replicate=index % 3 + 1,
-            answering=answering,
-            parsing=judge,
-            completed_without_errors=True,
-            execution_time=rng.uniform(0.5, 30.0),
-            timestamp=f"2026-01-01T00:{index // 60 % 60:02d}:{index % 60:02d}Z",
-            evaluation_mode="template_and_rubric",
-        )
-        template = VerificationResultTemplate(
-            raw_llm_response=response,
-            trace_messages=[
-                {"role": "user", "content": metadata.question_text},
-                {"role": "assistant", "content": response},
-            ],
-            parsed_llm_response={"target": rng.choice(WORDS), "tissue": rng.choice(WORDS)},
-            parsed_gt_response={"target": "BCL2", "tissue": "pancreas"},
-            template_verification_performed=True,
-            verify_result=passed,
-            verify_granular_result=round(rng.random(), 3),
-            field_results={"target": passed, "tissue": rng.random() < 0.8},
-            abstention_check_performed=True,
-            abstention_detected=False,
-            abstention_reasoning=_text(rng, 25),
-            usage_metadata=stages,
-        )
-        rubric = VerificationResultRubric(
-            rubric_evaluation_performed=True,
-            rubric_evaluation_strategy="batch",
-            llm_trait_scores={"clarity": rng.randint(1, 5), "safety": rng.random() < 0.95},
-            regex_trait_scores={"cites_source": rng.random() < 0.5},
-            callable_trait_scores={"under_300_words": True},
-            metric_trait_scores={
-                "coverage": {"precision": rng.random(), "recall": rng.random()},
-            },
-            metric_trait_confusion_lists={
-                "coverage": {"tp": rng.sample(WORDS, 2), "fp": [], "fn": rng.sample(WORDS, 1)},
-            },
-        )
-        yield VerificationResult(
-            metadata=metadata,
-            template=template,
-            rubric=rubric,
-            evaluation_input=response,
-        )
+    rng = random.Random(index)
+    question = index // 6
+    answering = answerers[index % 2]
+    response = _text(rng, rng.randint(120, 260))
+    stages = {
+        stage: _usage(rng, answering.model_name if stage == "answer_generation" else "judge")
+        for stage in ("answer_generation", "parsing", "rubric_evaluation", "abstention_check")
+    }
+    stages["total"] = {
+        key: sum(int(stage[key]) for stage in stages.values())
+        for key in ("input_tokens", "output_tokens", "total_tokens")
+    }
+    passed = rng.random() < 0.7
+    metadata = VerificationResultMetadata(
+        question_id=f"{question:032x}",
+        template_id=f"{question * 7919:032x}",
+        question_text=_text(rng, 30) + "?",
+        raw_answer=_text(rng, 8),
+        keywords=rng.sample(WORDS, 3),
+        run_name="bench",
+        replicate=index % 3 + 1,
+        answering=answering,
+        parsing=judge,
+        completed_without_errors=True,
+        execution_time=rng.uniform(0.5, 30.0),
+        timestamp=f"2026-01-01T00:{index // 60 % 60:02d}:{index % 60:02d}Z",
+        evaluation_mode="template_and_rubric",
+    )
+    template = VerificationResultTemplate(
+        raw_llm_response=response,
+        trace_messages=[
+            {"role": "user", "content": metadata.question_text},
+            {"role": "assistant", "content": response},
+        ],
+        parsed_llm_response={"target": rng.choice(WORDS), "tissue": rng.choice(WORDS)},
+        parsed_gt_response={"target": "BCL2", "tissue": "pancreas"},
+        template_verification_performed=True,
+        verify_result=passed,
+        verify_granular_result=round(rng.random(), 3),
+        field_results={"target": passed, "tissue": rng.random() < 0.8},
+        abstention_check_performed=True,
+        abstention_detected=False,
+        abstention_reasoning=_text(rng, 25),
+        usage_metadata=stages,
+    )
+    rubric = VerificationResultRubric(
+        rubric_evaluation_performed=True,
+        rubric_evaluation_strategy="batch",
+        llm_trait_scores={"clarity": rng.randint(1, 5), "safety": rng.random() < 0.95},
+        regex_trait_scores={"cites_source": rng.random() < 0.5},
+        callable_trait_scores={"under_300_words": True},
+        metric_trait_scores={
+            "coverage": {"precision": rng.random(), "recall": rng.random()},
+        },
+        metric_trait_confusion_lists={
+            "coverage": {"tp": rng.sample(WORDS, 2), "fp": [], "fn": rng.sample(WORDS, 1)},
+        },
+    )
+    return VerificationResult(
+        metadata=metadata,
+        template=template,
+        rubric=rubric,
+        evaluation_input=response,
+    )
 
 
 def _rss_kib() -> int:
@@ -185,10 +170,6 @@ def _rss_kib() -> int:
 
 def run_phase(phase: str, n: int, folder: Path) -> dict[str, float]:
     """Run one phase in this process and return its figures."""
-    import pyarrow.parquet as pq
-
-    from verifleet.orchestrator import iter_results, write_results
-
     parquet, json_path = folder / "results.parquet", folder / "results.json"
     baseline = _rss_kib()
     start = time.perf_counter()
@@ -197,10 +178,10 @@ def run_phase(phase: str, n: int, folder: Path) -> dict[str, float]:
     if phase == "build":
         rows = sum(1 for _ in build_results(n))
     elif phase == "write-parquet":
-        rows = write_results(build_results(n), parquet)  # type: ignore[arg-type]
+        rows = write_results(build_results(n), parquet)
         size = parquet.stat().st_size
     elif phase == "write-json":
-        rows = write_results(build_results(n), json_path)  # type: ignore[arg-type]
+        rows = write_results(build_results(n), json_path)
         size = json_path.stat().st_size
     elif phase == "read-parquet":
         rows = sum(1 for _ in iter_results(parquet))
@@ -223,6 +204,10 @@ def run_phase(phase: str, n: int, folder: Path) -> dict[str, float]:
     }
 
 
+def _load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="results to generate")
@@ -234,7 +219,8 @@ def main() -> None:
         return
 
     print(f"export benchmark: {args.n} results, each phase in a fresh child process")
-    print("memory = child's ru_maxrss (peak RSS); growth = peak - RSS after imports\n")
+    print("memory = child's ru_maxrss (peak RSS); growth = peak - RSS after imports")
+    print(f"machine: {os.cpu_count()} CPUs, load average {_load()} at start\n")
     header = f"{'phase':<14}{'rows':>9}{'s':>8}{'rows/s':>10}{'peak MiB':>10}{'growth':>8}{'file MiB':>10}"
     print(header)
     with tempfile.TemporaryDirectory(prefix="verifleet-bench-") as folder:
@@ -249,6 +235,7 @@ def main() -> None:
                 f"{phase:<14}{fig['rows']:>9}{fig['seconds']:>8.1f}{rate:>10.0f}"
                 f"{fig['peak_mib']:>10.0f}{fig['growth_mib']:>8.0f}{size:>10}"
             )
+    print(f"\nload average {_load()} at the end (other processes share the CPUs)")
 
 
 if __name__ == "__main__":

@@ -255,11 +255,12 @@ _DECODE_PLAN = tuple(
 )
 
 
-def _walk(dumped: Dumped, path: tuple[str, ...]) -> Any:
-    value: Any = dumped
-    for step in path:
-        value = value.get(step) if value is not None else None
-    return value
+# (column name, path in the dumped result, codec or None when no conversion is needed)
+_ENCODE_PLAN = tuple(
+    (column.name, column.path, column.codec if column.codec.needs_conversion else None)
+    for column in _CONVERTED
+)
+_SECTION_PLAN = tuple((column.name, column.codec) for column in _SECTIONS)
 
 
 def result_to_row(
@@ -280,14 +281,19 @@ def result_to_row(
     """
     dumped = result.model_dump(mode="json")
     row: dict[str, Any] = dumped["metadata"]
-    for column in _CONVERTED:
-        row[column.name] = column.codec.encode(_walk(dumped, column.path))
+    for name, path, codec in _ENCODE_PLAN:
+        value: Any = dumped
+        for step in path:
+            value = value[step]
+            if value is None:  # an absent optional part: every column below is null
+                break
+        row[name] = value if codec is None else codec.encode(value)
     _fill_summary(row, result, dumped, job_id)
     if sections:
         # Last on purpose: encoding rewrites the section's free-form fields in place
         # as JSON text, and the summary extractors above read them as values.
-        for column in _SECTIONS:
-            row[column.name] = column.codec.encode(dumped[column.name])
+        for name, codec in _SECTION_PLAN:
+            row[name] = codec.encode(dumped[name])
     return row
 
 
