@@ -84,7 +84,8 @@ def resolve_model_dir(model_name: str) -> Path:
     model directory.
 
     Raises:
-        EmbeddingModelError: the name matches none of these, or the directory is missing.
+        EmbeddingModelError: the name matches none of these, or it resolves to
+            something that is not a directory.
     """
     name = model_name.strip()
     if name.casefold() in _BUNDLED_ALIASES:
@@ -100,9 +101,7 @@ def resolve_model_dir(model_name: str) -> Path:
             model_name=model_name,
         )
     if not directory.is_dir():
-        raise EmbeddingModelError(
-            f"model directory {directory} does not exist", model_name=model_name
-        )
+        raise EmbeddingModelError(f"{directory} is not a model directory", model_name=model_name)
     return directory
 
 
