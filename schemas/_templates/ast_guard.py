@@ -27,6 +27,7 @@ __all__ = [
     "FORBIDDEN_NAMES",
     "find_violation",
     "is_allowed_module",
+    "is_dunder",
 ]
 
 #: Top-level modules a template may import (plus the ``karenina`` aliases).
