@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from .._errors import RubricError, TemplateValidationError
+from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
 from .._templates import validate_answer_template
 from ._question import Question
@@ -99,11 +99,19 @@ class Benchmark(BaseModel):
     def validate(self) -> list[str]:  # type: ignore[override]
         """Every problem that would stop this benchmark from running, as messages.
 
-        Checks each answer template (``validate_answer_template``) and each
-        question's merged rubrics. Nothing is raised: an empty list means ready.
-        (Overrides pydantic v1's deprecated classmethod of the same name.)
+        Checks each answer template (``validate_answer_template``), each callable
+        trait (compiles, or pickled and trusted) and each question's merged
+        rubrics. Nothing is raised: an empty list means ready. (Overrides
+        pydantic v1's deprecated classmethod of the same name.)
         """
         problems: list[str] = []
+        for qid, rubric in self.all_rubrics():
+            where = f"question {qid}" if qid else "global rubric"
+            for trait in rubric.callable_traits:
+                try:
+                    trait.load_function()
+                except (RubricError, UntrustedCodeError) as exc:
+                    problems.append(f"{where}: {exc}")
         for q in self.questions:
             if q.has_template:
                 try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 
 import pytest
@@ -113,3 +114,36 @@ def test_validate_lists_template_and_rubric_problems() -> None:
 def test_benchmark_json_round_trip() -> None:
     benchmark = _benchmark_with_rubrics([{"trait_type": "regex", "name": "cite", "pattern": "x"}])
     assert Benchmark.model_validate_json(benchmark.model_dump_json()) == benchmark
+
+
+def test_validate_reports_callable_problems() -> None:
+    untrusted_blob = base64.b64encode(b"\x80\x05N.").decode()
+    benchmark = Benchmark.model_validate(
+        {
+            "name": "b",
+            "global_rubric": {
+                "traits": [
+                    {"trait_type": "callable", "name": "pickled", "callable_code": untrusted_blob}
+                ]
+            },
+            "questions": [
+                {
+                    "id": "q1",
+                    "text": "a",
+                    "question_rubric": {
+                        "traits": [
+                            {
+                                "trait_type": "callable",
+                                "name": "imports_os",
+                                "callable_source": "import os\ndef f(t):\n    return True\n",
+                            }
+                        ]
+                    },
+                }
+            ],
+        }
+    )
+    problems = benchmark.validate()
+    assert len(problems) == 2
+    assert problems[0].startswith("global rubric: callable trait 'pickled' holds pickled code")
+    assert problems[1].startswith("question q1: callable trait 'imports_os' cannot be loaded")
