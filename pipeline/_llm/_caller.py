@@ -31,6 +31,7 @@ _log = logging.getLogger(__name__)
 CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+_SCHEMA_COMPLAINTS = ("response_format", "json_schema", "schema", "structured")
 
 
 def _text_of(message: Any) -> str:
@@ -136,11 +137,17 @@ class LangchainChatCaller:
         try:
             out = self._run(runnable, messages, stage)
         except ModelCallError as exc:
-            if exc.transient or not str(exc).startswith("400 "):
+            text = str(exc)
+            if exc.transient or not text.startswith("400 "):
                 raise
-            # A 400 here usually means the endpoint rejects response_format.
-            _log.warning("%s rejected structured output (%s); using prompts", self.model_name, exc)
-            self._clients.disable_structured_output(self._model)
+            # The endpoint refused the request; when it names the schema or the
+            # response format it cannot do structured output at all, so ask by
+            # prompt from now on. Otherwise try the prompt for this call only.
+            if any(word in text.lower() for word in _SCHEMA_COMPLAINTS):
+                self._clients.disable_structured_output(self._model)
+            _log.warning(
+                "%s refused structured output (%s); asking by prompt", self.model_name, text
+            )
             return None
         raw = out.get("raw") if isinstance(out, dict) else out
         self._tracker.record_usage(

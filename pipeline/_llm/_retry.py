@@ -92,6 +92,17 @@ def _status_text(status: int) -> str:
         return f"HTTP {status}"
 
 
+def _detail(exc: BaseException) -> str | None:
+    """The server's own error message (openai-style ``body``), shortened."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(message, str) and message.strip():
+            return message.strip().splitlines()[0][:300]
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -110,8 +121,13 @@ def classify_error(exc: BaseException) -> ErrorInfo:
     status = _status_of(exc)
     if status is not None:
         transient = status in _TRANSIENT_STATUS or status >= 500
-        retry_after = _parse_retry_after(_headers_of(exc)) if transient else None
-        return ErrorInfo(transient, _status_text(status), retry_after)
+        if transient:
+            return ErrorInfo(True, _status_text(status), _parse_retry_after(_headers_of(exc)))
+        # A client error will not fix itself: say what the server objected to.
+        detail = _detail(exc)
+        return ErrorInfo(
+            False, f"{_status_text(status)}: {detail}" if detail else _status_text(status)
+        )
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
         return ErrorInfo(True, f"connection error ({_first_line(exc)})")
     return ErrorInfo(False, _first_line(exc))

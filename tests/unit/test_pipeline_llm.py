@@ -365,3 +365,34 @@ def test_parse_strict_and_repair() -> None:
     assert repair_json('Answer: {"a": {"b": "}"},} done') == {"a": {"b": "}"}}
     with pytest.raises(ValueError):
         repair_json("nothing")
+
+
+def test_client_errors_carry_the_server_message() -> None:
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+    body = {"error": {"message": "model 'nope' not found", "type": "invalid_request_error"}}
+    exc = openai.NotFoundError("boom", response=httpx.Response(404, request=request), body=body)
+    assert classify_error(exc).description == "404 Not Found: model 'nope' not found"
+
+
+class _RefusesSchema(ScriptedChat):
+    """An OpenAI-style model whose endpoint answers 400 to ``response_format``:
+    a real provider's refusal cannot be produced on demand."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        request = httpx.Request("POST", "http://x/v1/chat/completions")
+        error = openai.BadRequestError(
+            "boom",
+            response=httpx.Response(400, request=request),
+            body={"error": {"message": "response_format json_schema is not supported"}},
+        )
+        return ScriptedChat(script=[error])
+
+
+def test_schema_refusal_falls_back_to_prompting_and_is_remembered() -> None:
+    cache = ChatModelCache()
+    chat = _RefusesSchema(script=[_reply('{"count": 2, "name": "y"}')])
+    value = _caller(chat, cache=cache).invoke_json(
+        [{"role": "user", "content": "q"}], stage="parsing", schema=SCHEMA
+    )
+    assert value == {"count": 2, "name": "y"}
+    assert cache.structured_output_supported(MODEL) is False
