@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 
 import cloudpickle
 import pytest
@@ -134,3 +135,18 @@ def test_pickle_of_a_non_function_is_refused() -> None:
     trait = CallableTrait(name="data", callable_code=_pickled([1, 2]), trusted=True)
     with pytest.raises(RubricError, match="not a function"):
         trait.evaluate("x")
+
+
+def test_many_threads_compile_and_run_source_traits() -> None:
+    """Parsing source in many threads at once trips CPython issue 106905 unless
+    compiles are serialised; 32 threads over 8 distinct sources must all agree."""
+    traits = [
+        _source_trait(f"def f(text):\n    return len(text) + {i}\n", kind="score") for i in range(8)
+    ]
+
+    def run(index: int) -> int:
+        return int(traits[index % 8].evaluate("abc"))
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        results = list(pool.map(run, range(256)))
+    assert results == [3 + (i % 8) for i in range(256)]
