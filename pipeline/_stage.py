@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from verifleet.schemas import TemplateValidationError, VerificationConfig
+from verifleet.schemas import VerificationConfig, VerifleetError
 
 from ._adapters import ManualAnswerError
 from ._context import VerificationContext
@@ -68,13 +68,14 @@ class StageFailure(Exception):
 def describe_cause(exc: BaseException) -> str:
     """``exc`` as a cause in an error message.
 
-    Our own errors already read well (``429 Too Many Requests after 4 attempts``);
+    Our own errors (model calls, templates, checks, rubrics, recorded answers)
+    already read well (``429 Too Many Requests after 4 attempts``);
     anything else is a surprise, so its type is shown too.
     """
     known = (
         ModelCallError,
         StructuredOutputError,
-        TemplateValidationError,
+        VerifleetError,
         ManualAnswerError,
         StageFailure,
     )
