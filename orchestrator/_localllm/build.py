@@ -229,18 +229,26 @@ def _source_distribution(dest: Path, log: IO[str], log_path: Path, out: TextIO) 
 
 
 def _extract_llama_cpp(sdist: Path, dest: Path) -> Path:
-    """Extract only the vendored llama.cpp tree; return its root."""
-    marker = "/vendor/llama.cpp/"
+    """Extract only the vendored llama.cpp tree; return its root.
+
+    Matches ``<top>/vendor/llama.cpp/...`` exactly: the sdist also carries a git
+    module directory ``<top>/.git/modules/vendor/llama.cpp`` without the sources.
+    """
     try:
         with tarfile.open(sdist, "r:gz") as archive:
-            members = [m for m in archive.getmembers() if marker in m.name]
+            members = [m for m in archive.getmembers() if _in_vendored_tree(m.name)]
             if not members:
                 raise LocalLLMError(f"{sdist} holds no vendor/llama.cpp tree")
             archive.extractall(dest, members=members, filter="data")
-            top = members[0].name.split(marker, 1)[0]
+            top = members[0].name.split("/", 1)[0]
     except (tarfile.TarError, OSError) as exc:
         raise LocalLLMError(f"cannot extract {sdist}: {exc}") from exc
     return dest / top / "vendor" / "llama.cpp"
+
+
+def _in_vendored_tree(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) > 3 and parts[1:3] == ["vendor", "llama.cpp"]
 
 
 def _run(command: Sequence[str], log: IO[str], log_path: Path, out: TextIO) -> None:

@@ -6,9 +6,13 @@ empty) and talk to it through httpx and langchain's ChatOpenAI, as the pipeline 
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import socket
 import stat
+import subprocess
+import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -171,3 +175,88 @@ def test_build_without_cmake_fails_clearly(tmp_path: Path, monkeypatch: pytest.M
         ensure_llama_server()
     assert "apt-get install cmake build-essential" in str(caught.value)
     assert not os.path.exists(tmp_path / "verifleet")  # nothing half-built left behind
+
+
+# --- the build orchestration, with a stand-in cmake ------------------------------
+# A real build takes 10-12 minutes; these tests replace only the `cmake` executable
+# (a shell script that records its arguments and produces a fake binary or fails),
+# to check source extraction, the lock, atomic install, caching and error reports.
+
+_FAKE_CMAKE = """#!/bin/sh
+echo "$@" >> "$CMAKE_CALLS"
+if [ "$1" = "--build" ]; then
+  echo "[  5%] Building ggml.c.o"
+  echo "[ 57%] Building llama.cpp.o"
+  echo "[100%] Linking CXX executable bin/llama-server"
+  if [ -n "$CMAKE_FAIL" ]; then echo "error: fake compiler failure"; exit 2; fi
+  mkdir -p "$2/bin"
+  printf '#!/bin/sh\\necho built\\n' > "$2/bin/llama-server"
+  chmod +x "$2/bin/llama-server"
+fi
+"""
+
+
+@pytest.fixture
+def fake_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache in tmp_path, a tiny sdist, and a stand-in cmake first on PATH."""
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    cmake = bin_dir / "cmake"
+    cmake.write_text(_FAKE_CMAKE)
+    cmake.chmod(0o755)
+    top = tmp_path / "sdist" / "llama_cpp_python-0.3.36"
+    (top / "vendor" / "llama.cpp").mkdir(parents=True)
+    (top / "vendor" / "llama.cpp" / "CMakeLists.txt").write_text("project(x)\n")
+    # The real sdist also holds git metadata under a path that ends the same way.
+    (top / ".git" / "modules" / "vendor" / "llama.cpp").mkdir(parents=True)
+    (top / ".git" / "modules" / "vendor" / "llama.cpp" / "HEAD").write_text("ref\n")
+    sdist = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        archive.add(top, arcname=top.name)
+    monkeypatch.delenv("VERIFLEET_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("VERIFLEET_LLAMA_CPP_SDIST", str(sdist))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CMAKE_CALLS", str(tmp_path / "cmake-calls.txt"))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+def test_build_extracts_configures_installs_and_caches(fake_toolchain: Path) -> None:
+    progress = io.StringIO()
+    binary = ensure_llama_server(jobs=3, progress=progress)
+    cache = fake_toolchain / "cache" / "verifleet" / "llama-server-0.3.36"
+
+    assert binary == cache / "bin" / "llama-server"
+    assert subprocess.run([binary], capture_output=True, text=True).stdout == "built\n"
+    configure, build = (fake_toolchain / "cmake-calls.txt").read_text().splitlines()
+    assert "llama_cpp_python-0.3.36/vendor/llama.cpp -B" in configure
+    for option in ("-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"):
+        assert option in configure.split()
+    assert build.endswith("--target llama-server -j 3")
+    info = json.loads((cache / "bin" / "BUILD_INFO.json").read_text())
+    assert info["version"] == "0.3.36" and "-DBUILD_SHARED_LIBS=OFF" in info["cmake_options"]
+    assert not (cache / "work").exists()  # sources and objects are not kept
+    assert "50% compiled" in progress.getvalue() and "100% compiled" in progress.getvalue()
+    # The second call finds the cached binary and runs nothing.
+    assert ensure_llama_server(progress=progress) == binary
+    assert len((fake_toolchain / "cmake-calls.txt").read_text().splitlines()) == 2
+
+
+def test_concurrent_builds_run_cmake_once(fake_toolchain: Path) -> None:
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda _: ensure_llama_server(progress=io.StringIO()), range(3)))
+    assert len(set(results)) == 1
+    calls = (fake_toolchain / "cmake-calls.txt").read_text().splitlines()
+    assert sum(line.startswith("--build") for line in calls) == 1
+
+
+def test_failed_build_reports_the_log_and_installs_nothing(
+    fake_toolchain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CMAKE_FAIL", "1")
+    with pytest.raises(LocalLLMError, match="fake compiler failure") as caught:
+        ensure_llama_server(progress=io.StringIO())
+    cache = fake_toolchain / "cache" / "verifleet" / "llama-server-0.3.36"
+    assert caught.value.log_path == str(cache / "build.log")
+    assert "fake compiler failure" in (cache / "build.log").read_text()
+    assert find_llama_server() is None
