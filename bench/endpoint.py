@@ -224,8 +224,11 @@ class EndpointApp:
 
         Calls still in flight stay counted as in flight.
         """
-        in_flight = self.stats.in_flight
-        self.stats = EndpointStats(in_flight=in_flight, peak_in_flight=in_flight)
+        # In place: calls in flight hold a reference and decrement it when done.
+        stats = self.stats
+        stats.calls = stats.sent_429 = stats.sent_5xx = 0
+        stats.peak_in_flight = stats.in_flight
+        stats.by_status = {}
         self._attempts.clear()
 
     async def _chat(self, body: bytes) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -314,3 +315,17 @@ def test_cli_prints_its_port_and_serves(http: httpx.Client, tmp_path: Path) -> N
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_reset_during_a_call_keeps_in_flight_exact(http: httpx.Client) -> None:
+    with run_endpoint_in_thread(EndpointConfig(latency_ms=1500)) as endpoint:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(chat, http, endpoint, "slow one")
+            while endpoint.stats().in_flight < 1:
+                time.sleep(0.02)
+            endpoint.reset()
+            during = endpoint.stats()
+            assert pending.result().status_code == 200
+        after = endpoint.stats()
+    assert (during.calls, during.in_flight, during.peak_in_flight) == (0, 1, 1)
+    assert (after.in_flight, after.peak_in_flight) == (0, 1)
