@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -396,3 +399,22 @@ def test_schema_refusal_falls_back_to_prompting_and_is_remembered() -> None:
     )
     assert value == {"count": 2, "name": "y"}
     assert cache.structured_output_supported(MODEL) is False
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    value=st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=4),
+    prose=st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=20),
+)
+def test_repair_recovers_any_object_wrapped_in_prose(value: dict[str, Any], prose: str) -> None:
+    text = json.dumps(value)
+    assert parse_strict(text) == value
+    assert repair_json(f"{prose}{text}{prose}") == value

@@ -321,3 +321,60 @@ def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPat
         "answer generation failed: missing API key for model 'some/model' (openrouter): "
         "set the environment variable OPENROUTER_API_KEY"
     )
+
+
+class _EchoCaller:
+    """Answers "The gene is <last word of the question>" and parses that gene back,
+    so concurrent units can be told apart by their content."""
+
+    def __init__(self, model: ModelConfig, tracker: Any) -> None:
+        self._model, self._tracker = model, tracker
+
+    @property
+    def model_name(self) -> str:
+        return self._model.model_name
+
+    def invoke(self, messages: Any, *, stage: str) -> str:
+        self._tracker.record(stage, model=self.model_name, input_tokens=1, output_tokens=1)
+        return f"The gene is {messages[-1]['content'].split()[-1]}"
+
+    def invoke_json(self, messages: Any, *, stage: str, **_: Any) -> dict[str, Any]:
+        self._tracker.record(stage, model=self.model_name, input_tokens=1, output_tokens=1)
+        return {"gene": messages[-1]["content"].split("The gene is ")[1].split()[0]}
+
+
+def test_concurrent_units_share_resources_without_mixing() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verifleet.pipeline import PipelineResources
+    from verifleet.schemas import Question, TemplateCache
+
+    resources = PipelineResources(
+        templates=TemplateCache(),
+        caller_factory=lambda model, *, tracker, config, deadline: _EchoCaller(model, tracker),
+    )
+    config = make_config()
+
+    def one(gene: str) -> VerificationResult:
+        template = TEMPLATE.replace('"BCL2"', f'"{gene}"')
+        question = Question(id=gene, text=f"Name {gene}", answer_template=template)
+        [result] = run_unit(
+            question,
+            config.answering_models[0],
+            config.parsing_models,
+            config,
+            replicate=None,
+            resources=resources,
+        )
+        return result
+
+    genes = [f"GENE{i}" for i in range(16)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(one, genes))
+    for gene, result in zip(genes, results, strict=True):
+        assert result.metadata.question_id == gene
+        assert result.template is not None and result.template.verify_result is True
+        assert result.template.parsed_llm_response == {"gene": gene}
+        assert result.template.usage_metadata is not None
+        assert result.template.usage_metadata["total"]["total_tokens"] == 4
+    assert resources.templates.stats().templates == len(genes)
