@@ -114,9 +114,11 @@ def test_sufficient_response_is_parsed() -> None:
     assert result.template.sufficiency_override_applied is False
 
 
-def test_recursion_limit_fails_verification_without_error() -> None:
+def test_recursion_limit_fails_verification_without_error(caplog: pytest.LogCaptureFixture) -> None:
     cached = CachedAnswer(raw_llm_response="partial ... BCL2", recursion_limit_reached=True)
-    result, script = _run({}, cached=cached, abstention_enabled=True, sufficiency_enabled=True)
+    with caplog.at_level(logging.WARNING):
+        result, script = _run({}, cached=cached, abstention_enabled=True, sufficiency_enabled=True)
+    assert any("RecursionLimitAutoFail override" in r.getMessage() for r in caplog.records)
     assert script.calls == []  # no answering call, no abstention, no parsing
     template = result.template
     assert template is not None
@@ -159,15 +161,19 @@ GOOD_TRACE = [*BROKEN_TRACE, {"role": "assistant", "content": "It is BCL2."}]
 
 
 @pytest.mark.parametrize("full_trace_for_rubric", [True, False])
-def test_mcp_trace_not_ending_with_ai_message_autofails(full_trace_for_rubric: bool) -> None:
-    result, script = _run(
-        {},
-        answering=MCP,
-        rubric=RUBRIC,
-        evaluation_mode="template_and_rubric",
-        use_full_trace_for_rubric=full_trace_for_rubric,
-        resources_extra={"agent": _agent(BROKEN_TRACE)},
-    )
+def test_mcp_trace_not_ending_with_ai_message_autofails(
+    full_trace_for_rubric: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        result, script = _run(
+            {},
+            answering=MCP,
+            rubric=RUBRIC,
+            evaluation_mode="template_and_rubric",
+            use_full_trace_for_rubric=full_trace_for_rubric,
+            resources_extra={"agent": _agent(BROKEN_TRACE)},
+        )
+    assert any("TraceValidationAutoFail override" in r.getMessage() for r in caplog.records)
     assert script.calls == []  # parsing skipped
     template = result.template
     assert template is not None
@@ -334,3 +340,13 @@ def test_deep_judgment_autofail_when_an_attribute_has_no_excerpt(
     assert result.template.verify_result is False  # correct value, but ungrounded
     assert result.metadata.completed_without_errors is True
     assert any("DeepJudgmentAutoFail override" in r.getMessage() for r in caplog.records)
+
+
+def test_mcp_model_without_agent_runtime_is_a_clear_error() -> None:
+    result, script = _run({}, answering=MCP)
+    assert script.calls == []
+    assert result.metadata.error == (
+        "answer generation failed: model 'agent' has MCP servers but no agent runtime is "
+        "configured (PipelineResources.agent)"
+    )
+    assert result.template is not None and result.template.answering_mcp_servers == ["search"]
