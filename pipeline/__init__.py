@@ -1,5 +1,18 @@
 """verifleet.pipeline — the 13-stage verification pipeline, its checks and model
-adapters. Imports only :mod:`verifleet.schemas`."""
+adapters. Imports only :mod:`verifleet.schemas`.
+
+Entry point: :func:`run_unit` verifies one (question, answering model, replicate)
+with every parsing model and returns one ``VerificationResult`` each; the answer
+is generated once per unit. Content failures end up in the results, never as
+exceptions. Create :class:`PipelineResources` once per process
+(``PipelineResources.default()``) so chat clients, compiled templates, recorded
+answers and the embedding model are built once and shared by all threads.
+
+Stages code against :class:`ChatCaller`; :class:`LangchainChatCaller` implements
+it with a per-process client cache, retries with backoff for transient errors,
+JSON replies (native structured output or prompted, re-asked once, repaired) and
+per-stage token accounting (:class:`UsageTracker`).
+"""
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
