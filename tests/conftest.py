@@ -4,6 +4,7 @@
 - ``local_llm``: a real llama-server with SmolLM2-135M-Instruct (tests/_support/llm.py).
 """
 
+from _support.fleet import fleet
 from _support.redis_server import redis_server, redis_url
 
-__all__ = ["redis_server", "redis_url"]
+__all__ = ["fleet", "redis_server", "redis_url"]

@@ -7,6 +7,7 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
+from ._limits import EndpointLimits, endpoint_id, is_rate_limited
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
 from ._store import JobProgress, JobStatus, ResultStore
 from ._units import Unit, expand_units, result_key, unit_key, unit_result_keys
@@ -14,13 +15,16 @@ from ._units import Unit, expand_units, result_key, unit_key, unit_result_keys
 __all__ = [
     "DEFAULT_QUEUE",
     "TASK_NAME",
+    "EndpointLimits",
     "JobKeys",
     "JobProgress",
     "JobStatus",
     "ResultStore",
     "Unit",
     "UnitRef",
+    "endpoint_id",
     "expand_units",
+    "is_rate_limited",
     "result_key",
     "unit_key",
     "unit_result_keys",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 import redis
 import zstandard

@@ -1,0 +1,1 @@
+"""Fleet mode: submit jobs to the broker, watch and collect them through the store."""

@@ -1,0 +1,121 @@
+"""``Job``: a submitted job from Python — progress, wait, cancel, resume, results."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from verifleet.orchestrator.store import JobProgress, JobStatus, ResultStore
+from verifleet.schemas import (
+    Benchmark,
+    ConfigError,
+    VerificationConfig,
+    VerificationResult,
+    VerificationResultSet,
+)
+
+from .broker import Broker
+from .submit import resume_job, submit_job
+
+__all__ = ["Job", "redis_url_from"]
+
+
+def redis_url_from(url: str | None) -> str:
+    """``url``, else ``VERIFLEET_REDIS_URL``.
+
+    Raises:
+        ConfigError: neither is set.
+    """
+    resolved = url or os.environ.get("VERIFLEET_REDIS_URL")
+    if not resolved:
+        raise ConfigError("no Redis URL: pass --redis URL or set VERIFLEET_REDIS_URL")
+    return resolved
+
+
+class Job:
+    """A job on the fleet, addressed by id.
+
+    Example:
+        >>> job = Job.submit(benchmark, config, "redis://127.0.0.1:6379/0")
+        >>> job.wait()
+        >>> results = job.result_set()
+    """
+
+    def __init__(self, job_id: str, redis_url: str | None = None, *, prefix: str = "vf") -> None:
+        self.job_id = job_id
+        self.redis_url = redis_url_from(redis_url)
+        self.store = ResultStore.from_url(self.redis_url, prefix=prefix)
+
+    @classmethod
+    def submit(
+        cls,
+        benchmark: Benchmark,
+        config: VerificationConfig,
+        redis_url: str | None = None,
+        *,
+        job_id: str | None = None,
+        prefix: str = "vf",
+    ) -> Job:
+        """Validate and enqueue a job; see :func:`submit_job`."""
+        url = redis_url_from(redis_url)
+        store = ResultStore.from_url(url, prefix=prefix)
+        broker = Broker(url)
+        try:
+            report = submit_job(benchmark, config, store=store, broker=broker, job_id=job_id)
+        finally:
+            broker.close()
+        return cls(report.job_id, url, prefix=prefix)
+
+    def progress(self) -> JobProgress:
+        """Counts and per-pair verdicts so far.
+
+        Raises:
+            KeyError: the job does not exist.
+        """
+        return self.store.progress(self.job_id)
+
+    def wait(self, timeout: float | None = None, *, poll: float = 1.0) -> JobProgress:
+        """Block until the job is done or cancelled.
+
+        Raises:
+            TimeoutError: ``timeout`` seconds passed first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            progress = self.progress()
+            if progress.finished:
+                return progress
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"job {self.job_id}: {progress.done_units}/{progress.total_units} units "
+                    f"after {timeout}s"
+                )
+            time.sleep(poll)
+
+    def cancel(self) -> None:
+        """Stop new work: queued tasks of this job are dropped by the workers."""
+        self.store.set_status(self.job_id, JobStatus.CANCELLED)
+
+    def resume(self) -> int:
+        """Re-enqueue only the units without results; returns how many."""
+        broker = Broker(self.redis_url)
+        try:
+            return resume_job(self.job_id, store=self.store, broker=broker)
+        finally:
+            broker.close()
+
+    def iter_results(self) -> Iterator[VerificationResult]:
+        """Stream every stored result (bounded memory)."""
+        return self.store.iter_results(self.job_id)
+
+    def result_set(self) -> VerificationResultSet:
+        """All results as a :class:`VerificationResultSet`."""
+        return VerificationResultSet(results=list(self.iter_results()))
+
+    def export(self, path: Path) -> int:
+        """Stream the results into ``path`` (format from its extension)."""
+        from verifleet.orchestrator import write_results
+
+        return write_results(self.iter_results(), path)

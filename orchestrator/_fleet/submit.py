@@ -1,0 +1,163 @@
+"""Validating, storing and enqueueing a job."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from verifleet.orchestrator.store import ResultStore, UnitRef
+from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
+
+from .broker import Broker
+
+__all__ = [
+    "JobRejectedError",
+    "SubmitReport",
+    "new_job_id",
+    "resume_job",
+    "submit_job",
+    "validate_job",
+]
+
+
+class JobRejectedError(ConfigError):
+    """A job failed validation; nothing was enqueued.
+
+    Attributes:
+        problems: Every problem found, one message each.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        listing = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"job rejected, {len(problems)} problem(s):\n{listing}")
+
+
+class SubmitReport(BaseModel):
+    """What :func:`submit_job` did."""
+
+    job_id: str
+    units: int
+    expected_results: int
+
+
+def new_job_id() -> str:
+    """A sortable, unique job id such as ``20261122-093012-a1b2c3``."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
+    """Every reason the job cannot run, as messages (empty: ready).
+
+    Checks each template compiles (template modes), each question's rubrics merge,
+    that rubric modes have traits to evaluate and that ``rubric_trait_names``
+    resolve.
+    """
+    problems: list[str] = []
+    if not benchmark.questions:
+        problems.append("the benchmark has no questions")
+    problems.extend(benchmark.validate())
+    if config.template_stages_enabled:
+        problems.extend(
+            f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
+            for q in benchmark.questions
+            if not q.has_template
+        )
+    if config.rubric_stages_enabled:
+        names: set[str] = set()
+        for q in benchmark.questions:
+            try:
+                rubric = benchmark.rubric_for(q)
+            except RubricError:
+                continue  # already reported by benchmark.validate()
+            if rubric is not None:
+                names.update(rubric.get_trait_names())
+        if not names:
+            problems.append(
+                f"evaluation mode '{config.evaluation_mode}' needs rubric traits; the benchmark has none"
+            )
+        unknown = sorted(set(config.rubric_trait_names or []) - names)
+        if unknown:
+            problems.append(f"rubric_trait_names: unknown trait(s) {', '.join(unknown)}")
+    return problems
+
+
+def _unit_messages(
+    job_id: str, benchmark: Benchmark, config: VerificationConfig, skip: set[str] | None = None
+) -> Iterator[tuple[UnitRef, dict[str, str]]]:
+    from verifleet.orchestrator.store import Unit, unit_key
+
+    for qi, question in enumerate(benchmark.questions):
+        for ai, answering in enumerate(config.answering_models):
+            for replicate in range(1, config.replicate_count + 1):
+                if skip is not None:
+                    key = unit_key(Unit(question, answering, replicate), job_id=job_id)
+                    if key in skip:
+                        continue
+                labels = {
+                    "question_id": question.id,
+                    "answering": answering.identity().display_string,
+                }
+                yield (
+                    UnitRef(
+                        job_id=job_id, question_index=qi, answering_index=ai, replicate=replicate
+                    ),
+                    labels,
+                )
+
+
+def submit_job(
+    benchmark: Benchmark,
+    config: VerificationConfig,
+    *,
+    store: ResultStore,
+    broker: Broker,
+    job_id: str | None = None,
+    name: str = "",
+    batch_size: int = 500,
+) -> SubmitReport:
+    """Validate, store once, and enqueue every unit of a job.
+
+    Raises:
+        JobRejectedError: listing every problem; nothing is stored or sent.
+        redis.RedisError: the store or broker is unreachable.
+    """
+    problems = validate_job(benchmark, config)
+    if problems:
+        raise JobRejectedError(problems)
+    job_id = job_id or new_job_id()
+    units = len(benchmark.questions) * len(config.answering_models) * config.replicate_count
+    store.create_job(
+        job_id,
+        benchmark_json=benchmark.model_dump_json(),
+        config_json=config.model_dump_json(),
+        total_units=units,
+        name=name or benchmark.name,
+    )
+    sent = broker.send(_unit_messages(job_id, benchmark, config), batch_size=batch_size)
+    return SubmitReport(
+        job_id=job_id, units=sent, expected_results=sent * len(config.parsing_models)
+    )
+
+
+def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: int = 500) -> int:
+    """Re-enqueue only the units of ``job_id`` without results; returns how many.
+
+    Raises:
+        KeyError: no such job.
+    """
+    from verifleet.orchestrator.store import JobStatus
+
+    benchmark_json, config_json = store.load_spec(job_id)
+    benchmark = Benchmark.model_validate_json(benchmark_json)
+    config = VerificationConfig.model_validate_json(config_json)
+    done = store.done_units(job_id)
+    # Running before sending: workers drop tasks of a cancelled job.
+    store.set_status(job_id, JobStatus.RUNNING)
+    sent = broker.send(_unit_messages(job_id, benchmark, config, skip=done), batch_size=batch_size)
+    if sent == 0:
+        store.set_status(job_id, JobStatus.DONE)
+    return sent

@@ -1,0 +1,77 @@
+"""The output file of a local run: resume from it, journal into it, finalise it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from verifleet.orchestrator.store import result_key
+from verifleet.schemas import ExportError, VerificationResult
+
+from .journal import Journal, journal_path
+
+__all__ = ["RunOutput"]
+
+
+class RunOutput:
+    """Results of a run with a given ``--out``.
+
+    Results already in the output file or in its journal count as done; new ones
+    go to the journal as they finish; :meth:`finalize` writes the merged,
+    de-duplicated set to the output file atomically (write a temporary file, then
+    rename) and removes the journal.
+    """
+
+    def __init__(self, path: Path) -> None:
+        from verifleet.orchestrator import iter_results  # avoid an import cycle
+
+        self.path = path
+        self.journal = Journal(journal_path(path))
+        self._iter_results = iter_results
+
+    def _existing(self) -> Iterator[VerificationResult]:
+        if self.path.exists():
+            try:
+                yield from self._iter_results(self.path)
+            except ExportError:
+                raise
+            except Exception as exc:
+                raise ExportError(f"{self.path}: cannot read existing results: {exc}") from exc
+        yield from self.journal.read()
+
+    def done_keys(self) -> set[str]:
+        """Keys of every result already produced for this output."""
+        return {result_key(r) for r in self._existing()}
+
+    def record(self, results: list[VerificationResult]) -> None:
+        """Journal the results of one finished unit."""
+        for result in results:
+            self.journal.append(result)
+
+    def finalize(self) -> int:
+        """Write every result (old and new, each once) to the output file.
+
+        Returns:
+            The number of results in the file.
+        """
+        from verifleet.orchestrator import write_results
+
+        self.journal.close()
+        seen: set[str] = set()
+
+        def unique() -> Iterator[VerificationResult]:
+            for result in self._existing():
+                key = result_key(result)
+                if key not in seen:
+                    seen.add(key)
+                    yield result
+
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
+        try:
+            count = write_results(unique(), tmp)
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.journal.remove()
+        return count

@@ -1,0 +1,184 @@
+"""The local runner: every unit of a job on a thread pool in this process.
+
+The same :func:`verifleet.pipeline.run_unit` the Celery workers call does the
+work, so a local run and a fleet run of the same inputs give the same results.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime
+
+from verifleet.orchestrator.store import Unit, expand_units, unit_result_keys
+from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.schemas import (
+    Benchmark,
+    ModelConfig,
+    VerificationConfig,
+    VerificationResult,
+    VerificationResultMetadata,
+)
+
+from .limits import LocalCallGate
+
+__all__ = ["LocalRunner", "failed_unit_results"]
+
+log = logging.getLogger(__name__)
+
+
+class LocalRunner:
+    """Runs a job's units concurrently and yields results as they finish.
+
+    Args:
+        benchmark: The questions (templates are validated by the pipeline per unit).
+        config: The verification config; ``max_concurrency`` threads run units.
+        resources: Per-process caches (chat clients, compiled templates, the
+            embedding model); one shared instance by default.
+    """
+
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        config: VerificationConfig,
+        *,
+        resources: PipelineResources | None = None,
+    ) -> None:
+        self.benchmark = benchmark
+        self.config = config
+        self.resources = resources or PipelineResources(
+            call_gate=LocalCallGate(max_wait=config.unit_deadline)
+        )
+        self._stop = threading.Event()
+
+    def units(self) -> Iterator[Unit]:
+        """Every unit of the job, in a stable order."""
+        return expand_units(self.benchmark, self.config)
+
+    def count_units(self) -> int:
+        """How many units the job has."""
+        return (
+            len(self.benchmark.questions)
+            * len(self.config.answering_models)
+            * self.config.replicate_count
+        )
+
+    def stop(self) -> None:
+        """Stop submitting units; those in flight finish."""
+        self._stop.set()
+
+    def run(
+        self,
+        *,
+        done_keys: set[str] | frozenset[str] = frozenset(),
+        on_skip: Callable[[Unit], None] | None = None,
+    ) -> Iterator[tuple[Unit, list[VerificationResult]]]:
+        """Run every unit whose results are not all in ``done_keys``.
+
+        Yields ``(unit, results)`` in completion order. A unit whose pipeline call
+        raises (a bug or an infrastructure failure, never a content error) still
+        yields one errored result per parsing model, so nothing is silently lost.
+        """
+        parsing = self.config.parsing_models
+        todo = (
+            unit for unit in self.units() if not _already_done(unit, parsing, done_keys, on_skip)
+        )
+        workers = self.config.max_concurrency
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-unit") as pool:
+            yield from self._drain(pool, todo, window=2 * workers)
+
+    def _drain(
+        self, pool: ThreadPoolExecutor, todo: Iterable[Unit], *, window: int
+    ) -> Iterator[tuple[Unit, list[VerificationResult]]]:
+        # A bounded window of submitted futures keeps memory flat for huge jobs.
+        pending: dict[Future[list[VerificationResult]], Unit] = {}
+        source = iter(todo)
+        exhausted = False
+        while True:
+            while not exhausted and not self._stop.is_set() and len(pending) < window:
+                unit = next(source, None)
+                if unit is None:
+                    exhausted = True
+                    break
+                pending[pool.submit(self._run_one, unit)] = unit
+            if not pending:
+                return
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                unit = pending.pop(future)
+                yield unit, future.result()
+
+    def _run_one(self, unit: Unit) -> list[VerificationResult]:
+        try:
+            return run_unit(
+                unit.question,
+                unit.answering,
+                self.config.parsing_models,
+                self.config,
+                replicate=unit.replicate,
+                rubric=self.benchmark.rubric_for(unit.question),
+                resources=self.resources,
+            )
+        except Exception as exc:  # the unit fails, the job goes on
+            log.exception("unit %s failed outside the pipeline", unit.question.id)
+            return failed_unit_results(unit, self.config.parsing_models, self.config, exc)
+
+
+def _already_done(
+    unit: Unit,
+    parsing: list[ModelConfig],
+    done_keys: set[str] | frozenset[str],
+    on_skip: Callable[[Unit], None] | None,
+) -> bool:
+    if done_keys and all(key in done_keys for key in unit_result_keys(unit, parsing)):
+        if on_skip is not None:
+            on_skip(unit)
+        return True
+    return False
+
+
+def failed_unit_results(
+    unit: Unit,
+    parsing_models: list[ModelConfig],
+    config: VerificationConfig,
+    exc: BaseException,
+) -> list[VerificationResult]:
+    """One errored result per parsing model for a unit that could not run."""
+    timestamp = datetime.now(UTC).isoformat()
+    answering = unit.answering.identity()
+    message = f"unit failed: {type(exc).__name__}: {exc}"
+    results = []
+    for parsing_model in parsing_models:
+        parsing = parsing_model.identity(role="parsing")
+        results.append(
+            VerificationResult(
+                metadata=VerificationResultMetadata(
+                    question_id=unit.question.id,
+                    template_id=unit.question.template_id,
+                    question_text=unit.question.text,
+                    raw_answer=unit.question.raw_answer,
+                    keywords=unit.question.keywords,
+                    answering=answering,
+                    parsing=parsing,
+                    answering_system_prompt=unit.answering.system_prompt,
+                    parsing_system_prompt=parsing_model.system_prompt,
+                    replicate=unit.replicate,
+                    run_name=config.run_name,
+                    evaluation_mode=config.evaluation_mode,
+                    completed_without_errors=False,
+                    error=message,
+                    execution_time=0.0,
+                    timestamp=timestamp,
+                    result_id=VerificationResultMetadata.compute_result_id(
+                        question_id=unit.question.id,
+                        answering=answering,
+                        parsing=parsing,
+                        timestamp=timestamp,
+                        replicate=unit.replicate,
+                    ),
+                )
+            )
+        )
+    return results

@@ -1,0 +1,75 @@
+"""Pass rates per (answering, parsing) model pair, counted as results arrive."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from verifleet.schemas import VerificationResult
+
+__all__ = ["PairCounts", "PassRateTally"]
+
+
+@dataclass
+class PairCounts:
+    """Counts of one (answering, parsing) pair."""
+
+    results: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over verified results (errors and unverified excluded)."""
+        judged = self.passed + self.failed
+        return self.passed / judged if judged else None
+
+
+class PassRateTally:
+    """Streaming tally: memory grows with model pairs, not with results."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[str, str], PairCounts] = defaultdict(PairCounts)
+
+    def add(self, result: VerificationResult) -> None:
+        """Count one result."""
+        meta = result.metadata
+        counts = self.pairs[(meta.answering.display_string, meta.parsing.display_string)]
+        counts.results += 1
+        if not meta.completed_without_errors:
+            counts.errors += 1
+        verdict = result.template.verify_result if result.template is not None else None
+        if verdict is True:
+            counts.passed += 1
+        elif verdict is False:
+            counts.failed += 1
+
+    @property
+    def total_errors(self) -> int:
+        """Results that did not complete without errors."""
+        return sum(c.errors for c in self.pairs.values())
+
+    def table(self, title: str = "Pass rate per answering × parsing model") -> Table:
+        """A rich table with one row per model pair."""
+        table = Table(title=title)
+        for name in ("answering", "parsing", "results", "passed", "failed", "errors"):
+            if name in ("answering", "parsing"):
+                table.add_column(name, overflow="fold")
+            else:
+                table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("pass rate", justify="right", no_wrap=True)
+        for (answering, parsing), c in sorted(self.pairs.items()):
+            rate = "n/a" if c.pass_rate is None else f"{c.pass_rate:.1%}"
+            table.add_row(
+                answering,
+                parsing,
+                str(c.results),
+                str(c.passed),
+                str(c.failed),
+                str(c.errors),
+                rate,
+            )
+        return table

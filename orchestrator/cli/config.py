@@ -1,0 +1,152 @@
+"""Building a :class:`VerificationConfig` from a config file plus command-line flags.
+
+Flags override the file; models named on the command line replace the file's
+model lists. Every problem is reported as a :class:`ConfigError` naming the field
+or the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig
+
+__all__ = ["add_config_arguments", "build_config", "local_model_needed", "missing_credentials"]
+
+LOCAL = "local"
+
+# The environment variable each langchain provider reads its key from.
+_PROVIDER_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags shared by ``run`` and ``submit``."""
+    models = parser.add_argument_group("models")
+    models.add_argument(
+        "--answering", nargs="+", metavar="MODEL", default=None, help="answering model(s)"
+    )
+    models.add_argument(
+        "--parsing", nargs="+", metavar="MODEL", default=None, help="parsing (judge) model(s)"
+    )
+    run = parser.add_argument_group("verification")
+    run.add_argument("--config", type=Path, help="YAML or JSON file with VerificationConfig fields")
+    run.add_argument("--replicates", type=int, help="replicates per question and answering model")
+    run.add_argument(
+        "--mode",
+        choices=["template_only", "template_and_rubric", "rubric_only"],
+        help="evaluation mode (default: template_only)",
+    )
+    run.add_argument("--concurrency", type=int, help="units run at once (default 16)")
+    run.add_argument("--run-name", help="label stored in every result")
+    run.add_argument("--abstention", action="store_true", default=None, help="abstention check")
+    run.add_argument("--sufficiency", action="store_true", default=None, help="sufficiency check")
+    run.add_argument("--embedding-check", action="store_true", default=None, help="embedding check")
+    run.add_argument(
+        "--deep-judgment", action="store_true", default=None, help="template deep judgment"
+    )
+    run.add_argument("--request-timeout", type=float, help="seconds per model call (default 120)")
+
+
+def local_model_needed(args: argparse.Namespace) -> bool:
+    """True when a model spec on the command line is ``local``."""
+    return LOCAL in (args.answering or []) or LOCAL in (args.parsing or [])
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of VerificationConfig fields")
+    return data
+
+
+def _models(specs: list[str], local_spec: str | None, flag: str) -> list[ModelConfig]:
+    models = []
+    for spec in specs:
+        if spec == LOCAL:
+            if local_spec is None:
+                raise ConfigError(f"{flag} local: the local model is not running")
+            # A tiny model needs room for structured JSON replies.
+            models.append(ModelConfig.parse(local_spec, max_tokens=512))
+        else:
+            models.append(ModelConfig.parse(spec))
+    return models
+
+
+def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> VerificationConfig:
+    """Merge the config file and the flags into a validated config.
+
+    Raises:
+        ConfigError: an unreadable file, a bad model spec, an invalid field, or a
+            model whose API key is not in the environment.
+    """
+    data = _read_config_file(args.config) if args.config else {}
+    if args.answering:
+        data["answering_models"] = _models(args.answering, local_spec, "--answering")
+    if args.parsing:
+        data["parsing_models"] = _models(args.parsing, local_spec, "--parsing")
+    overrides = {
+        "replicate_count": args.replicates,
+        "evaluation_mode": args.mode,
+        "max_concurrency": args.concurrency,
+        "run_name": args.run_name,
+        "abstention_enabled": args.abstention,
+        "sufficiency_enabled": args.sufficiency,
+        "embedding_check_enabled": args.embedding_check,
+        "deep_judgment_enabled": args.deep_judgment,
+        "request_timeout": args.request_timeout,
+    }
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    if "parsing_models" not in data:
+        raise ConfigError(
+            "no parsing model: pass --parsing MODEL or set parsing_models in --config"
+        )
+    if "answering_models" not in data and not data.get("parsing_only"):
+        raise ConfigError(
+            "no answering model: pass --answering MODEL or set answering_models in --config"
+        )
+    config = VerificationConfig.build(**data)
+    problems = missing_credentials(config)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return config
+
+
+def missing_credentials(config: VerificationConfig) -> list[str]:
+    """One message per model whose API key is not in the environment."""
+    problems = []
+    seen = set()
+    for model in [*config.answering_models, *config.parsing_models]:
+        var = model.api_key_env
+        if var is None and model.interface == "langchain":
+            var = _PROVIDER_KEYS.get(model.model_provider or "")
+        if var is None and model.interface == "openrouter":
+            var = "OPENROUTER_API_KEY"
+        if var and not os.environ.get(var) and var not in seen:
+            seen.add(var)
+            problems.append(f"model {model.id}: set the API key in the environment variable {var}")
+    return problems

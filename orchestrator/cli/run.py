@@ -1,0 +1,133 @@
+"""``verifleet run``: a whole job in this process (local mode).
+
+Runs every (question × answering model × replicate) unit concurrently, generates
+each answer once for all parsing models, shows live progress, prints pass rates
+per model pair and writes the result set. Re-running with the same ``--out``
+resumes: units already in the file (or its journal) are not run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from verifleet.schemas import ConfigError, load_benchmark
+
+from .._local.output import RunOutput
+from .._local.progress import RunProgress
+from .._local.runner import LocalRunner
+from .._local.tally import PassRateTally
+from .config import add_config_arguments, build_config, local_model_needed
+
+__all__ = ["register"]
+
+_EPILOG = """\
+models:
+  provider:model            a langchain provider, e.g. openai:gpt-4.1-mini (key from OPENAI_API_KEY)
+  http://host:port/v1#name  any OpenAI-compatible endpoint (vLLM, llama.cpp, Ollama, ...)
+  manual:answers.json       pre-recorded answers keyed by question id (answering only)
+  local                     the bundled SmolLM2-135M on a llama-server this command starts
+
+examples:
+  verifleet run examples/demo/benchmark.yaml --answering local --parsing local --out demo.parquet
+  verifleet run bench.jsonld --answering openai:gpt-4.1-mini --parsing openai:gpt-4.1 \\
+      --replicates 3 --mode template_and_rubric --out results.parquet
+"""
+
+
+def register(commands: Any) -> None:
+    """Add the ``run`` sub-command."""
+    parser = commands.add_parser(
+        "run",
+        help="run a verification job in this process (no servers needed)",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
+    add_config_arguments(parser)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="result file: .parquet (recommended), .json, .jsonl or .csv; re-using it resumes",
+    )
+    parser.add_argument(
+        "--trust-callables",
+        action="store_true",
+        help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    with contextlib.ExitStack() as stack:
+        local_spec = None
+        if local_model_needed(args):
+            from verifleet.orchestrator import LocalLLMServer
+
+            console.print("starting the local model (llama-server + SmolLM2-135M-Instruct) ...")
+            server = stack.enter_context(LocalLLMServer())
+            local_spec = server.spec
+        config = build_config(args, local_spec=local_spec)
+        return _execute(benchmark, config, args.out, console)
+
+
+def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
+    if not benchmark.questions:
+        raise ConfigError(f"{out}: the benchmark has no questions")
+    output = RunOutput(out)
+    done = output.done_keys()
+    runner = LocalRunner(benchmark, config)
+    total = runner.count_units()
+    tally = PassRateTally()
+    skipped = 0
+    started = time.monotonic()
+    with RunProgress(total, console=console) as progress:
+
+        def on_skip(_unit: Any) -> None:
+            nonlocal skipped
+            skipped += 1
+            progress.advance(skipped=True)
+
+        try:
+            for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
+                output.record(results)
+                for result in results:
+                    tally.add(result)
+                progress.advance(
+                    failed=any(not r.metadata.completed_without_errors for r in results)
+                )
+        except KeyboardInterrupt:
+            runner.stop()
+            output.journal.close()
+            console.print(
+                f"interrupted: finished units are kept in {output.journal.path}; "
+                f"run the same command again to resume"
+            )
+            raise
+    elapsed = time.monotonic() - started
+    written = output.finalize()
+    if skipped:
+        console.print(f"resumed: {skipped} of {total} units were already in {out}")
+    console.print(tally.table())
+    ran = total - skipped
+    console.print(
+        f"{ran} units in {elapsed:.1f}s ({ran / elapsed if elapsed else 0:.2f} units/s); "
+        f"{written} results written to {out}"
+    )
+    if tally.total_errors:
+        console.print(
+            f"[yellow]{tally.total_errors} results have errors[/yellow]: see the `error` "
+            f"column (metadata.error) in {out}"
+        )
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,63 @@
+"""Endpoint limits shared by the local gate and the fleet-wide Redis gate.
+
+A model endpoint is identified by where requests go (base URL or provider) and
+the model name, so two model configs that hit the same endpoint share one limit.
+The concurrency cap adapts: it shrinks multiplicatively when the endpoint answers
+429 and grows back additively on success (AIMD), never above the configured cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import ClassVar
+
+from verifleet.schemas import ModelConfig
+
+__all__ = ["EndpointLimits", "endpoint_id", "is_rate_limited"]
+
+SHRINK = 0.7
+MIN_CAP = 1.0
+
+
+def endpoint_id(model: ModelConfig) -> str:
+    """A short stable id of the endpoint ``model`` sends requests to."""
+    where = model.endpoint_base_url or model.model_provider or model.interface
+    return hashlib.sha256(f"{where}\x1f{model.model_name}".encode()).hexdigest()[:16]
+
+
+def is_rate_limited(exc: BaseException | None) -> bool:
+    """True when ``exc`` is the endpoint saying 429 Too Many Requests."""
+    if exc is None:
+        return False
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status == 429
+
+
+@dataclass(frozen=True)
+class EndpointLimits:
+    """The configured limits of one endpoint (None: unlimited)."""
+
+    shrink_factor: ClassVar[float] = SHRINK
+
+    key: str
+    max_concurrency: int | None
+    requests_per_minute: int | None
+
+    @classmethod
+    def of(cls, model: ModelConfig) -> EndpointLimits | None:
+        """The limits of ``model``'s endpoint, or None when it has none."""
+        if model.max_concurrency is None and model.requests_per_minute is None:
+            return None
+        return cls(endpoint_id(model), model.max_concurrency, model.requests_per_minute)
+
+    def shrink(self, cap: float) -> float:
+        """The adaptive cap after a 429."""
+        return max(MIN_CAP, cap * SHRINK)
+
+    def grow(self, cap: float) -> float:
+        """The adaptive cap after a success (about +1 per cap successes)."""
+        ceiling = float(self.max_concurrency or 1)
+        return min(ceiling, cap + 1.0 / max(cap, 1.0))

@@ -1,0 +1,173 @@
+"""The fleet end to end: a real redis-server, real ``verifleet worker`` processes,
+real HTTP model calls. The model endpoint is the fault-injecting test double of
+``bench/endpoint.py``: it is the only way to get deterministic answers, latency
+and 5xx errors on demand without a GPU."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from _support.fleet import Fleet, run_cli
+from _support.jobs import capitals_benchmark, comparable
+from _support.redis_server import RedisServer
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.orchestrator.store import JobStatus, expand_units, unit_result_keys
+from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
+
+pytestmark = pytest.mark.integration
+
+
+def _config(ep: RunningEndpoint, **extra: object) -> VerificationConfig:
+    return VerificationConfig.build(
+        answering_models=[ModelConfig.parse(f"{ep.base_url}#answerer")],
+        parsing_models=[ModelConfig.parse(f"{ep.base_url}#judge")],
+        **extra,
+    )
+
+
+def _expected_keys(bench: Benchmark, config: VerificationConfig, job_id: str) -> set[str]:
+    keys: set[str] = set()
+    for unit in expand_units(bench, config):
+        keys.update(unit_result_keys(unit, config.parsing_models, job_id=job_id))
+    return keys
+
+
+def _stored_keys(job: Job) -> list[str]:
+    raw = job.store.client.hkeys(job.store.keys(job.job_id).results)
+    return [k.decode() for k in raw]
+
+
+def _wait_done_at_least(job: Job, n: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while (done := job.progress().done_units) < n:
+        assert time.monotonic() < deadline, f"only {done} units done after {timeout}s"
+        time.sleep(0.1)
+    return done
+
+
+def test_two_workers_complete_a_job_equal_to_a_local_run(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(20)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=20)) as ep:
+        config = _config(ep, replicate_count=2)
+        fleet.start_worker("w1", concurrency=4)
+        fleet.start_worker("w2", concurrency=4)
+        fleet.wait_ready(["w1", "w2"])
+        job = Job.submit(bench, config, redis_url)
+        progress = job.wait(timeout=120)
+        fleet_results = job.result_set()
+        local = [r for _unit, rs in LocalRunner(bench, config).run() for r in rs]
+    assert progress.status == JobStatus.DONE
+    assert (progress.done_units, progress.results, progress.failed_units) == (40, 40, 0)
+    assert comparable(fleet_results) == comparable(local)
+    verdicts = [r.template.verify_result for r in fleet_results if r.template]
+    assert verdicts.count(True) == 30 and verdicts.count(False) == 10
+    for name in ("w1", "w2"):
+        assert "succeeded" in fleet.log(name), f"{name} ran no task"
+
+
+def test_killed_worker_loses_nothing_and_duplicates_nothing(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(24)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=400)) as ep:
+        config = _config(ep)
+        fleet.start_worker("victim", concurrency=4)
+        fleet.start_worker("survivor", concurrency=4)
+        fleet.wait_ready(["victim", "survivor"])
+        job = Job.submit(bench, config, redis_url)
+        _wait_done_at_least(job, 3)
+        fleet.kill("victim")
+        progress = job.wait(timeout=180)
+    assert progress.status == JobStatus.DONE
+    stored = _stored_keys(job)
+    assert len(stored) == len(set(stored)) == 24
+    assert set(stored) == _expected_keys(bench, config, job.job_id)
+    assert progress.results == 24 and progress.done_units == 24
+
+
+def test_redis_restart_mid_job(
+    fleet: Fleet, redis_url: str, redis_server: RedisServer | None
+) -> None:
+    if redis_server is None:
+        pytest.fail("this test needs its own redis-server; unset VERIFLEET_TEST_REDIS_URL")
+    bench, answers = capitals_benchmark(24)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=300)) as ep:
+        config = _config(ep)
+        fleet.start_worker("w1", concurrency=4)
+        fleet.wait_ready(["w1"])
+        job = Job.submit(bench, config, redis_url)
+        _wait_done_at_least(job, 3)
+        redis_server.restart()
+        progress = job.wait(timeout=180)
+    assert progress.status == JobStatus.DONE
+    stored = _stored_keys(job)
+    assert len(stored) == 24 and set(stored) == _expected_keys(bench, config, job.job_id)
+
+
+def test_broken_templates_are_rejected_at_submit(redis_url: str, tmp_path: Path) -> None:
+    bench, _answers = capitals_benchmark(4)
+    bench.questions[1].answer_template = "class Answer(:\n    pass\n"
+    bench.questions[3].answer_template = bench.questions[3].answer_template.replace(
+        "from pydantic import Field", "import os\nfrom pydantic import Field"
+    )
+    path = tmp_path / "broken.yaml"
+    dump_benchmark(bench, path)
+    proc = run_cli(
+        "submit",
+        str(path),
+        "--answering",
+        "http://127.0.0.1:9/v1#m",
+        "--parsing",
+        "http://127.0.0.1:9/v1#m",
+        "--redis",
+        redis_url,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "q0001" in proc.stderr and "q0003" in proc.stderr
+    assert "os" in proc.stderr
+    assert Job("nothing", redis_url).store.list_jobs() == []
+
+
+def test_endpoint_failures_become_errored_results(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(30)
+    endpoint = EndpointConfig(answers=answers, rate_5xx=0.3, seed=7)
+    with run_endpoint_in_thread(endpoint) as ep:
+        config = _config(ep, retry_policy={"max_attempts": 1})
+        fleet.start_worker("w1", concurrency=8)
+        fleet.wait_ready(["w1"])
+        job = Job.submit(bench, config, redis_url)
+        progress = job.wait(timeout=120)
+    assert progress.status == JobStatus.DONE and progress.done_units == 30
+    errored = [r for r in job.iter_results() if not r.metadata.completed_without_errors]
+    assert 0 < len(errored) < 30
+    assert progress.failed_units == len(errored)
+    for r in errored:
+        assert re.search(r"\b5\d\d\b .* after 1 attempt", r.metadata.error or ""), r.metadata.error
+
+
+def test_cancel_stops_new_work_and_resume_finishes_the_rest(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(30)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=250)) as ep:
+        config = _config(ep)
+        fleet.start_worker("w1", concurrency=2)
+        fleet.wait_ready(["w1"])
+        job = Job.submit(bench, config, redis_url)
+        _wait_done_at_least(job, 4)
+        job.cancel()
+        time.sleep(3)  # units in flight at cancel time finish; nothing new starts
+        settled = job.progress().done_units
+        time.sleep(2)
+        after = job.progress()
+        assert after.status == JobStatus.CANCELLED
+        assert after.done_units == settled < 30
+        resent = job.resume()
+        assert resent == 30 - settled
+        progress = job.wait(timeout=120)
+    assert progress.status == JobStatus.DONE and progress.done_units == 30
+    stored = _stored_keys(job)
+    assert len(stored) == len(set(stored)) == 30

@@ -1,0 +1,139 @@
+"""The fleet-wide limit per model endpoint, kept in Redis.
+
+Every worker process on every machine goes through the same two structures per
+endpoint: a sorted set of *leases* (one per call in flight, scored by when it
+expires) caps concurrency, and a sorted set of call start times over the last
+minute caps requests per minute. Both are checked and taken in one Lua script,
+with Redis's clock, so machines with skewed clocks agree. A lease that a dead
+worker never released expires after the request timeout plus a margin, which is
+what "released when a worker dies" means here. The concurrency cap adapts to 429
+answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import redis
+
+from verifleet.orchestrator.store import EndpointLimits, is_rate_limited
+from verifleet.pipeline import ModelCallError
+from verifleet.schemas import ModelConfig
+
+__all__ = ["RedisCallGate"]
+
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cap = tonumber(ARGV[3])
+if cap > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  local eff = math.max(1, math.floor(tonumber(redis.call('GET', KEYS[3]) or ARGV[3])))
+  if redis.call('ZCARD', KEYS[1]) >= eff then return 20 end
+end
+local rpm = tonumber(ARGV[4])
+if rpm > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - 60000)
+  if redis.call('ZCARD', KEYS[2]) >= rpm then
+    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    return math.max(1, tonumber(oldest[2]) + 60000 - now)
+  end
+  redis.call('ZADD', KEYS[2], now, ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], 120000)
+end
+if cap > 0 then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+end
+return 0
+"""
+
+# ARGV: configured cap, factor (<1 shrink) or 0 (grow by 1/cap)
+_ADAPT = """
+local cap = tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
+local new
+if tonumber(ARGV[2]) > 0 then
+  new = math.max(1, cur * tonumber(ARGV[2]))
+else
+  new = math.min(cap, cur + 1 / math.max(cur, 1))
+end
+redis.call('SET', KEYS[1], tostring(new), 'EX', 3600)
+return tostring(new)
+"""
+
+
+class RedisCallGate:
+    """A ``CallGate`` (see :mod:`verifleet.pipeline`) backed by Redis.
+
+    Args:
+        client: Redis client shared by the worker process.
+        lease_seconds: How long a call may hold its slot before the slot is
+            considered abandoned (request timeout plus a margin).
+        max_wait: Seconds to wait for a slot before the call fails with
+            :class:`ModelCallError` (the unit then records the error).
+        prefix: Key prefix.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        lease_seconds: float,
+        max_wait: float,
+        prefix: str = "vf",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client
+        self._lease_ms = int(lease_seconds * 1000)
+        self._max_wait = max_wait
+        self._prefix = prefix
+        self._sleep = sleep
+        self._acquire = client.register_script(_ACQUIRE)
+        self._adapt = client.register_script(_ADAPT)
+
+    def _keys(self, limits: EndpointLimits) -> list[str]:
+        base = f"{self._prefix}:limit:{limits.key}"
+        return [f"{base}:leases", f"{base}:starts", f"{base}:cap"]
+
+    def __call__(self, model: ModelConfig) -> contextlib.AbstractContextManager[object]:
+        limits = EndpointLimits.of(model)
+        if limits is None:
+            return contextlib.nullcontext()
+        return self._slot(limits)
+
+    @contextlib.contextmanager
+    def _slot(self, limits: EndpointLimits) -> Iterator[object]:
+        keys = self._keys(limits)
+        token = uuid.uuid4().hex
+        cap = limits.max_concurrency or 0
+        args: list[str | int] = [token, self._lease_ms, cap, limits.requests_per_minute or 0]
+        give_up = time.monotonic() + self._max_wait
+        while True:
+            wait_ms = int(self._acquire(keys=keys, args=args))
+            if wait_ms == 0:
+                break
+            if time.monotonic() >= give_up:
+                raise ModelCallError(
+                    f"no capacity on the endpoint within {self._max_wait:.0f}s "
+                    f"(cap {cap or '-'}, {limits.requests_per_minute or '-'} requests/min)",
+                    transient=True,
+                    attempts=0,
+                )
+            self._sleep(min(wait_ms / 1000, 0.25) * (0.5 + random.random()))
+        try:
+            yield token
+        except BaseException as exc:
+            if cap and is_rate_limited(exc):
+                self._adapt(keys=[keys[2]], args=[cap, EndpointLimits.shrink_factor])
+            raise
+        else:
+            if cap:
+                self._adapt(keys=[keys[2]], args=[cap, 0])
+        finally:
+            if cap:
+                self._client.zrem(keys[0], token)

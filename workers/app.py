@@ -1,0 +1,49 @@
+"""The Celery application (``celery -A verifleet.workers.app worker``).
+
+Settings follow DESIGN "Distributed execution rules": late acks, prefetch 1,
+reject on worker loss, no result backend (results go to the store under their
+own keys), task events on for Flower, and a visibility timeout longer than the
+longest unit so Redis never redelivers a task that is still running.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from verifleet.orchestrator.store import DEFAULT_QUEUE
+
+from ._settings import WorkerSettings
+
+__all__ = ["app", "make_app"]
+
+
+def make_app(settings: WorkerSettings | None = None) -> Celery:
+    """Build a configured Celery app (one per process)."""
+    settings = settings or WorkerSettings.from_env()
+    celery_app = Celery("verifleet", broker=settings.redis_url, include=["verifleet.workers.tasks"])
+    celery_app.conf.update(
+        task_acks_late=True,
+        worker_prefetch_multiplier=1,
+        task_reject_on_worker_lost=True,
+        task_ignore_result=True,
+        result_backend=None,
+        task_default_queue=DEFAULT_QUEUE,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout,
+            "unacked_restore_interval": settings.restore_interval,
+            "unacked_restore_throttle": 1,
+        },
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        worker_hijack_root_logger=False,
+        worker_pool="threads",
+        worker_concurrency=32,
+    )
+    celery_app.conf.verifleet_settings = settings
+    return celery_app
+
+
+app = make_app()
