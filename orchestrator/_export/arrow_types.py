@@ -20,7 +20,7 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Union
 
 import pyarrow as pa
@@ -92,6 +92,10 @@ class FieldCodec:
     def needs_conversion(self) -> bool:
         """Whether values of this field differ between dumped and Arrow form."""
         return self.kind == "json" or (self.kind == "struct" and bool(self._busy))
+
+    def renamed(self, name: str) -> FieldCodec:
+        """The same codec under another column name."""
+        return replace(self, name=name)
 
     def arrow_field(self) -> pa.Field:
         """The Arrow field; always nullable, as absent sections null every child."""

@@ -152,7 +152,7 @@ def _source_columns() -> tuple[Column, ...]:
             # Model identities (and any future fixed-shape metadata part) are flattened
             # one level so that "answering_model_name" is a plain, filterable column.
             columns.extend(
-                Column(_renamed(child, f"{name}_{child.name}"), ("metadata", name, child.name))
+                Column(child.renamed(f"{name}_{child.name}"), ("metadata", name, child.name))
                 for child in codec.children
             )
         else:
@@ -161,10 +161,6 @@ def _source_columns() -> tuple[Column, ...]:
         if name != "metadata" and name not in SECTION_NAMES:
             columns.append(Column(codec_for_annotation(name, info.annotation), (name,)))
     return tuple(columns)
-
-
-def _renamed(codec: FieldCodec, name: str) -> FieldCodec:
-    return FieldCodec(name, codec.arrow_type, codec.kind, codec.children, codec._busy)
 
 
 def _template_summary_codecs() -> tuple[FieldCodec, ...]:
