@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 #: Top-level modules a template may import (plus the ``karenina`` aliases).
+#: verifleet's own template-facing import path (a view of the template names only).
+VERIFLEET_TEMPLATE_MODULES: frozenset[str] = frozenset({"verifleet", "verifleet.schemas"})
+
 ALLOWED_MODULE_ROOTS: frozenset[str] = frozenset(
     {
         "__future__",
@@ -114,6 +117,8 @@ def is_dunder(name: str) -> bool:
 
 def is_allowed_module(dotted: str) -> bool:
     """Whether ``import <dotted>`` is allowed (karenina aliases are checked later)."""
+    if dotted in VERIFLEET_TEMPLATE_MODULES:
+        return True
     root = dotted.split(".", 1)[0]
     if root not in ALLOWED_MODULE_ROOTS:
         return False
@@ -168,7 +173,9 @@ def _import_problem(node: ast.Import | ast.ImportFrom) -> str | None:
         names = [alias.name for alias in node.names]
     for name in names:
         if not is_allowed_module(name):
-            allowed = ", ".join(sorted(ALLOWED_MODULE_ROOTS - {"__future__"}))
+            allowed = ", ".join(
+                sorted((ALLOWED_MODULE_ROOTS | {"verifleet.schemas"}) - {"__future__"})
+            )
             return f"imports {name!r}, which templates may not use (allowed: {allowed})"
     return None
 

@@ -42,9 +42,13 @@ def capture_answer_source(answer_class: _T) -> _T:
     return answer_class
 
 
-#: Module paths of the original package that templates import from.
+#: Module paths templates import from: the original package's, and verifleet's own
+#: public path (``from verifleet.schemas import BaseAnswer, VerifiedField``), which
+#: inside a template resolves to the same restricted set of names.
 KARENINA_ALIAS_MODULES: frozenset[str] = frozenset(
     {
+        "verifleet",
+        "verifleet.schemas",
         "karenina",
         "karenina.schemas",
         "karenina.schemas.answer_class",

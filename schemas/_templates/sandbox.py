@@ -201,6 +201,9 @@ def _karenina_view(dotted: str) -> ModuleView:
     return ModuleView(dotted, KARENINA_NAMES.__getitem__, frozenset(KARENINA_NAMES), children)
 
 
+# Packages whose template-facing modules are views over the template names.
+_ALIAS_ROOTS = frozenset({"karenina", "verifleet"})
+
 _views: dict[str, ModuleView] = {}
 _views_lock = threading.Lock()
 
@@ -212,7 +215,7 @@ def _view(dotted: str) -> ModuleView:
         return view
     with _views_lock:
         if dotted not in _views:
-            if dotted.split(".", 1)[0] == "karenina":
+            if dotted.split(".", 1)[0] in _ALIAS_ROOTS:
                 _views[dotted] = _karenina_view(dotted)
             elif dotted == "collections":
                 _views[dotted] = _real_view(dotted, {"abc": _view_unlocked("collections.abc")})
@@ -242,10 +245,11 @@ def safe_import(
     """
     if level:
         raise ImportError("relative imports are not allowed in templates")
-    if name.split(".", 1)[0] == "karenina":
+    if name.split(".", 1)[0] in _ALIAS_ROOTS:
         if name not in KARENINA_ALIAS_MODULES:
             raise ImportError(
-                f"{name!r} is not provided to templates; use karenina.schemas.entities "
+                f"{name!r} is not provided to templates; use verifleet.schemas or "
+                "karenina.schemas.entities "
                 "(BaseAnswer, VerifiedField, primitives, composition)"
             )
     elif not is_allowed_module(name):

@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from verifleet.schemas import (
+    TemplateValidationError,
     build_answer,
     inject_question_id,
     judge_field_names,
@@ -298,3 +299,24 @@ def test_verified_fields_with_model_post_init_ground_truth() -> None:
     assert answer.id == "q7"
     assert answer.verify() is True and answer.field_results() == {"rate": True}
     assert build_answer(cls, {"rate": 70}).verify() is False
+
+
+def test_templates_may_import_from_verifleet_schemas() -> None:
+    source = textwrap.dedent(
+        """
+        from verifleet.schemas import BaseAnswer, NumericTolerance, VerifiedField
+
+
+        class Answer(BaseAnswer):
+            celsius: float = VerifiedField(
+                description="Boiling point",
+                ground_truth=100.0,
+                verify_with=NumericTolerance(tolerance=0.02),
+            )
+        """
+    )
+    cls = validate_answer_template(source, question_id="q")
+    assert cls(celsius=99.0).verify() is True
+    assert cls(celsius=90.0).verify() is False
+    with pytest.raises(TemplateValidationError, match=r"verifleet\.orchestrator"):
+        validate_answer_template("import verifleet.orchestrator\n" + source, question_id="q")
