@@ -1,0 +1,71 @@
+"""verifleet.orchestrator.reward — verification as a reward signal.
+
+A response (a rollout's trajectory, or plain text) is verified against its
+benchmark question by the pipeline's parse → verify → rubric stages, without
+generating an answer, and the result becomes a reward in [0, 1] under the
+benchmark's :class:`RewardConfig` (binary, continuous or hybrid). Judge calls go
+through a cache keyed by their full input, so the same response always gets the
+same reward. Served over HTTP by ``verifleet serve`` (``POST /verify``) and
+applied to rollout files by ``verifleet reward``.
+"""
+
+from ._compose import RewardBreakdown, compose_reward, normalise_trait
+from ._config import (
+    ComponentSource,
+    RewardComponent,
+    RewardConfig,
+    RewardMode,
+    load_reward_config,
+)
+from ._judge_cache import (
+    CachingCaller,
+    JudgeCache,
+    MemoryJudgeCache,
+    RedisJudgeCache,
+    caching_caller_factory,
+    judge_call_key,
+)
+from ._request import (
+    AgentResponse,
+    InlineQuestion,
+    InvalidRequestError,
+    PlainVerifyRequest,
+    ResponseCreateParams,
+    ResponsesVerifyRequest,
+    VerifyRequest,
+    request_answer,
+    request_kind,
+)
+from ._scorer import RewardScorer, ScoredRollout, reward_resources
+from ._swap import EquivalenceVerdict, judge_equivalence
+
+__all__ = [
+    "AgentResponse",
+    "CachingCaller",
+    "ComponentSource",
+    "EquivalenceVerdict",
+    "InlineQuestion",
+    "InvalidRequestError",
+    "JudgeCache",
+    "MemoryJudgeCache",
+    "PlainVerifyRequest",
+    "RedisJudgeCache",
+    "ResponseCreateParams",
+    "ResponsesVerifyRequest",
+    "RewardBreakdown",
+    "RewardComponent",
+    "RewardConfig",
+    "RewardMode",
+    "RewardScorer",
+    "ScoredRollout",
+    "VerifyRequest",
+    "caching_caller_factory",
+    "compose_reward",
+    "judge_call_key",
+    "judge_equivalence",
+    "load_reward_config",
+    "normalise_trait",
+    "request_answer",
+    "request_kind",
+    "reward_resources",
+]

@@ -1,0 +1,268 @@
+"""Scoring one request: find its question, run parse → verify → rubric on the given
+response (no answer generation), and turn the results into a reward.
+
+The service, the local rollouts scorer and the fleet's reward task all call
+:meth:`RewardScorer.score`, so a rollout gets the same reward wherever it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from verifleet.pipeline import (
+    CachedAnswer,
+    CallGate,
+    ChatModelCache,
+    ModelCallError,
+    PipelineResources,
+    StructuredOutputError,
+    UsageTracker,
+    run_unit,
+)
+from verifleet.schemas import (
+    Benchmark,
+    ModelConfig,
+    Question,
+    Rubric,
+    RubricError,
+    TemplateValidationError,
+    VerificationConfig,
+    VerificationResult,
+    merge_rubrics,
+    validate_answer_template,
+)
+
+from ._compose import RewardBreakdown, compose_reward
+from ._config import RewardConfig
+from ._judge_cache import JudgeCache, MemoryJudgeCache, caching_caller_factory
+from ._request import (
+    InvalidRequestError,
+    PlainVerifyRequest,
+    ResponsesVerifyRequest,
+    request_answer,
+    requested_question_id,
+    requested_question_text,
+)
+from ._swap import EquivalenceVerdict, judge_equivalence
+
+__all__ = ["RewardScorer", "ScoredRollout", "reward_resources"]
+
+_log = logging.getLogger(__name__)
+
+AnyRequest = ResponsesVerifyRequest | PlainVerifyRequest
+
+
+class ScoredRollout(BaseModel):
+    """The outcome of one request.
+
+    Attributes:
+        question_id: The question the response answered.
+        reward: The reward (mean over the parsing models' rewards).
+        breakdowns: One reward breakdown per parsing model.
+        equivalence: The equivalence judge's verdict, when the config asks for one.
+        results: One verification result per parsing model.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str
+    reward: float
+    breakdowns: list[RewardBreakdown]
+    equivalence: EquivalenceVerdict | None = None
+    results: list[VerificationResult]
+
+    def verdict_fields(self) -> dict[str, Any]:
+        """What a scored rollout line gains: ``reward`` and the verdict fields."""
+        first = self.breakdowns[0]
+        fields: dict[str, Any] = {
+            "reward": self.reward,
+            "question_id": self.question_id,
+            "verify_result": first.verify_result,
+            "verify_granular_result": first.verify_granular_result,
+            "reward_components": first.components or None,
+            "verification_error": first.error,
+        }
+        if self.equivalence is not None:
+            fields["equivalence"] = self.equivalence.model_dump()
+        return fields
+
+
+def reward_resources(
+    cache: JudgeCache | None = None, *, call_gate: CallGate | None = None
+) -> PipelineResources:
+    """Pipeline resources whose judge calls go through ``cache`` (an in-process
+    LRU when None)."""
+    clients = ChatModelCache()
+    factory = caching_caller_factory(
+        cache if cache is not None else MemoryJudgeCache(), clients=clients, call_gate=call_gate
+    )
+    return PipelineResources(clients=clients, call_gate=call_gate, caller_factory=factory)
+
+
+def _final_text(answer: CachedAnswer) -> str:
+    for message in reversed(answer.trace_messages):
+        if message.get("role") == "assistant" and str(message.get("content", "")).strip():
+            return str(message["content"])
+    return answer.raw_llm_response
+
+
+class RewardScorer:
+    """Verifies responses to a benchmark's questions and rewards them.
+
+    Args:
+        benchmark: The benchmark whose questions the responses answer.
+        parsing_models: The judges (temperature 0 for a deterministic reward).
+        reward_config: How results become rewards.
+        resources: Per-process caches; :func:`reward_resources` when None.
+
+    Raises:
+        ConfigError: the reward config names unknown traits, or its
+            ``verification`` fields are invalid.
+    """
+
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        parsing_models: Sequence[ModelConfig],
+        reward_config: RewardConfig,
+        *,
+        resources: PipelineResources | None = None,
+    ) -> None:
+        reward_config.check_benchmark(benchmark)
+        self.benchmark = benchmark
+        self.reward_config = reward_config
+        data: dict[str, Any] = {
+            "evaluation_mode": "template_and_rubric"
+            if reward_config.uses_rubric
+            else "template_only",
+            **reward_config.verification,
+            "parsing_models": list(parsing_models),
+            "parsing_only": True,
+            "answering_models": [],
+        }
+        self.config = VerificationConfig.build(**data)
+        self.parsing_models = self.config.parsing_models
+        for model in self.parsing_models:
+            if model.temperature != 0.0:
+                _log.warning(
+                    "judge %s has temperature %s: rewards rely on the judge-call cache "
+                    "for determinism",
+                    model.model_name,
+                    model.temperature,
+                )
+        self.resources = resources or reward_resources()
+        self._by_text = {q.text.strip(): q for q in benchmark.questions}
+
+    def resolve(self, request: AnyRequest) -> tuple[Question, Rubric | None]:
+        """The question the request answers and its merged rubric.
+
+        Raises:
+            InvalidRequestError: unknown question id, no question matching the
+                prompt, an inline template that does not compile.
+        """
+        if isinstance(request, PlainVerifyRequest) and request.question is not None:
+            inline = request.question
+            try:
+                validate_answer_template(inline.answer_template, question_id=inline.id)
+            except TemplateValidationError as exc:
+                raise InvalidRequestError(f"question.answer_template: {exc.problem}") from None
+            question = Question.model_validate(inline.model_dump(exclude_none=True))
+            try:
+                rubric = merge_rubrics(
+                    self.benchmark.global_rubric, question.question_rubric, question_id=question.id
+                )
+            except RubricError as exc:
+                raise InvalidRequestError(f"question.question_rubric: {exc}") from None
+            return question, rubric
+        qid = requested_question_id(request)
+        if qid is not None:
+            try:
+                question = self.benchmark.get_question(qid)
+            except KeyError:
+                raise InvalidRequestError(
+                    f"unknown question id {qid!r}: benchmark {self.benchmark.name!r} "
+                    f"has {len(self.benchmark.questions)} questions"
+                ) from None
+        else:
+            assert isinstance(request, ResponsesVerifyRequest)
+            text = requested_question_text(request)
+            found = self._by_text.get(text)
+            if found is None:
+                raise InvalidRequestError(
+                    "no question_id given and the last user message of "
+                    "responses_create_params.input matches no question of benchmark "
+                    f"{self.benchmark.name!r}"
+                )
+            question = found
+        return question, self.benchmark.rubric_for(question)
+
+    def _answering(self, request: AnyRequest) -> ModelConfig:
+        name = "policy"
+        if isinstance(request, ResponsesVerifyRequest):
+            name = request.response.model or request.responses_create_params.model or name
+        return ModelConfig(id="rollout", model_name=name, model_provider="rollout")
+
+    def _equivalence(
+        self, question: Question, answer: CachedAnswer, deadline: float
+    ) -> EquivalenceVerdict | None:
+        if not self.reward_config.uses_equivalence or not question.raw_answer:
+            return None
+        caller = self.resources.caller(
+            self.parsing_models[0], tracker=UsageTracker(), config=self.config, deadline=deadline
+        )
+        try:
+            return judge_equivalence(
+                caller,
+                question=question.text,
+                reference=question.raw_answer,
+                response=_final_text(answer),
+                swap_check=self.reward_config.swap_check,
+            )
+        except (ModelCallError, StructuredOutputError) as exc:
+            # Like a stage failure: the component counts 0 and the line says why.
+            _log.warning("question %s: equivalence judge failed: %s", question.id, exc)
+            return None
+
+    def score(self, request: AnyRequest) -> ScoredRollout:
+        """Verify the request's response and compute its reward.
+
+        Content failures (judge unreachable, unparsable replies) are inside the
+        results and get the config's ``error_reward``; they are not raised.
+
+        Raises:
+            InvalidRequestError: the request names no known question or carries no
+                response to verify.
+        """
+        question, rubric = self.resolve(request)
+        answer = request_answer(request)
+        deadline = time.monotonic() + self.config.unit_deadline
+        results = run_unit(
+            question,
+            self._answering(request),
+            self.parsing_models,
+            self.config,
+            replicate=None,
+            rubric=rubric,
+            resources=self.resources,
+            cached_answer=answer,
+            deadline=deadline,
+        )
+        verdict = self._equivalence(question, answer, deadline)
+        equivalent = verdict.equivalent if verdict is not None else None
+        breakdowns = [
+            compose_reward(r, self.reward_config, rubric=rubric, equivalence=equivalent)
+            for r in results
+        ]
+        return ScoredRollout(
+            question_id=question.id,
+            reward=statistics.fmean(b.reward for b in breakdowns),
+            breakdowns=breakdowns,
+            equivalence=verdict,
+            results=results,
+        )
