@@ -10,6 +10,7 @@ twice; every count is a cardinality (``HLEN``/``SCARD``).
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -27,6 +28,20 @@ from ._keys import JOBS_INDEX, JobKeys
 __all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
 
 _ZSTD_LEVEL = 3
+
+
+class _Codecs(threading.local):
+    """One zstd compressor and decompressor per thread.
+
+    zstandard's contexts are not thread-safe: a worker's threads pool sharing one
+    compressor produced corrupt blobs ("Dictionary is corrupted" on read) and
+    could crash the process. A context per thread keeps the reuse (building one
+    costs more than compressing a result) without sharing.
+    """
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+        self.decompressor = zstandard.ZstdDecompressor()
 
 
 class JobStatus(StrEnum):
@@ -106,8 +121,13 @@ class ResultStore:
     def __init__(self, client: redis.Redis, *, prefix: str = "vf") -> None:
         self.client = client
         self.prefix = prefix
-        self._zc = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
-        self._zd = zstandard.ZstdDecompressor()
+        self._codecs = _Codecs()
+
+    def _compress(self, data: bytes) -> bytes:
+        return self._codecs.compressor.compress(data)
+
+    def _decompress(self, blob: bytes) -> bytes:
+        return self._codecs.decompressor.decompress(blob)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "vf") -> ResultStore:
@@ -138,8 +158,8 @@ class ResultStore:
         pipe.hset(
             keys.spec,
             mapping={
-                "benchmark": self._zc.compress(benchmark_json.encode()),
-                "config": self._zc.compress(config_json.encode()),
+                "benchmark": self._compress(benchmark_json.encode()),
+                "config": self._compress(config_json.encode()),
             },
         )
         pipe.hset(
@@ -167,7 +187,7 @@ class ResultStore:
         benchmark, config = self.client.hmget(self.keys(job_id).spec, ["benchmark", "config"])
         if not isinstance(benchmark, bytes) or not isinstance(config, bytes):
             raise KeyError(f"no job {job_id!r} in the store")
-        return self._zd.decompress(benchmark).decode(), self._zd.decompress(config).decode()
+        return self._decompress(benchmark).decode(), self._decompress(config).decode()
 
     def status(self, job_id: str) -> JobStatus | None:
         """The job's status, or None when it does not exist."""
@@ -215,7 +235,7 @@ class ResultStore:
             True when this call finished the whole job.
         """
         keys = self.keys(job_id)
-        blobs = [self._zc.compress(r.model_dump_json().encode()) for r in results]
+        blobs = [self._compress(r.model_dump_json().encode()) for r in results]
         pipe = self.client.pipeline(transaction=True)
         for key, blob in zip(result_keys, blobs, strict=True):
             pipe.hsetnx(keys.results, key, blob)
@@ -299,7 +319,7 @@ class ResultStore:
     def iter_results(self, job_id: str, *, batch: int = 500) -> Iterator[VerificationResult]:
         """Every stored result, streamed with HSCAN (memory bounded by ``batch``)."""
         for _key, blob in self.client.hscan_iter(self.keys(job_id).results, count=batch):
-            yield VerificationResult.model_validate_json(self._zd.decompress(blob))
+            yield VerificationResult.model_validate_json(self._decompress(blob))
 
     def delete_job(self, job_id: str) -> None:
         """Remove every key of the job."""
