@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The real-LLM tests need llama-server: built once (10-12 min), then cached.
+.venv/bin/verifleet llm build >/dev/null
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy -p verifleet

@@ -5,6 +5,7 @@
 """
 
 from _support.fleet import fleet
+from _support.llm import local_llm
 from _support.redis_server import redis_server, redis_url
 
-__all__ = ["fleet", "redis_server", "redis_url"]
+__all__ = ["fleet", "local_llm", "redis_server", "redis_url"]

@@ -68,7 +68,13 @@ def register(commands: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
-    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    # A broken template fails its question, not the run: load everything, warn,
+    # and let the pipeline record the problem in that question's results.
+    benchmark = load_benchmark(
+        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+    )
+    for problem in benchmark.validate():
+        console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
     with contextlib.ExitStack() as stack:
         local_spec = None
         if local_model_needed(args):
