@@ -20,7 +20,11 @@ __all__ = ["app", "make_app"]
 def make_app(settings: WorkerSettings | None = None) -> Celery:
     """Build a configured Celery app (one per process)."""
     settings = settings or WorkerSettings.from_env()
-    celery_app = Celery("verifleet", broker=settings.redis_url, include=["verifleet.workers.tasks"])
+    celery_app = Celery(
+        "verifleet",
+        broker=settings.redis_url,
+        include=["verifleet.workers.tasks", "verifleet.workers.reward_tasks"],
+    )
     celery_app.conf.update(
         task_acks_late=True,
         worker_prefetch_multiplier=1,

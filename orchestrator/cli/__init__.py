@@ -14,11 +14,11 @@ import sys
 from verifleet import __version__
 from verifleet.schemas import VerifleetError
 
-from . import fleet, llm, run, worker
+from . import fleet, llm, reward, run, serve, worker
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (run, fleet, worker, llm)
+_COMMANDS = (run, fleet, worker, llm, serve, reward)
 
 
 def build_parser() -> argparse.ArgumentParser:

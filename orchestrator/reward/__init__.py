@@ -32,18 +32,22 @@ from ._request import (
     PlainVerifyRequest,
     ResponseCreateParams,
     ResponsesVerifyRequest,
+    UnknownQuestionError,
     VerifyRequest,
     request_answer,
     request_kind,
 )
+from ._service import DEFAULT_MAX_BODY_BYTES, HealthResponse, VerifyResponse, create_app
 from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
 
 __all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
     "AgentResponse",
     "CachingCaller",
     "ComponentSource",
     "EquivalenceVerdict",
+    "HealthResponse",
     "InlineQuestion",
     "InvalidRequestError",
     "JudgeCache",
@@ -58,9 +62,12 @@ __all__ = [
     "RewardMode",
     "RewardScorer",
     "ScoredRollout",
+    "UnknownQuestionError",
     "VerifyRequest",
+    "VerifyResponse",
     "caching_caller_factory",
     "compose_reward",
+    "create_app",
     "judge_call_key",
     "judge_equivalence",
     "load_reward_config",

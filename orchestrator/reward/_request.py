@@ -38,6 +38,7 @@ __all__ = [
     "PlainVerifyRequest",
     "ResponseCreateParams",
     "ResponsesVerifyRequest",
+    "UnknownQuestionError",
     "VerifyRequest",
     "request_answer",
     "request_kind",
@@ -53,6 +54,10 @@ class InvalidRequestError(VerifleetError, ValueError):
 
     The service answers it with a 4xx; the rollouts scorer reports its line.
     """
+
+
+class UnknownQuestionError(InvalidRequestError):
+    """The request names a question the benchmark does not have."""
 
 
 class ResponseCreateParams(BaseModel):

@@ -45,6 +45,7 @@ from ._request import (
     InvalidRequestError,
     PlainVerifyRequest,
     ResponsesVerifyRequest,
+    UnknownQuestionError,
     request_answer,
     requested_question_id,
     requested_question_text,
@@ -185,7 +186,7 @@ class RewardScorer:
             try:
                 question = self.benchmark.get_question(qid)
             except KeyError:
-                raise InvalidRequestError(
+                raise UnknownQuestionError(
                     f"unknown question id {qid!r}: benchmark {self.benchmark.name!r} "
                     f"has {len(self.benchmark.questions)} questions"
                 ) from None
@@ -194,7 +195,7 @@ class RewardScorer:
             text = requested_question_text(request)
             found = self._by_text.get(text)
             if found is None:
-                raise InvalidRequestError(
+                raise UnknownQuestionError(
                     "no question_id given and the last user message of "
                     "responses_create_params.input matches no question of benchmark "
                     f"{self.benchmark.name!r}"

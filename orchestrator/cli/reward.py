@@ -1,0 +1,97 @@
+"""``verifleet reward``: add ``reward`` and the verdict fields to every rollout of a
+JSON Lines file.
+
+Each line is a verify request (the ``POST /verify`` body: ``responses_create_params``
+and ``response``, or the plain form). Output lines are the input lines plus
+``reward``, ``verify_result``, ``verify_granular_result``, ``reward_components``,
+``verification_error`` and ``rollout_line``, in input order. Without ``--redis``
+the rollouts are scored in this process; with it, by the fleet's workers. Either
+way the rewards are the same. Re-running with the same ``--out`` resumes.
+Malformed lines are reported with their line numbers (and listed in
+``OUT.errors.jsonl``) and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from verifleet.orchestrator.reward import RewardScorer
+from verifleet.orchestrator.reward._fleet import score_rollouts_fleet
+from verifleet.orchestrator.reward._rollouts import LineError, score_rollouts_local
+from verifleet.schemas import ConfigError
+
+from .serve import add_reward_arguments, reward_setup
+
+__all__ = ["register"]
+
+_EPILOG = """\
+examples:
+  verifleet reward rollouts.jsonl --benchmark bench.yaml --parsing openai:gpt-4.1-mini \\
+      --out scored.jsonl
+  verifleet reward rollouts.jsonl --benchmark bench.yaml --parsing openai:gpt-4.1-mini \\
+      --reward-config reward.yaml --out scored.jsonl --redis redis://127.0.0.1:6379/0
+"""
+
+
+def register(commands: Any) -> None:
+    """Add the ``reward`` sub-command."""
+    parser = commands.add_parser(
+        "reward",
+        help="score a JSONL file of RL rollouts (locally or on the fleet)",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("rollouts", type=Path, help="rollouts, one JSON request per line")
+    parser.add_argument("--benchmark", type=Path, required=True, help="benchmark file")
+    add_reward_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="scored rollouts (JSONL)")
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        default=os.environ.get("VERIFLEET_REDIS_URL"),
+        help="score on the fleet through this Redis (default: $VERIFLEET_REDIS_URL; "
+        "unset: in this process)",
+    )
+    parser.add_argument("--concurrency", type=int, default=8, help="local mode: rollouts at once")
+    parser.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=600.0,
+        help="fleet mode: give up after this many seconds without a verdict",
+    )
+    parser.set_defaults(handler=_reward)
+
+
+def _report_line(entry: LineError) -> None:
+    print(f"line {entry.line}: skipped: {entry.message}", file=sys.stderr, flush=True)
+
+
+def _reward(args: argparse.Namespace) -> int:
+    if not args.rollouts.is_file():
+        raise ConfigError(f"{args.rollouts}: no such rollouts file")
+    benchmark, models, reward, resources = reward_setup(args, redis_url=args.redis)
+    scorer = RewardScorer(benchmark, models, reward, resources=resources)
+    if args.redis:
+        report = score_rollouts_fleet(
+            args.rollouts,
+            args.out,
+            scorer,
+            args.redis,
+            stall_timeout=args.stall_timeout,
+            on_error=_report_line,
+        )
+    else:
+        report = score_rollouts_local(
+            args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line
+        )
+    where = "on the fleet" if args.redis else "locally"
+    print(
+        f"{args.rollouts}: {report.scored} rollouts scored {where}, "
+        f"{report.already_done} already in {args.out}, {len(report.errors)} malformed lines skipped"
+    )
+    return 1 if report.errors else 0

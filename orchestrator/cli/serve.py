@@ -1,0 +1,133 @@
+"""``verifleet serve``: the reward service (``POST /verify``) for one benchmark.
+
+Reinforcement-learning rollout collectors send each finished rollout to
+``POST /verify`` and get back the rollout with its ``reward`` (0.0-1.0) and the
+full verification result. The response is verified as given: no answer is
+generated. ``--reward-config`` chooses binary, continuous or hybrid rewards (see
+docs/reward.md); ``--redis`` shares the judge-call cache between service
+replicas so every replica gives a response the same reward.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from verifleet.orchestrator.reward import (
+    DEFAULT_MAX_BODY_BYTES,
+    MemoryJudgeCache,
+    RedisJudgeCache,
+    RewardConfig,
+    RewardScorer,
+    create_app,
+    load_reward_config,
+    reward_resources,
+)
+from verifleet.pipeline import PipelineResources
+from verifleet.schemas import ConfigError, ModelConfig, load_benchmark
+
+from .config import missing_credentials
+
+__all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
+
+_EPILOG = """\
+examples:
+  verifleet serve bench.yaml --parsing openai:gpt-4.1-mini --port 8080
+  verifleet serve bench.yaml --parsing http://127.0.0.1:8000/v1#judge \\
+      --reward-config reward.yaml --redis redis://127.0.0.1:6379/0
+
+  curl -s localhost:8080/verify -H 'content-type: application/json' \\
+      -d '{"question_id": "q1", "response": "The capital is Paris."}'
+"""
+
+
+def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags ``serve`` and ``reward`` share."""
+    parser.add_argument(
+        "--parsing", nargs="+", metavar="MODEL", required=True, help="judge model(s)"
+    )
+    parser.add_argument(
+        "--reward-config", type=Path, help="YAML/JSON reward config (default: binary)"
+    )
+    parser.add_argument(
+        "--trust-callables",
+        action="store_true",
+        help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
+    )
+
+
+def judge_models(specs: list[str]) -> list[ModelConfig]:
+    """Judge models from command-line specs, at temperature 0.
+
+    Raises:
+        ConfigError: a spec has none of the accepted forms.
+    """
+    return [ModelConfig.parse(spec, temperature=0.0) for spec in specs]
+
+
+def reward_setup(
+    args: argparse.Namespace, *, redis_url: str | None
+) -> tuple[Any, list[ModelConfig], RewardConfig, PipelineResources]:
+    """Load the benchmark, judges and reward config named by the flags, and
+    resources whose judge cache is shared through Redis when ``redis_url`` is set.
+
+    Raises:
+        BenchmarkLoadError: the benchmark cannot be loaded.
+        ConfigError: a bad model spec or reward config, or a missing API key.
+    """
+    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    models = judge_models(args.parsing)
+    reward = load_reward_config(args.reward_config) if args.reward_config else RewardConfig()
+    if redis_url:
+        cache: Any = RedisJudgeCache(redis.Redis.from_url(redis_url))
+    else:
+        cache = MemoryJudgeCache()
+    resources = reward_resources(cache)
+    # Validate the whole setup (traits, verification fields, keys) before serving.
+    scorer = RewardScorer(benchmark, models, reward, resources=resources)
+    problems = missing_credentials(scorer.config)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return benchmark, models, reward, resources
+
+
+def register(commands: Any) -> None:
+    """Add the ``serve`` sub-command."""
+    parser = commands.add_parser(
+        "serve",
+        help="serve POST /verify: rewards for RL rollouts",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
+    add_reward_arguments(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--redis", metavar="URL", help="share the judge-call cache through Redis")
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"larger requests get 413 (default {DEFAULT_MAX_BODY_BYTES})",
+    )
+    parser.set_defaults(handler=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    benchmark, models, reward, resources = reward_setup(args, redis_url=args.redis)
+    app = create_app(
+        benchmark, models, reward, resources=resources, max_body_bytes=args.max_body_bytes
+    )
+    print(
+        f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "
+        f"{reward.mode} reward) on http://{args.host}:{args.port}/verify",
+        flush=True,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0

@@ -1,0 +1,286 @@
+"""Scoring rollouts on the fleet: the Redis layout the CLI and the workers share,
+and the CLI side that submits rollouts and collects their verdicts.
+
+A reward job is content-addressed: its id hashes the benchmark, the judges and the
+reward config, and each rollout is stored under a hash of its JSON. A task
+carries only ``(job id, rollout key)`` (DESIGN: keys, not payloads); the worker
+scores the rollout with the same :class:`RewardScorer` the local mode uses and
+writes the verdict fields once (``HSETNX``). Re-running resumes: verdicts
+already in Redis are collected without sending a task again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+import zstandard
+from celery import Celery
+
+from verifleet.orchestrator.store import DEFAULT_QUEUE
+from verifleet.schemas import Benchmark, ModelConfig
+
+from ._config import RewardConfig
+from ._request import InvalidRequestError
+from ._rollouts import (
+    LineError,
+    RolloutReport,
+    _ignore,
+    _Writer,
+    done_lines,
+    iter_lines,
+    parse_rollout,
+    scored_line,
+)
+from ._scorer import RewardScorer
+
+__all__ = [
+    "REWARD_TASK_NAME",
+    "RewardJobKeys",
+    "RewardJobSpec",
+    "load_reward_job",
+    "reward_job_id",
+    "rollout_key",
+    "score_rollouts_fleet",
+    "store_reward_job",
+]
+
+REWARD_TASK_NAME = "verifleet.score_rollout"
+
+_INVALID = "invalid_request"
+
+
+@dataclass(frozen=True)
+class RewardJobKeys:
+    """Redis keys of one reward job (all under ``<prefix>:reward:<id>:``)."""
+
+    job_id: str
+    prefix: str = "vf"
+
+    def _k(self, name: str) -> str:
+        return f"{self.prefix}:reward:{self.job_id}:{name}"
+
+    @property
+    def spec(self) -> str:
+        """Hash: compressed benchmark, judges and reward config JSON."""
+        return self._k("spec")
+
+    @property
+    def rollouts(self) -> str:
+        """Hash: rollout key → compressed rollout JSON."""
+        return self._k("rollouts")
+
+    @property
+    def scores(self) -> str:
+        """Hash: rollout key → verdict fields JSON (written once)."""
+        return self._k("scores")
+
+
+@dataclass(frozen=True)
+class RewardJobSpec:
+    """What a worker needs to score a job's rollouts."""
+
+    benchmark: Benchmark
+    parsing_models: list[ModelConfig]
+    reward_config: RewardConfig
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def reward_job_id(
+    benchmark: Benchmark, parsing_models: Sequence[ModelConfig], reward_config: RewardConfig
+) -> str:
+    """A content hash: the same benchmark, judges and config give the same job."""
+    payload = _canonical(
+        {
+            "benchmark": benchmark.model_dump(mode="json"),
+            "parsing": [m.model_dump(mode="json") for m in parsing_models],
+            "reward": reward_config.model_dump(mode="json"),
+        }
+    )
+    return "reward-" + hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def rollout_key(rollout: dict[str, Any]) -> str:
+    """A hash of the rollout's JSON: identical rollouts share one verdict."""
+    return hashlib.sha256(_canonical(rollout).encode()).hexdigest()[:32]
+
+
+def store_reward_job(
+    client: redis.Redis,
+    benchmark: Benchmark,
+    parsing_models: Sequence[ModelConfig],
+    reward_config: RewardConfig,
+    *,
+    prefix: str = "vf",
+) -> str:
+    """Store the job's spec once (idempotent); return the job id."""
+    job_id = reward_job_id(benchmark, parsing_models, reward_config)
+    keys = RewardJobKeys(job_id, prefix)
+    zc = zstandard.ZstdCompressor()
+    parsing = json.dumps([m.model_dump(mode="json") for m in parsing_models])
+    client.hset(
+        keys.spec,
+        mapping={
+            "benchmark": zc.compress(benchmark.model_dump_json().encode()),
+            "parsing": zc.compress(parsing.encode()),
+            "reward": zc.compress(reward_config.model_dump_json().encode()),
+        },
+    )
+    return job_id
+
+
+def load_reward_job(client: redis.Redis, job_id: str, *, prefix: str = "vf") -> RewardJobSpec:
+    """The stored spec of ``job_id``.
+
+    Raises:
+        KeyError: no such reward job.
+    """
+    keys = RewardJobKeys(job_id, prefix)
+    blobs = client.hmget(keys.spec, ["benchmark", "parsing", "reward"])
+    zd = zstandard.ZstdDecompressor()
+    texts = [zd.decompress(b).decode() for b in blobs if isinstance(b, bytes)]
+    if len(texts) != 3:
+        raise KeyError(f"no reward job {job_id!r} in the store")
+    benchmark, parsing, reward = texts
+    return RewardJobSpec(
+        benchmark=Benchmark.model_validate_json(benchmark),
+        parsing_models=[ModelConfig.model_validate(m) for m in json.loads(parsing)],
+        reward_config=RewardConfig.model_validate_json(reward),
+    )
+
+
+class _Sender:
+    """Sends score tasks by name through one producer, in batches."""
+
+    def __init__(self, redis_url: str, queue: str, batch: int = 200) -> None:
+        self._app = Celery("verifleet-reward-client", broker=redis_url)
+        self._app.conf.update(
+            task_serializer="json",
+            accept_content=["json"],
+            task_ignore_result=True,
+            broker_connection_retry_on_startup=True,
+        )
+        self._queue = queue
+        self._batch = batch
+        self._pending: list[tuple[str, str]] = []
+
+    def add(self, job_id: str, key: str) -> None:
+        self._pending.append((job_id, key))
+        if len(self._pending) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        with self._app.producer_or_acquire() as producer:
+            for job_id, key in self._pending:
+                self._app.send_task(
+                    REWARD_TASK_NAME, args=[job_id, key], queue=self._queue, producer=producer
+                )
+        self._pending = []
+
+    def close(self) -> None:
+        self._app.close()
+
+
+@dataclass
+class _Pending:
+    line: int
+    key: str
+    rollout: dict[str, Any]
+
+
+def score_rollouts_fleet(
+    path: Path,
+    out: Path,
+    scorer: RewardScorer,
+    redis_url: str,
+    *,
+    prefix: str = "vf",
+    queue: str = DEFAULT_QUEUE,
+    window: int = 1000,
+    poll: float = 0.2,
+    stall_timeout: float = 600.0,
+    on_error: Callable[[LineError], None] = _ignore,
+) -> RolloutReport:
+    """Score the rollouts of ``path`` on the fleet's workers; output as local mode.
+
+    Lines are validated here (the same checks as local mode), stored in Redis and
+    sent as tasks; verdicts are written to ``out`` in input order as they
+    arrive, with at most ``window`` rollouts outstanding.
+
+    Raises:
+        TimeoutError: no verdict arrived for ``stall_timeout`` seconds (no
+            worker running?); rerunning resumes where it stopped.
+        redis.RedisError: Redis is unreachable.
+        OSError: a file cannot be read or written.
+    """
+    client = redis.Redis.from_url(redis_url)
+    job_id = store_reward_job(
+        client, scorer.benchmark, scorer.parsing_models, scorer.reward_config, prefix=prefix
+    )
+    keys = RewardJobKeys(job_id, prefix)
+    zc = zstandard.ZstdCompressor()
+    report = RolloutReport()
+    done = done_lines(out)
+    writer = _Writer(out, report, on_error)
+    sender = _Sender(redis_url, queue)
+    pending: deque[_Pending] = deque()
+    last_progress = time.monotonic()
+
+    def drain(*, until: int) -> None:
+        nonlocal last_progress
+        while len(pending) > until:
+            sender.flush()
+            head = [p.key for p in list(pending)[:200]]
+            verdicts = client.hmget(keys.scores, head)
+            for raw in verdicts:
+                if raw is None:
+                    break
+                item = pending.popleft()
+                fields = json.loads(raw)
+                if _INVALID in fields:
+                    writer.error(item.line, str(fields[_INVALID]))
+                else:
+                    writer.write(scored_line(item.rollout, fields, item.line))
+                last_progress = time.monotonic()
+            if len(pending) > until and verdicts and verdicts[0] is None:
+                if time.monotonic() - last_progress > stall_timeout:
+                    raise TimeoutError(
+                        f"no verdict from the fleet for {stall_timeout:.0f}s "
+                        f"(job {job_id}, {len(pending)} rollouts outstanding): are workers running?"
+                    )
+                time.sleep(poll)
+
+    try:
+        for number, text in iter_lines(path):
+            if number in done:
+                report.already_done += 1
+                continue
+            try:
+                rollout, _request = parse_rollout(text, scorer)
+            except InvalidRequestError as exc:
+                writer.error(number, str(exc))
+                continue
+            key = rollout_key(rollout)
+            client.hsetnx(keys.rollouts, key, zc.compress(_canonical(rollout).encode()))
+            if not client.hexists(keys.scores, key):
+                sender.add(job_id, key)
+            pending.append(_Pending(number, key, rollout))
+            drain(until=window)
+        drain(until=0)
+    finally:
+        sender.close()
+        writer.close()
+        client.close()
+    return report

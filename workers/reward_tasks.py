@@ -1,0 +1,119 @@
+"""The task that scores one stored rollout of a reward job (``ifleet reward
+--redis``).
+
+It runs the very :class:`~verifleet.orchestrator.reward.RewardScorer` the local
+mode and the service use, so a rollout gets the same reward on the fleet as in
+one process. Judge calls go through the Redis-shared judge-call cache and the
+fleet-wide endpoint limiter. The verdict is written once (``HSETNX``): a task
+delivered twice stores nothing new. This module imports the reward package's
+scoring core (not its service or CLI); it is registered in ``app.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+
+import zstandard
+from pydantic import TypeAdapter
+
+from verifleet.orchestrator.reward import (
+    InvalidRequestError,
+    RedisJudgeCache,
+    RewardScorer,
+    VerifyRequest,
+    reward_resources,
+)
+from verifleet.orchestrator.reward._fleet import (
+    REWARD_TASK_NAME,
+    RewardJobKeys,
+    load_reward_job,
+)
+from verifleet.orchestrator.store import ResultStore
+from verifleet.pipeline import PipelineResources
+
+from ._limiter import RedisCallGate
+from ._settings import WorkerSettings
+from .app import app
+
+__all__ = ["score_rollout_task"]
+
+log = logging.getLogger(__name__)
+
+_REQUEST: TypeAdapter[object] = TypeAdapter(VerifyRequest)
+_lock = threading.Lock()
+_scorers: OrderedDict[str, RewardScorer] = OrderedDict()
+_shared: dict[str, object] = {}
+_MAX_JOBS = 8
+
+
+def _resources(settings: WorkerSettings, store: ResultStore) -> PipelineResources:
+    # Built once per process: every job's scorer shares the clients and the cache.
+    if "resources" not in _shared:
+        gate = RedisCallGate(
+            store.client,
+            lease_seconds=settings.lease_seconds,
+            max_wait=settings.unit_deadline,
+            prefix=settings.prefix,
+        )
+        cache = RedisJudgeCache(store.client, prefix=settings.prefix)
+        _shared["resources"] = reward_resources(cache, call_gate=gate)
+    resources = _shared["resources"]
+    assert isinstance(resources, PipelineResources)
+    return resources
+
+
+def _state(job_id: str) -> tuple[ResultStore, RewardScorer, WorkerSettings]:
+    with _lock:
+        settings: WorkerSettings = app.conf.verifleet_settings
+        if "store" not in _shared:
+            _shared["store"] = ResultStore.from_url(settings.redis_url, prefix=settings.prefix)
+        store = _shared["store"]
+        assert isinstance(store, ResultStore)
+        scorer = _scorers.get(job_id)
+        if scorer is None:
+            spec = load_reward_job(store.client, job_id, prefix=settings.prefix)
+            scorer = RewardScorer(
+                spec.benchmark,
+                spec.parsing_models,
+                spec.reward_config,
+                resources=_resources(settings, store),
+            )
+            _scorers[job_id] = scorer
+            while len(_scorers) > _MAX_JOBS:
+                _scorers.popitem(last=False)
+        _scorers.move_to_end(job_id)
+        return store, scorer, settings
+
+
+@app.task(name=REWARD_TASK_NAME, acks_late=True)
+def score_rollout_task(job_id: str, key: str) -> str:
+    """Score rollout ``key`` of reward job ``job_id`` and store its verdict fields.
+
+    Returns:
+        ``"done"``, ``"already-done"`` or ``"missing"`` (the rollout is not stored).
+
+    Raises:
+        redis.RedisError: Redis unreachable; the message stays unacked and comes back.
+    """
+    store, scorer, settings = _state(job_id)
+    keys = RewardJobKeys(job_id, settings.prefix)
+    client = store.client
+    if client.hexists(keys.scores, key):
+        return "already-done"
+    blob = client.hget(keys.rollouts, key)
+    if not isinstance(blob, bytes):
+        log.warning("reward job %s: rollout %s is not stored", job_id, key)
+        return "missing"
+    rollout = json.loads(zstandard.ZstdDecompressor().decompress(blob))
+    try:
+        request = _REQUEST.validate_python(rollout)
+        fields = scorer.score(request).verdict_fields()  # type: ignore[arg-type]
+    except (InvalidRequestError, ValueError) as exc:
+        # The CLI validated the line; a worker with another benchmark version
+        # may still disagree, and the CLI reports this line as malformed.
+        fields = {"invalid_request": str(exc)}
+    client.hsetnx(keys.scores, key, json.dumps(fields, ensure_ascii=False))
+    return "done"
