@@ -32,7 +32,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap = tonumber(ARGV[3])
 if cap > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  local eff = math.max(1, math.floor(tonumber(redis.call('GET', KEYS[3]) or ARGV[3])))
+  -- min with the configured cap: a lowered max_concurrency applies at once even
+  -- while an adapted cap from before is still stored
+  local eff = math.max(1, math.floor(math.min(cap, tonumber(redis.call('GET', KEYS[3]) or cap))))
   if redis.call('ZCARD', KEYS[1]) >= eff then return 20 end
 end
 local rpm = tonumber(ARGV[4])
@@ -52,17 +54,22 @@ end
 return 0
 """
 
-# ARGV: configured cap, factor (<1 shrink) or 0 (grow by 1/cap)
-_ADAPT = """
-local cap = tonumber(ARGV[1])
-local cur = tonumber(redis.call('GET', KEYS[1]) or ARGV[1])
+# Release a lease and adapt the cap in one round trip (one per call, on the hot path).
+# KEYS: leases, cap. ARGV: token, configured cap, factor: <1 shrinks (a 429), 0 grows
+# by 1/cap (a success), -1 leaves the cap alone (any other failure).
+_RELEASE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+local cap = tonumber(ARGV[2])
+local cur = math.min(cap, tonumber(redis.call('GET', KEYS[2]) or cap))
 local new
-if tonumber(ARGV[2]) > 0 then
-  new = math.max(1, cur * tonumber(ARGV[2]))
+local factor = tonumber(ARGV[3])
+if factor < 0 then return tostring(cur) end
+if factor > 0 then
+  new = math.max(1, cur * factor)
 else
   new = math.min(cap, cur + 1 / math.max(cur, 1))
 end
-redis.call('SET', KEYS[1], tostring(new), 'EX', 3600)
+redis.call('SET', KEYS[2], tostring(new), 'EX', 3600)
 return tostring(new)
 """
 
@@ -94,7 +101,7 @@ class RedisCallGate:
         self._prefix = prefix
         self._sleep = sleep
         self._acquire = client.register_script(_ACQUIRE)
-        self._adapt = client.register_script(_ADAPT)
+        self._release = client.register_script(_RELEASE)
 
     def _keys(self, limits: EndpointLimits) -> list[str]:
         base = f"{self._prefix}:limit:{limits.key}"
@@ -125,15 +132,13 @@ class RedisCallGate:
                     attempts=0,
                 )
             self._sleep(min(wait_ms / 1000, 0.25) * (0.5 + random.random()))
+        factor: float = 0.0  # grow, unless the call ends in anything but success
         try:
             yield token
         except BaseException as exc:
-            if cap and is_rate_limited(exc):
-                self._adapt(keys=[keys[2]], args=[cap, EndpointLimits.shrink_factor])
+            # A 429 shrinks the cap; any other failure releases without adapting.
+            factor = EndpointLimits.shrink_factor if is_rate_limited(exc) else -1.0
             raise
-        else:
-            if cap:
-                self._adapt(keys=[keys[2]], args=[cap, 0])
         finally:
             if cap:
-                self._client.zrem(keys[0], token)
+                self._release(keys=[keys[0], keys[2]], args=[token, cap, factor])

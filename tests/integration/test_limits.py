@@ -8,15 +8,21 @@ see. Nothing here asserts a duration.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+import redis
 from _support.fleet import Fleet
 from _support.jobs import capitals_benchmark
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.limits import LocalCallGate
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.orchestrator.store import JobStatus
+from verifleet.pipeline import CallGate, ModelCallError
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.workers._limiter import RedisCallGate
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +107,50 @@ def test_local_mode_backs_off_on_429_and_loses_nothing() -> None:
     ]
     assert stats.sent_429 > 0  # the endpoint did push back ...
     assert stats.by_status.get("200") == 60  # ... and every call got through in the end
+
+
+class _RateLimited(Exception):
+    # Stands for the endpoint's 429 reply: the gates read only ``status_code``,
+    # and a test needs it raised at one exact moment, not at the endpoint's whim.
+    status_code = 429
+
+
+def _gates(redis_url: str) -> dict[str, CallGate]:
+    client = redis.Redis.from_url(redis_url)
+    return {
+        "fleet": RedisCallGate(client, lease_seconds=30, max_wait=0.5, prefix="vfgate"),
+        "local": LocalCallGate(max_wait=0.5),
+    }
+
+
+def _slots_available(gate: CallGate, model: ModelConfig, most: int) -> int:
+    """How many calls can hold a slot at once (tries up to ``most``)."""
+    with contextlib.ExitStack() as stack:
+        for held in range(most):
+            try:
+                stack.enter_context(gate(model))
+            except ModelCallError:
+                return held
+        return most
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_gate_shrinks_on_429_and_grows_back_on_success(redis_url: str, kind: str) -> None:
+    gate = _gates(redis_url)[kind]
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m", max_concurrency=4)
+    assert _slots_available(gate, model, 6) == 4
+    with pytest.raises(_RateLimited), gate(model):
+        raise _RateLimited
+    assert _slots_available(gate, model, 6) == 2  # 4 x 0.7 = 2.8 slots
+    for _ in range(6):  # +1/cap per success: back to the configured cap, no further
+        with gate(model):
+            pass
+    assert _slots_available(gate, model, 6) == 4
+
+
+def test_fleet_gate_applies_a_lowered_cap_at_once(redis_url: str) -> None:
+    gate = _gates(redis_url)["fleet"]
+    with gate(ModelConfig.parse("http://127.0.0.1:9/v1#m", max_concurrency=8)):
+        pass  # stores an adapted cap of 8 for the endpoint
+    lowered = ModelConfig.parse("http://127.0.0.1:9/v1#m", max_concurrency=3)
+    assert _slots_available(gate, lowered, 6) == 3
