@@ -1,0 +1,243 @@
+"""The reward service over real HTTP: uvicorn on a free port, httpx requests, the
+bench endpoint (a real OpenAI-compatible server) as the judge."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from _support.fleet import VERIFLEET
+from _support.redis_server import free_port
+from _support.reward import (
+    CORRECT,
+    JUDGE_ANSWERS,
+    PARTIAL,
+    QUESTION,
+    VERBOSE_CORRECT,
+    WRONG,
+    geo_benchmark,
+    nemo_request,
+)
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.orchestrator.reward import RewardConfig, create_app
+from verifleet.schemas import ModelConfig, dump_benchmark
+
+HYBRID = RewardConfig.build(
+    {
+        "mode": "hybrid",
+        "components": [
+            {"name": "correctness", "source": "verify_granular_result", "weight": 0.5},
+            {"name": "pedagogy", "source": "trait", "trait": "clarity", "weight": 0.3},
+            {"name": "efficiency", "source": "trait", "trait": "concise", "weight": 0.2},
+        ],
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[RunningEndpoint]:
+    with run_endpoint_in_thread(EndpointConfig(answers=JUDGE_ANSWERS)) as endpoint:
+        yield endpoint
+
+
+@contextmanager
+def serving(
+    endpoint: RunningEndpoint, reward: RewardConfig, **kwargs: int
+) -> Iterator[httpx.Client]:
+    """The service for the geo benchmark on a free port, and a client for it."""
+    app = create_app(
+        geo_benchmark(), [ModelConfig.parse(f"{endpoint.base_url}#judge")], reward, **kwargs
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "service did not start"
+        time.sleep(0.02)
+    try:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False
+        ) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def binary(judge: RunningEndpoint) -> Iterator[httpx.Client]:
+    with serving(judge, RewardConfig(), max_body_bytes=20_000) as client:
+        yield client
+
+
+def test_correct_and_incorrect_responses_get_one_and_zero(binary: httpx.Client) -> None:
+    right = binary.post("/verify", json=nemo_request(CORRECT, rollout_id=7))
+    assert right.status_code == 200, right.text
+    body = right.json()
+    assert body["reward"] == 1.0
+    # The request comes back with its own fields, plus the full result.
+    assert body["rollout_id"] == 7
+    assert body["responses_create_params"]["input"][0]["content"] == QUESTION
+    result = body["verification_result"]
+    assert result["template"]["verify_result"] is True
+    assert result["template"]["parsed_llm_response"] == {"city": "Paris", "country": "France"}
+    assert result["metadata"]["question_id"] == "geo"
+    wrong = binary.post("/verify", json={"question_id": "geo", "response": WRONG})
+    assert wrong.status_code == 200, wrong.text
+    assert wrong.json()["reward"] == 0.0
+    assert wrong.json()["verification_result"]["template"]["verify_result"] is False
+
+
+def test_same_response_gets_the_same_reward_without_asking_the_judge_again(
+    binary: httpx.Client, judge: RunningEndpoint
+) -> None:
+    first = binary.post("/verify", json={"question_id": "geo", "response": VERBOSE_CORRECT})
+    calls = judge.stats().calls
+    again = binary.post("/verify", json={"question_id": "geo", "response": VERBOSE_CORRECT})
+    assert first.json()["reward"] == again.json()["reward"] == 1.0
+    assert judge.stats().calls == calls
+
+
+def test_malformed_requests_get_4xx_with_a_message(binary: httpx.Client) -> None:
+    cases = [
+        (b"{not json", 400, "not valid JSON"),
+        (b'{"question_id": "nope", "response": "x"}', 404, "unknown question id 'nope'"),
+        (b'{"response": "x"}', 422, "exactly one of 'question_id' and 'question'"),
+        (b'{"question_id": "geo", "response": "   "}', 422, "empty"),
+        (
+            b'{"responses_create_params": {"input": "Who?"}, "response": {"output": []},'
+            b' "question_id": "geo"}',
+            422,
+            "no assistant message",
+        ),
+        (b"[1, 2]", 422, "malformed request"),
+    ]
+    for raw, status, message in cases:
+        reply = binary.post("/verify", content=raw, headers={"content-type": "application/json"})
+        assert reply.status_code == status, (raw, reply.text)
+        assert message in reply.json()["message"], reply.text
+    unmatched = binary.post("/verify", json=nemo_request(CORRECT, question="Something else?"))
+    assert unmatched.status_code == 404
+    assert "matches no question" in unmatched.json()["message"]
+    big = binary.post("/verify", json={"question_id": "geo", "response": "x" * 30_000})
+    assert big.status_code == 413
+    assert "larger than 20000 bytes" in big.json()["message"]
+
+
+def test_inline_question_with_a_broken_template_is_a_bad_request(binary: httpx.Client) -> None:
+    reply = binary.post(
+        "/verify",
+        json={
+            "question": {"text": "2+2?", "answer_template": "class Answer(:\n"},
+            "response": "4",
+        },
+    )
+    assert reply.status_code == 422
+    assert reply.json()["message"].startswith("question.answer_template:")
+
+
+def test_health_and_openapi(binary: httpx.Client) -> None:
+    health = binary.get("/health").json()
+    assert (health["status"], health["benchmark"], health["reward_mode"]) == ("ok", "geo", "binary")
+    spec = binary.get("/openapi.json").json()
+    assert "/verify" in spec["paths"]
+    assert "VerifyResponse" in spec["components"]["schemas"]
+
+
+def test_partial_answer_gets_granular_and_hybrid_rewards(judge: RunningEndpoint) -> None:
+    with serving(judge, RewardConfig(mode="continuous")) as client:
+        body = client.post("/verify", json={"question_id": "geo", "response": PARTIAL}).json()
+        assert body["reward"] == 0.5
+        assert body["verification_result"]["template"]["verify_result"] is False
+    with serving(judge, HYBRID) as client:
+        body = client.post("/verify", json={"question_id": "geo", "response": PARTIAL}).json()
+        # granular 0.5, clarity 4 of 1-5 -> 0.75, concise (33 chars) -> 1.0
+        assert body["reward"] == pytest.approx(0.5 * 0.5 + 0.3 * 0.75 + 0.2 * 1.0)
+        assert body["reward_breakdown"][0]["components"] == {
+            "correctness": 0.5,
+            "pedagogy": 0.75,
+            "efficiency": 1.0,
+        }
+        long = client.post("/verify", json={"question_id": "geo", "response": VERBOSE_CORRECT})
+        assert long.json()["reward"] == pytest.approx(0.5 + 0.3 * 0.5 + 0.0)
+
+
+def test_unreachable_judge_is_a_zero_reward_not_a_server_error() -> None:
+    dead = ModelConfig.parse(f"http://127.0.0.1:{free_port()}/v1#judge")
+    reward = RewardConfig.build(
+        {"error_reward": 0.0, "verification": {"retry_policy": {"max_attempts": 1}}}
+    )
+    app = create_app(geo_benchmark(), [dead], reward)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/verify",
+            json={"question_id": "geo", "response": CORRECT},
+            timeout=60,
+            trust_env=False,
+        )
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert reply.status_code == 200
+    assert reply.json()["reward"] == 0.0
+    assert reply.json()["reward_breakdown"][0]["error"]
+
+
+def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> None:
+    bench = tmp_path / "geo.yaml"
+    dump_benchmark(geo_benchmark(), bench)
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            *VERIFLEET,
+            "serve",
+            str(bench),
+            "--parsing",
+            f"{judge.base_url}#judge",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", trust_env=False).status_code == 200:
+                    break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline, "verifleet serve did not start"
+                time.sleep(0.2)
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/verify",
+            json=nemo_request(WRONG),
+            timeout=60,
+            trust_env=False,
+        )
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["reward"] == 0.0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
