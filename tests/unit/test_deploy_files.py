@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from _support.deploy_files import (
     COMPOSE,
     ROOT,
@@ -57,7 +58,7 @@ from celery import Celery
 from verifleet.orchestrator.cli import build_parser
 from verifleet.orchestrator.cli.config import build_config
 from verifleet.orchestrator.cli.worker import flower_command
-from verifleet.schemas import load_benchmark
+from verifleet.schemas import VerificationConfig, load_benchmark
 from verifleet.workers._settings import WorkerSettings
 
 # Programs the Redis image and its probes run; any other program must be ours.
@@ -450,3 +451,11 @@ def test_documented_commands_parse(page: Path) -> None:
     assert len(commands) >= 3, f"{page.name}: expected a walkthrough with commands"
     for argv in commands:
         verifleet_args(Launch(page.name, argv))
+
+
+def test_documented_endpoint_limits_config_is_a_valid_config() -> None:
+    text = (ROOT / "docs" / "fleet.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    config = VerificationConfig.build(**yaml.safe_load(block))
+    limited = [m for m in config.answering_models + config.parsing_models if m.max_concurrency]
+    assert limited and any(m.requests_per_minute for m in limited)
