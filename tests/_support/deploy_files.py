@@ -28,6 +28,7 @@ __all__ = [
     "Launch",
     "all_launches",
     "as_argv",
+    "compose_interpolate",
     "compose_raw",
     "compose_services",
     "dockerfile_instructions",
@@ -38,6 +39,7 @@ __all__ = [
     "k8s_workloads",
     "parse_env_file",
     "parse_unit",
+    "split_shell",
     "systemd_expand",
     "unit_environment",
 ]

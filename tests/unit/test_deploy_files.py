@@ -40,6 +40,7 @@ from _support.deploy_files import (
     Launch,
     all_launches,
     as_argv,
+    compose_interpolate,
     compose_raw,
     compose_services,
     dockerfile_instructions,
@@ -50,6 +51,7 @@ from _support.deploy_files import (
     k8s_workloads,
     parse_env_file,
     parse_unit,
+    split_shell,
     systemd_expand,
     unit_environment,
 )
@@ -459,3 +461,30 @@ def test_documented_endpoint_limits_config_is_a_valid_config() -> None:
     config = VerificationConfig.build(**yaml.safe_load(block))
     limited = [m for m in config.answering_models + config.parsing_models if m.max_concurrency]
     assert limited and any(m.requests_per_minute for m in limited)
+
+
+# ---------------------------------------------------------------- the readers themselves
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ("${A:-dflt}", {}, "dflt"),
+        ("${A:-dflt}", {"A": ""}, "dflt"),  # `:-` also replaces an empty value
+        ("${A-dflt}", {"A": ""}, ""),  # `-` only replaces an unset one
+        ("${A}", {"A": "v"}, "v"),
+        ("celery@$$HOSTNAME", {}, "celery@$HOSTNAME"),
+    ],
+)
+def test_compose_interpolation_follows_compose(
+    text: str, env: dict[str, str], expected: str
+) -> None:
+    assert compose_interpolate(text, env) == expected
+
+
+def test_shell_scripts_split_into_every_program_they_run() -> None:
+    assert split_shell("exec redis-cli ping | grep -q PONG && celery -A m inspect ping") == [
+        ["redis-cli", "ping"],
+        ["grep", "-q", "PONG"],
+        ["celery", "-A", "m", "inspect", "ping"],
+    ]
