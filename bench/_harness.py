@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import redis
 
+from verifleet.orchestrator.store import DEFAULT_QUEUE
 from verifleet.schemas import Benchmark, ModelConfig, Question, VerificationConfig
 
 __all__ = [
@@ -311,30 +312,27 @@ class WorkerProcs:
     ) -> None:
         self.logdir = Path(tempfile.mkdtemp(prefix="vf-workers-"))
         environment = {**os.environ, "VERIFLEET_REDIS_URL": redis_url, **(env or {})}
+        # The command ``verifleet worker`` runs (see its --help); started through
+        # celery directly so a bench does not depend on every CLI module importing.
+        command = [sys.executable, "-m", "celery", "-A", "verifleet.workers.app", "worker"]
+        command += ["-P", "threads", "-c", str(concurrency), "-Q", DEFAULT_QUEUE]
         self.procs: list[subprocess.Popen[bytes]] = []
         for index in range(count):
             log = (self.logdir / f"w{index}.log").open("wb")
             self.procs.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "verifleet",
-                        "worker",
-                        "--concurrency",
-                        str(concurrency),
-                        "--hostname",
-                        f"bench{index}@%h",
-                        "--loglevel",
-                        "WARNING",
-                    ],
+                    [*command, "-n", f"bench{index}@%h", "--loglevel", "WARNING"],
                     env=environment,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
             )
-        self._wait_ready(redis_url)
+        try:
+            self._wait_ready(redis_url)
+        except BaseException:
+            self.stop(keep_logs=True)
+            raise
 
     def _wait_ready(self, redis_url: str, timeout: float = 90.0) -> None:
         # At WARNING level celery logs nothing on start; a worker is ready when it
@@ -364,7 +362,7 @@ class WorkerProcs:
         """Resident memory of each worker now, in MB."""
         return [rss_mb(p.pid) for p in self.procs]
 
-    def stop(self) -> None:
+    def stop(self, *, keep_logs: bool = False) -> None:
         """SIGTERM each worker's session, SIGKILL after 20 s; safe to call twice."""
         for proc in self.procs:
             if proc.poll() is None:
@@ -375,7 +373,8 @@ class WorkerProcs:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        shutil.rmtree(self.logdir, ignore_errors=True)
+        if not keep_logs:
+            shutil.rmtree(self.logdir, ignore_errors=True)
 
     def __enter__(self) -> WorkerProcs:
         return self

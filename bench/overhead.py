@@ -1,0 +1,122 @@
+"""verifleet's own CPU time per unit with an instant endpoint, local vs fleet.
+
+Usage::
+
+    .venv/bin/python bench/overhead.py            # 500 units, 1 worker, 16 threads
+    .venv/bin/python bench/overhead.py --n 2000 --workers 2
+
+The endpoint answers at once (no latency), so every CPU second spent is
+verifleet's (pipeline, model client, HTTP, Celery, Redis client, compression) or
+the endpoint's, and the endpoint runs in a process of its own, not counted.
+Each unit makes two model calls (answer, parse).
+
+The same job runs twice per mode: ``cold`` is the first run, where each
+question's template is compiled and its judge schema built (once per process
+and template); ``warm`` runs the same questions again as a new job, which is
+what every unit after the first of its question costs (other answering models,
+replicates). Fleet figures are the worker processes' CPU (from /proc), the
+submitting process's CPU and Redis's CPU, each per unit.
+
+Nothing is asserted; the script prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python bench/overhead.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    EndpointProc,
+    RedisProc,
+    WorkerProcs,
+    capitals,
+    cpu_seconds,
+    fleet_config,
+    machine_line,
+    self_cpu_seconds,
+)
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.schemas import Benchmark, VerificationConfig
+
+TARGET_MS = 5.0
+
+
+def _local(bench: Benchmark, config: VerificationConfig, label: str) -> None:
+    n = len(bench.questions)
+    cpu, start = self_cpu_seconds(), time.perf_counter()
+    done = sum(1 for _ in LocalRunner(bench, config).run())
+    wall, cpu = time.perf_counter() - start, self_cpu_seconds() - cpu
+    assert done == n, f"{done} of {n} units"
+    print(
+        f"local  {label}: {cpu / n * 1000:6.2f} ms CPU/unit ({n / wall:.0f} units/s, {wall:.1f}s)",
+        flush=True,
+    )
+
+
+def _fleet(
+    bench: Benchmark,
+    config: VerificationConfig,
+    redis_proc: RedisProc,
+    workers: WorkerProcs,
+    label: str,
+) -> float:
+    n = len(bench.questions)
+    assert redis_proc.proc is not None
+    redis_cpu, worker_cpu = cpu_seconds(redis_proc.proc.pid), workers.cpu_seconds()
+    own, start = self_cpu_seconds(), time.perf_counter()
+    job = Job.submit(bench, config, redis_proc.url)
+    submit_cpu = self_cpu_seconds() - own
+    progress = job.wait(poll=0.1)
+    wall = time.perf_counter() - start
+    worker_cpu = workers.cpu_seconds() - worker_cpu
+    redis_cpu = cpu_seconds(redis_proc.proc.pid) - redis_cpu
+    assert progress.done_units == n and not progress.failed_units, progress
+    per = worker_cpu / n * 1000
+    print(
+        f"fleet  {label}: {per:6.2f} ms CPU/unit in workers "
+        f"(+ submit {submit_cpu / n * 1000:.2f}, redis {redis_cpu / n * 1000:.2f}; "
+        f"{n / wall:.0f} units/s, {wall:.1f}s)  target <= {TARGET_MS:g} ms: "
+        f"{'met' if per <= TARGET_MS else 'MISSED'}",
+        flush=True,
+    )
+    return per
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run local then fleet, cold then warm; print one line each."""
+    parser = argparse.ArgumentParser(prog="bench/overhead.py", description=__doc__)
+    parser.add_argument("--n", type=int, default=500, help="units per run (default 500)")
+    parser.add_argument("--threads", type=int, default=16, help="threads per runner/worker")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--modes", default="local,fleet", help="comma-separated")
+    args = parser.parse_args(argv)
+    modes = {m.strip() for m in args.modes.split(",")}
+    print(machine_line())
+    print(f"n={args.n} units x 2 calls, instant endpoint, {args.threads} threads", flush=True)
+    bench, answers = capitals(args.n)
+    with EndpointProc(answers) as endpoint:
+        config = fleet_config(endpoint.base_url, max_concurrency=args.threads)
+        if "local" in modes:
+            _local(bench, config, "cold")
+            _local(bench, config, "warm")
+        if "fleet" in modes:
+            with (
+                RedisProc() as redis_proc,
+                WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads) as workers,
+            ):
+                _fleet(bench, config, redis_proc, workers, "cold")
+                _fleet(bench, config, redis_proc, workers, "warm")
+                rss = ", ".join(f"{mb:.0f} MB" for mb in workers.rss_mb())
+                print(f"fleet  worker resident memory after both runs: {rss}")
+        print(f"endpoint CPU (not counted above): {endpoint.cpu_seconds():.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""A large job end to end: submit, run on two workers, store, export to Parquet.
+
+Usage::
+
+    .venv/bin/python bench/scale.py                                  # 100,000 units
+    .venv/bin/python bench/scale.py --questions 2000                 # 20,000 units
+
+The job is ``--questions`` x ``--answering`` models x ``--replicates`` units
+(default 10,000 x 5 x 2 = 100,000), one parsing model, against the instant
+endpoint. Printed figures and their targets:
+
+- submit time and the submitting process's peak resident memory (<= 200 MB),
+  measured in a child process that builds the benchmark and submits it;
+- run time and units/s on ``--workers`` worker processes;
+- Redis memory per stored result (<= 2 KB for a typical result): growth of
+  ``used_memory`` over the job divided by the results, and the mean compressed
+  blob next to it;
+- Parquet export rate (>= 20,000 results/s) and the exporting process's peak
+  resident memory (<= 500 MB), again in a child process;
+- each worker's resident memory after a warm-up job and at the end (no growth
+  beyond noise).
+
+Peak memory is the child's ``ru_maxrss`` (the OS high-water mark, which also
+counts native buffers). Nothing is asserted; the script prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: python bench/scale.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    EndpointProc,
+    RedisProc,
+    WorkerProcs,
+    capitals,
+    fleet_config,
+    machine_line,
+)
+
+TARGETS = {"submit_mb": 200.0, "result_bytes": 2048.0, "export_rate": 20_000.0, "export_mb": 500.0}
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _rss_now_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
+    """In a fresh process: build the benchmark and config, submit, report."""
+    from verifleet.orchestrator._fleet.job import Job
+
+    imported = _rss_now_mb()
+    start = time.perf_counter()
+    bench, _answers = capitals(args.questions)
+    del _answers
+    config = fleet_config(
+        args.base_url,
+        answering=[f"answerer{i}" for i in range(args.answering)],
+        parsing="judge",
+        replicate_count=args.replicates,
+    )
+    built = time.perf_counter() - start
+    job = Job.submit(bench, config, args.redis)
+    return {
+        "job_id": job.job_id,
+        "build_s": built,
+        "submit_s": time.perf_counter() - start - built,
+        "imported_mb": imported,
+        "peak_mb": _peak_mb(),
+    }
+
+
+def _child_export(args: argparse.Namespace) -> dict[str, Any]:
+    """In a fresh process: stream the job's results from Redis into Parquet."""
+    from verifleet.orchestrator._fleet.job import Job
+
+    imported = _rss_now_mb()
+    start = time.perf_counter()
+    rows = Job(args.job, args.redis).export(Path(args.out))
+    return {
+        "rows": rows,
+        "seconds": time.perf_counter() - start,
+        "imported_mb": imported,
+        "peak_mb": _peak_mb(),
+        "bytes": Path(args.out).stat().st_size,
+    }
+
+
+def _in_child(phase: str, *options: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase", phase, *options],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{phase} child failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _mean_blob(client: Any, key: str, sample: int = 2000) -> float:
+    sizes = []
+    for field, _ in client.hscan_iter(key, count=500):
+        sizes.append(client.hstrlen(key, field))
+        if len(sizes) >= sample:
+            break
+    return sum(sizes) / max(len(sizes), 1)
+
+
+def _verdict(value: float, target: float, *, at_most: bool = True) -> str:
+    ok = value <= target if at_most else value >= target
+    return "met" if ok else "MISSED"
+
+
+def _run(args: argparse.Namespace) -> None:
+    from verifleet.orchestrator._fleet.job import Job
+
+    units = args.questions * args.answering * args.replicates
+    print(machine_line())
+    print(
+        f"job: {args.questions} questions x {args.answering} answering x {args.replicates} "
+        f"replicates = {units} units ({units} results), {args.workers} workers x "
+        f"{args.threads} threads, instant endpoint",
+        flush=True,
+    )
+    _bench, answers = capitals(args.questions)
+    del _bench
+    began = time.perf_counter()
+    with (
+        EndpointProc(answers) as endpoint,
+        RedisProc() as redis_proc,
+        WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads) as workers,
+    ):
+        warm, _ = capitals(min(args.questions, 200))
+        warm_config = fleet_config(endpoint.base_url, parsing="judge")
+        Job.submit(warm, warm_config, redis_proc.url).wait(poll=0.2)
+        rss_start = workers.rss_mb()
+        client = redis_proc.client()
+        mem_before = redis_proc.used_memory()
+
+        common = ["--redis", redis_proc.url, "--base-url", endpoint.base_url]
+        sizes = ["--questions", str(args.questions), "--answering", str(args.answering)]
+        sizes += ["--replicates", str(args.replicates)]
+        sub = _in_child("submit", *common, *sizes)
+        print(
+            f"submit   build {sub['build_s']:.1f}s + submit {sub['submit_s']:.1f}s "
+            f"({units / sub['submit_s']:.0f} units/s); peak RSS {sub['peak_mb']:.0f} MB "
+            f"({sub['imported_mb']:.0f} MB after imports) target <= {TARGETS['submit_mb']:.0f} MB: "
+            f"{_verdict(sub['peak_mb'], TARGETS['submit_mb'])}",
+            flush=True,
+        )
+        mem_queued = redis_proc.used_memory()
+        job = Job(sub["job_id"], redis_proc.url)
+        start, last = time.perf_counter(), 0.0
+        while not (progress := job.progress()).finished:
+            now = time.perf_counter()
+            if now - last >= 30:
+                rate = progress.done_units / (now - start)
+                print(f"  ... {progress.done_units}/{units} units, {rate:.0f} units/s", flush=True)
+                last = now
+            time.sleep(1.0)
+        run_s = time.perf_counter() - start
+        print(
+            f"run      {units} units in {run_s:.0f}s = {units / run_s:.0f} units/s, "
+            f"{progress.failed_units} failed units",
+            flush=True,
+        )
+        mem_after = redis_proc.used_memory()
+        per_result = (mem_after - mem_before) / progress.results
+        blob = _mean_blob(client, job.store.keys(job.job_id).results)
+        print(
+            f"redis    {(mem_after - mem_before) / 2**20:.0f} MB for {progress.results} results = "
+            f"{per_result:.0f} B/result (mean compressed blob {blob:.0f} B; queue held "
+            f"{(mem_queued - mem_before) / 2**20:.0f} MB at submit) target <= "
+            f"{TARGETS['result_bytes']:.0f} B: {_verdict(per_result, TARGETS['result_bytes'])}",
+            flush=True,
+        )
+        rss_end = workers.rss_mb()
+        print(
+            "workers  RSS after warm-up "
+            + ", ".join(f"{mb:.0f}" for mb in rss_start)
+            + " MB; at the end "
+            + ", ".join(f"{mb:.0f}" for mb in rss_end)
+            + " MB",
+            flush=True,
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            out = str(Path(tmp) / "results.parquet")
+            exp = _in_child("export", "--redis", redis_proc.url, "--job", job.job_id, "--out", out)
+        rate = exp["rows"] / exp["seconds"]
+        print(
+            f"export   {exp['rows']} rows in {exp['seconds']:.1f}s = {rate:.0f} results/s "
+            f"(target >= {TARGETS['export_rate']:.0f}: "
+            f"{_verdict(rate, TARGETS['export_rate'], at_most=False)}); peak RSS "
+            f"{exp['peak_mb']:.0f} MB ({exp['imported_mb']:.0f} after imports; target <= "
+            f"{TARGETS['export_mb']:.0f}: {_verdict(exp['peak_mb'], TARGETS['export_mb'])}); "
+            f"file {exp['bytes'] / 2**20:.1f} MB",
+            flush=True,
+        )
+    print(f"total    {time.perf_counter() - began:.0f}s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the whole bench, or one child phase (``--phase``, used internally)."""
+    parser = argparse.ArgumentParser(prog="bench/scale.py", description=__doc__)
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--answering", type=int, default=5, help="answering models")
+    parser.add_argument("--replicates", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--threads", type=int, default=16, help="threads per worker")
+    parser.add_argument("--phase", choices=["submit", "export"], help=argparse.SUPPRESS)
+    parser.add_argument("--redis", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.phase == "submit":
+        print(json.dumps(_child_submit(args)))
+    elif args.phase == "export":
+        print(json.dumps(_child_export(args)))
+    else:
+        _run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
