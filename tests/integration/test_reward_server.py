@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 import uvicorn
 from _support.fleet import VERIFLEET
 from _support.redis_server import free_port
@@ -27,7 +28,13 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.reward import RewardConfig, create_app
+from verifleet.orchestrator.reward import (
+    JudgeCache,
+    RedisJudgeCache,
+    RewardConfig,
+    create_app,
+    reward_resources,
+)
 from verifleet.schemas import ModelConfig, dump_benchmark
 
 HYBRID = RewardConfig.build(
@@ -50,11 +57,19 @@ def judge() -> Iterator[RunningEndpoint]:
 
 @contextmanager
 def serving(
-    endpoint: RunningEndpoint, reward: RewardConfig, **kwargs: int
+    endpoint: RunningEndpoint,
+    reward: RewardConfig,
+    *,
+    cache: JudgeCache | None = None,
+    max_body_bytes: int = 1_000_000,
 ) -> Iterator[httpx.Client]:
     """The service for the geo benchmark on a free port, and a client for it."""
     app = create_app(
-        geo_benchmark(), [ModelConfig.parse(f"{endpoint.base_url}#judge")], reward, **kwargs
+        geo_benchmark(),
+        [ModelConfig.parse(f"{endpoint.base_url}#judge")],
+        reward,
+        resources=reward_resources(cache),
+        max_body_bytes=max_body_bytes,
     )
     port = free_port()
     server = uvicorn.Server(
@@ -241,3 +256,53 @@ def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> Non
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+
+
+def test_replicas_sharing_redis_reuse_each_others_judge_replies(
+    judge: RunningEndpoint, redis_url: str
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    body = {"question_id": "geo", "response": PARTIAL}
+    with serving(judge, HYBRID, cache=RedisJudgeCache(client)) as first:
+        rewarded = first.post("/verify", json=body).json()["reward"]
+    calls = judge.stats().calls
+    # A second replica with a cold in-process cache asks Redis, not the judge.
+    with serving(judge, HYBRID, cache=RedisJudgeCache(client)) as second:
+        assert second.post("/verify", json=body).json()["reward"] == rewarded
+    assert judge.stats().calls == calls
+    assert len(list(client.scan_iter(match="vf:judge:*"))) >= 2
+
+
+def test_first_stored_reply_wins_across_caches(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    one, two = RedisJudgeCache(client), RedisJudgeCache(client)
+    assert one.put("k", "first") == "first"
+    # Another process that computed a different reply adopts the stored one.
+    assert two.put("k", "second") == "first"
+    assert two.get("k") == "first"
+    assert one.get("missing") is None
+
+
+def test_swap_check_through_the_service() -> None:
+    reference = "Paris, France"
+    order = {
+        # Position-biased judge: equivalent only when the reference comes first.
+        f"ANSWER 1:\n{reference}\n\nANSWER 2:\n{CORRECT}": {"fields": {"equivalent": True}},
+        f"ANSWER 1:\n{CORRECT}\n\nANSWER 2:\n{reference}": {"fields": {"equivalent": False}},
+    }
+    answers = {**JUDGE_ANSWERS, **order}
+    components = [
+        {"name": "match", "source": "equivalence", "weight": 0.5},
+        {"name": "correctness", "source": "verify_result", "weight": 0.5},
+    ]
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as biased:
+        for swap, reward in ((False, 1.0), (True, 0.5)):
+            config = RewardConfig.build(
+                {"mode": "hybrid", "components": components, "swap_check": swap}
+            )
+            with serving(biased, config) as client:
+                body = client.post(
+                    "/verify", json={"question_id": "geo", "response": CORRECT}
+                ).json()
+            assert body["reward"] == reward, body
+            assert body["equivalence"]["consistent"] is (not swap)
