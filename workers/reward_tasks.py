@@ -1,4 +1,4 @@
-"""The task that scores one stored rollout of a reward job (``ifleet reward
+"""The task that scores one stored rollout of a reward job (``verifleet reward
 --redis``).
 
 It runs the very :class:`~verifleet.orchestrator.reward.RewardScorer` the local
@@ -14,22 +14,23 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 
 import zstandard
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from verifleet.orchestrator.reward import (
+    REWARD_TASK_NAME,
     InvalidRequestError,
+    PlainVerifyRequest,
     RedisJudgeCache,
+    ResponsesVerifyRequest,
+    RewardJobKeys,
     RewardScorer,
     VerifyRequest,
-    reward_resources,
-)
-from verifleet.orchestrator.reward._fleet import (
-    REWARD_TASK_NAME,
-    RewardJobKeys,
     load_reward_job,
+    reward_resources,
 )
 from verifleet.orchestrator.store import ResultStore
 from verifleet.pipeline import PipelineResources
@@ -37,12 +38,13 @@ from verifleet.pipeline import PipelineResources
 from ._limiter import RedisCallGate
 from ._settings import WorkerSettings
 from .app import app
+from .tasks import _until_redis_answers
 
 __all__ = ["score_rollout_task"]
 
 log = logging.getLogger(__name__)
 
-_REQUEST: TypeAdapter[object] = TypeAdapter(VerifyRequest)
+_REQUEST: TypeAdapter[ResponsesVerifyRequest | PlainVerifyRequest] = TypeAdapter(VerifyRequest)
 _lock = threading.Lock()
 _scorers: OrderedDict[str, RewardScorer] = OrderedDict()
 _shared: dict[str, object] = {}
@@ -65,7 +67,7 @@ def _resources(settings: WorkerSettings, store: ResultStore) -> PipelineResource
     return resources
 
 
-def _state(job_id: str) -> tuple[ResultStore, RewardScorer, WorkerSettings]:
+def _state(job_id: str) -> tuple[ResultStore, RewardScorer]:
     with _lock:
         settings: WorkerSettings = app.conf.verifleet_settings
         if "store" not in _shared:
@@ -85,35 +87,46 @@ def _state(job_id: str) -> tuple[ResultStore, RewardScorer, WorkerSettings]:
             while len(_scorers) > _MAX_JOBS:
                 _scorers.popitem(last=False)
         _scorers.move_to_end(job_id)
-        return store, scorer, settings
+        return store, scorer
 
 
 @app.task(name=REWARD_TASK_NAME, acks_late=True)
 def score_rollout_task(job_id: str, key: str) -> str:
     """Score rollout ``key`` of reward job ``job_id`` and store its verdict fields.
 
+    Redis being unreachable is waited out inside the task until the unit
+    deadline, as for units (see ``tasks.py``); the message stays unacked meanwhile.
+
     Returns:
         ``"done"``, ``"already-done"`` or ``"missing"`` (the rollout is not stored).
 
     Raises:
-        redis.RedisError: Redis unreachable; the message stays unacked and comes back.
+        redis.RedisError: Redis still unreachable at the deadline.
+        KeyError: the reward job's spec is not in Redis.
     """
-    store, scorer, settings = _state(job_id)
+    settings: WorkerSettings = app.conf.verifleet_settings
+    deadline = time.monotonic() + settings.unit_deadline
+    store, scorer = _until_redis_answers(lambda: _state(job_id), deadline=deadline)
     keys = RewardJobKeys(job_id, settings.prefix)
     client = store.client
-    if client.hexists(keys.scores, key):
+    if _until_redis_answers(lambda: client.hexists(keys.scores, key), deadline=deadline):
         return "already-done"
-    blob = client.hget(keys.rollouts, key)
+    blob = _until_redis_answers(lambda: client.hget(keys.rollouts, key), deadline=deadline)
     if not isinstance(blob, bytes):
         log.warning("reward job %s: rollout %s is not stored", job_id, key)
         return "missing"
     rollout = json.loads(zstandard.ZstdDecompressor().decompress(blob))
     try:
         request = _REQUEST.validate_python(rollout)
-        fields = scorer.score(request).verdict_fields()  # type: ignore[arg-type]
-    except (InvalidRequestError, ValueError) as exc:
+        fields = scorer.score(request, deadline=deadline).verdict_fields()
+    except (InvalidRequestError, ValidationError) as exc:
         # The CLI validated the line; a worker with another benchmark version
-        # may still disagree, and the CLI reports this line as malformed.
+        # may still disagree, and the CLI then reports this line as malformed.
         fields = {"invalid_request": str(exc)}
-    client.hsetnx(keys.scores, key, json.dumps(fields, ensure_ascii=False))
+    payload = json.dumps(fields, ensure_ascii=False)
+    # Writing gets its own deadline: the verdict is computed and must not be lost.
+    _until_redis_answers(
+        lambda: client.hsetnx(keys.scores, key, payload),
+        deadline=time.monotonic() + settings.unit_deadline,
+    )
     return "done"

@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verifleet.orchestrator.reward import RewardScorer
-from verifleet.orchestrator.reward._fleet import score_rollouts_fleet
-from verifleet.orchestrator.reward._rollouts import LineError, score_rollouts_local
+from verifleet.orchestrator.reward import LineError, score_rollouts_fleet, score_rollouts_local
 from verifleet.schemas import ConfigError
 
 from .serve import add_reward_arguments, reward_setup
@@ -74,8 +72,7 @@ def _report_line(entry: LineError) -> None:
 def _reward(args: argparse.Namespace) -> int:
     if not args.rollouts.is_file():
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
-    benchmark, models, reward, resources = reward_setup(args, redis_url=args.redis)
-    scorer = RewardScorer(benchmark, models, reward, resources=resources)
+    scorer = reward_setup(args, redis_url=args.redis)
     if args.redis:
         report = score_rollouts_fleet(
             args.rollouts,

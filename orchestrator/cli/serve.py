@@ -26,7 +26,6 @@ from verifleet.orchestrator.reward import (
     load_reward_config,
     reward_resources,
 )
-from verifleet.pipeline import PipelineResources
 from verifleet.schemas import ConfigError, ModelConfig, load_benchmark
 
 from .config import missing_credentials
@@ -68,11 +67,9 @@ def judge_models(specs: list[str]) -> list[ModelConfig]:
     return [ModelConfig.parse(spec, temperature=0.0) for spec in specs]
 
 
-def reward_setup(
-    args: argparse.Namespace, *, redis_url: str | None
-) -> tuple[Any, list[ModelConfig], RewardConfig, PipelineResources]:
-    """Load the benchmark, judges and reward config named by the flags, and
-    resources whose judge cache is shared through Redis when ``redis_url`` is set.
+def reward_setup(args: argparse.Namespace, *, redis_url: str | None) -> RewardScorer:
+    """The scorer for the benchmark, judges and reward config named by the flags;
+    its judge-call cache is shared through Redis when ``redis_url`` is set.
 
     Raises:
         BenchmarkLoadError: the benchmark cannot be loaded.
@@ -86,12 +83,11 @@ def reward_setup(
     else:
         cache = MemoryJudgeCache()
     resources = reward_resources(cache)
-    # Validate the whole setup (traits, verification fields, keys) before serving.
     scorer = RewardScorer(benchmark, models, reward, resources=resources)
     problems = missing_credentials(scorer.config)
     if problems:
         raise ConfigError("; ".join(problems))
-    return benchmark, models, reward, resources
+    return scorer
 
 
 def register(commands: Any) -> None:
@@ -120,9 +116,14 @@ def register(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    benchmark, models, reward, resources = reward_setup(args, redis_url=args.redis)
+    scorer = reward_setup(args, redis_url=args.redis)
+    benchmark, reward = scorer.benchmark, scorer.reward_config
     app = create_app(
-        benchmark, models, reward, resources=resources, max_body_bytes=args.max_body_bytes
+        benchmark,
+        scorer.parsing_models,
+        reward,
+        resources=scorer.resources,
+        max_body_bytes=args.max_body_bytes,
     )
     print(
         f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "

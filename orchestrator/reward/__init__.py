@@ -38,11 +38,24 @@ from ._request import (
     request_kind,
 )
 from ._service import DEFAULT_MAX_BODY_BYTES, HealthResponse, VerifyResponse, create_app
+from ._fleet import (
+    REWARD_TASK_NAME,
+    RewardJobKeys,
+    RewardJobSpec,
+    load_reward_job,
+    reward_job_id,
+    rollout_key,
+    score_rollouts_fleet,
+    store_reward_job,
+)
+from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
 from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "LINE_FIELD",
+    "REWARD_TASK_NAME",
     "AgentResponse",
     "CachingCaller",
     "ComponentSource",
@@ -51,6 +64,7 @@ __all__ = [
     "InlineQuestion",
     "InvalidRequestError",
     "JudgeCache",
+    "LineError",
     "MemoryJudgeCache",
     "PlainVerifyRequest",
     "RedisJudgeCache",
@@ -59,8 +73,11 @@ __all__ = [
     "RewardBreakdown",
     "RewardComponent",
     "RewardConfig",
+    "RewardJobKeys",
+    "RewardJobSpec",
     "RewardMode",
     "RewardScorer",
+    "RolloutReport",
     "ScoredRollout",
     "UnknownQuestionError",
     "VerifyRequest",
@@ -71,8 +88,14 @@ __all__ = [
     "judge_call_key",
     "judge_equivalence",
     "load_reward_config",
+    "load_reward_job",
     "normalise_trait",
     "request_answer",
     "request_kind",
+    "reward_job_id",
     "reward_resources",
+    "rollout_key",
+    "score_rollouts_fleet",
+    "score_rollouts_local",
+    "store_reward_job",
 ]

@@ -32,9 +32,9 @@ from ._request import InvalidRequestError
 from ._rollouts import (
     LineError,
     RolloutReport,
-    _ignore,
-    _Writer,
+    RolloutWriter,
     done_lines,
+    ignore_line_error,
     iter_lines,
     parse_rollout,
     scored_line,
@@ -211,7 +211,7 @@ def score_rollouts_fleet(
     window: int = 1000,
     poll: float = 0.2,
     stall_timeout: float = 600.0,
-    on_error: Callable[[LineError], None] = _ignore,
+    on_error: Callable[[LineError], None] = ignore_line_error,
 ) -> RolloutReport:
     """Score the rollouts of ``path`` on the fleet's workers; output as local mode.
 
@@ -233,7 +233,7 @@ def score_rollouts_fleet(
     zc = zstandard.ZstdCompressor()
     report = RolloutReport()
     done = done_lines(out)
-    writer = _Writer(out, report, on_error)
+    writer = RolloutWriter(out, report, on_error)
     sender = _Sender(redis_url, queue)
     pending: deque[_Pending] = deque()
     last_progress = time.monotonic()

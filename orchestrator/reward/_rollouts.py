@@ -33,8 +33,10 @@ __all__ = [
     "LINE_FIELD",
     "LineError",
     "RolloutReport",
+    "RolloutWriter",
     "done_lines",
     "errors_path",
+    "ignore_line_error",
     "iter_lines",
     "parse_rollout",
     "score_rollouts_local",
@@ -149,8 +151,9 @@ def done_lines(out: Path) -> set[int]:
     return done
 
 
-class _Writer:
-    """Appends output records and error records, flushing each line."""
+class RolloutWriter:
+    """Appends output records to ``out`` and error records to its errors file,
+    flushing each line so an interrupted run loses at most the line being written."""
 
     def __init__(self, out: Path, report: RolloutReport, on_error: Callable[[LineError], None]):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +179,8 @@ class _Writer:
         self._errors.close()
 
 
-def _ignore(_entry: LineError) -> None:
+def ignore_line_error(_entry: LineError) -> None:
+    """The default ``on_error``: the error file and the report still list the line."""
     return None
 
 
@@ -186,7 +190,7 @@ def score_rollouts_local(
     scorer: RewardScorer,
     *,
     concurrency: int = 8,
-    on_error: Callable[[LineError], None] = _ignore,
+    on_error: Callable[[LineError], None] = ignore_line_error,
 ) -> RolloutReport:
     """Score every rollout of ``path`` in this process and append them to ``out``.
 
@@ -205,7 +209,7 @@ def score_rollouts_local(
     """
     report = RolloutReport()
     done = done_lines(out)
-    writer = _Writer(out, report, on_error)
+    writer = RolloutWriter(out, report, on_error)
     window: deque[tuple[int, dict[str, Any], Future[dict[str, Any]]]] = deque()
 
     def score(request: AnyRequest) -> dict[str, Any]:

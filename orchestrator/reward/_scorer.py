@@ -230,8 +230,11 @@ class RewardScorer:
             _log.warning("question %s: equivalence judge failed: %s", question.id, exc)
             return None
 
-    def score(self, request: AnyRequest) -> ScoredRollout:
+    def score(self, request: AnyRequest, *, deadline: float | None = None) -> ScoredRollout:
         """Verify the request's response and compute its reward.
+
+        ``deadline`` (``time.monotonic()``) bounds the judge calls; by default the
+        config's ``unit_deadline`` from now.
 
         Content failures (judge unreachable, unparsable replies) are inside the
         results and get the config's ``error_reward``; they are not raised.
@@ -242,7 +245,8 @@ class RewardScorer:
         """
         question, rubric = self.resolve(request)
         answer = request_answer(request)
-        deadline = time.monotonic() + self.config.unit_deadline
+        if deadline is None:
+            deadline = time.monotonic() + self.config.unit_deadline
         results = run_unit(
             question,
             self._answering(request),

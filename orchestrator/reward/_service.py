@@ -67,13 +67,13 @@ class HealthResponse(BaseModel):
     parsing_models: list[str]
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 class BodyLimit:
     """ASGI middleware answering 413 to bodies over ``max_bytes``: by the declared
-    ``Content-Length`` before reading, else by counting while reading (chunked)."""
+    ``Content-Length`` before reading, else while reading (chunked uploads).
+
+    The body is read here and replayed to the app: FastAPI turns any error raised
+    while it reads the body into a 400, which would hide the 413.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -87,20 +87,30 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._reject(send)
             return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _BodyTooLarge
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._reject(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, counted, send)
-        except _BodyTooLarge:
-            await self._reject(send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps({"message": f"request body larger than {self.max_bytes} bytes"}).encode()

@@ -150,6 +150,18 @@ def test_malformed_requests_get_4xx_with_a_message(binary: httpx.Client) -> None
     assert big.status_code == 413
     assert "larger than 20000 bytes" in big.json()["message"]
 
+    def chunked() -> Iterator[bytes]:
+        yield b'{"question_id": "geo", "response": "'
+        for _ in range(30):
+            yield b"x" * 1000
+        yield b'"}'
+
+    # No Content-Length: the limit is enforced while the body streams in.
+    streamed = binary.post(
+        "/verify", content=chunked(), headers={"content-type": "application/json"}
+    )
+    assert streamed.status_code == 413
+
 
 def test_inline_question_with_a_broken_template_is_a_bad_request(binary: httpx.Client) -> None:
     reply = binary.post(
