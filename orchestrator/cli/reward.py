@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from verifleet.orchestrator.reward import LineError, score_rollouts_fleet, score_rollouts_local
 from verifleet.schemas import ConfigError
 
@@ -74,14 +76,17 @@ def _reward(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
     scorer = reward_setup(args, redis_url=args.redis)
     if args.redis:
-        report = score_rollouts_fleet(
-            args.rollouts,
-            args.out,
-            scorer,
-            args.redis,
-            stall_timeout=args.stall_timeout,
-            on_error=_report_line,
-        )
+        try:
+            report = score_rollouts_fleet(
+                args.rollouts,
+                args.out,
+                scorer,
+                args.redis,
+                stall_timeout=args.stall_timeout,
+                on_error=_report_line,
+            )
+        except redis.ConnectionError as exc:
+            raise ConfigError(f"cannot reach Redis at {args.redis}: {exc}") from None
     else:
         report = score_rollouts_local(
             args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line

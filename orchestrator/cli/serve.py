@@ -49,7 +49,10 @@ def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
         "--parsing", nargs="+", metavar="MODEL", required=True, help="judge model(s)"
     )
     parser.add_argument(
-        "--reward-config", type=Path, help="YAML/JSON reward config (default: binary)"
+        "--reward-config",
+        type=Path,
+        help="YAML/JSON reward config (default: the benchmark's custom_metadata.reward, "
+        "else binary)",
     )
     parser.add_argument(
         "--trust-callables",
@@ -67,6 +70,16 @@ def judge_models(specs: list[str]) -> list[ModelConfig]:
     return [ModelConfig.parse(spec, temperature=0.0) for spec in specs]
 
 
+def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
+    """The file's config, else the benchmark's own (``custom_metadata.reward``),
+    else binary rewards."""
+    if path is not None:
+        return load_reward_config(path)
+    if "reward" in metadata:
+        return RewardConfig.build(metadata["reward"])
+    return RewardConfig()
+
+
 def reward_setup(args: argparse.Namespace, *, redis_url: str | None) -> RewardScorer:
     """The scorer for the benchmark, judges and reward config named by the flags;
     its judge-call cache is shared through Redis when ``redis_url`` is set.
@@ -77,7 +90,7 @@ def reward_setup(args: argparse.Namespace, *, redis_url: str | None) -> RewardSc
     """
     benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
     models = judge_models(args.parsing)
-    reward = load_reward_config(args.reward_config) if args.reward_config else RewardConfig()
+    reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:
         cache: Any = RedisJudgeCache(redis.Redis.from_url(redis_url))
     else:

@@ -40,6 +40,7 @@ from ._request import (
 from ._service import DEFAULT_MAX_BODY_BYTES, HealthResponse, VerifyResponse, create_app
 from ._fleet import (
     REWARD_TASK_NAME,
+    FleetStalledError,
     RewardJobKeys,
     RewardJobSpec,
     load_reward_job,
@@ -60,6 +61,7 @@ __all__ = [
     "CachingCaller",
     "ComponentSource",
     "EquivalenceVerdict",
+    "FleetStalledError",
     "HealthResponse",
     "InlineQuestion",
     "InvalidRequestError",

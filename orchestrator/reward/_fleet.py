@@ -25,7 +25,7 @@ import zstandard
 from celery import Celery
 
 from verifleet.orchestrator.store import DEFAULT_QUEUE
-from verifleet.schemas import Benchmark, ModelConfig
+from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError
@@ -43,6 +43,7 @@ from ._scorer import RewardScorer
 
 __all__ = [
     "REWARD_TASK_NAME",
+    "FleetStalledError",
     "RewardJobKeys",
     "RewardJobSpec",
     "load_reward_job",
@@ -55,6 +56,10 @@ __all__ = [
 REWARD_TASK_NAME = "verifleet.score_rollout"
 
 _INVALID = "invalid_request"
+
+
+class FleetStalledError(VerifleetError, TimeoutError):
+    """No verdict arrived from the fleet for the stall timeout (no worker running?)."""
 
 
 @dataclass(frozen=True)
@@ -220,7 +225,7 @@ def score_rollouts_fleet(
     arrive, with at most ``window`` rollouts outstanding.
 
     Raises:
-        TimeoutError: no verdict arrived for ``stall_timeout`` seconds (no
+        FleetStalledError: no verdict arrived for ``stall_timeout`` seconds (no
             worker running?); rerunning resumes where it stopped.
         redis.RedisError: Redis is unreachable.
         OSError: a file cannot be read or written.
@@ -256,7 +261,7 @@ def score_rollouts_fleet(
                 last_progress = time.monotonic()
             if len(pending) > until and verdicts and verdicts[0] is None:
                 if time.monotonic() - last_progress > stall_timeout:
-                    raise TimeoutError(
+                    raise FleetStalledError(
                         f"no verdict from the fleet for {stall_timeout:.0f}s "
                         f"(job {job_id}, {len(pending)} rollouts outstanding): are workers running?"
                     )

@@ -84,13 +84,25 @@ class AgentResponse(BaseModel):
 
 
 class ResponsesVerifyRequest(BaseModel):
-    """The spec's ``BaseVerifyRequest``; extra fields travel along unchanged."""
+    """The spec's ``BaseVerifyRequest``; extra fields travel along unchanged.
+
+    A rollout in the spec's output format, with the trajectory as a top-level
+    ``output`` list instead of ``response.output``, is accepted too.
+    """
 
     model_config = ConfigDict(extra="allow")
 
     responses_create_params: ResponseCreateParams
     response: AgentResponse
     question_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _top_level_output(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "response" not in data and "output" in data:
+            data = dict(data)
+            data["response"] = {"output": data.pop("output")}
+        return data
 
 
 class InlineQuestion(BaseModel):
@@ -126,9 +138,12 @@ class PlainVerifyRequest(BaseModel):
 
 def request_kind(body: Any) -> str:
     """Which request shape ``body`` is: ``responses`` when it carries
-    ``responses_create_params`` or ``response`` as an object, else ``plain``."""
+    ``responses_create_params``, a ``response`` object or an ``output`` list,
+    else ``plain``."""
     if isinstance(body, Mapping):
         if "responses_create_params" in body or isinstance(body.get("response"), Mapping):
+            return "responses"
+        if isinstance(body.get("output"), list):
             return "responses"
     elif isinstance(body, ResponsesVerifyRequest):
         return "responses"

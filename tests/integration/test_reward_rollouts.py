@@ -181,3 +181,39 @@ def test_fleet_scoring_gives_the_same_rewards_as_local(
     )
     assert again.returncode == 1
     assert _read(fleet_out) == _read(local_out)
+
+
+def test_fleet_without_workers_stops_with_a_clear_error_and_benchmark_config_applies(
+    judge: RunningEndpoint, redis_url: str, tmp_path: Path
+) -> None:
+    bench = geo_benchmark()
+    bench.custom_metadata["reward"] = {"mode": "continuous"}
+    path = tmp_path / "geo.yaml"
+    dump_benchmark(bench, path)
+    rollouts = tmp_path / "r.jsonl"
+    rollouts.write_text(json.dumps({"question_id": "geo", "response": PARTIAL}) + "\n")
+    args = [
+        "reward",
+        str(rollouts),
+        "--benchmark",
+        str(path),
+        "--parsing",
+        f"{judge.base_url}#judge",
+    ]
+    stalled = run_cli(
+        *args,
+        "--out",
+        str(tmp_path / "f.jsonl"),
+        "--redis",
+        redis_url,
+        "--stall-timeout",
+        "2",
+        env=_local_env(),
+    )
+    assert stalled.returncode == 2
+    assert "no verdict from the fleet for 2s" in stalled.stderr
+    assert "Traceback" not in stalled.stderr
+    local = run_cli(*args, "--out", str(tmp_path / "l.jsonl"), env=_local_env())
+    assert local.returncode == 0, local.stderr
+    # The benchmark's own reward config (continuous) gives the partial credit.
+    assert _read(tmp_path / "l.jsonl")[0]["reward"] == 0.5

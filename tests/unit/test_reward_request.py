@@ -93,3 +93,11 @@ def test_plain_form_rules() -> None:
         ADAPTER.validate_python({"question_id": "geo", "response": CORRECT, "colour": 1})
     with pytest.raises(InvalidRequestError, match=r"messages\[0\]: a message needs a 'role'"):
         request_answer(PlainVerifyRequest(question_id="geo", messages=[{"content": "hi"}]))
+
+
+def test_rollout_with_top_level_output_is_the_responses_shape() -> None:
+    body = nemo_request(CORRECT)
+    body["output"] = body.pop("response")["output"]
+    request = ADAPTER.validate_python(body)
+    assert isinstance(request, ResponsesVerifyRequest)
+    assert request_answer(request).raw_llm_response == CORRECT
