@@ -216,13 +216,15 @@ def score_rollouts_fleet(
     window: int = 1000,
     poll: float = 0.2,
     stall_timeout: float = 600.0,
+    ttl_seconds: int = 7 * 24 * 3600,
     on_error: Callable[[LineError], None] = ignore_line_error,
 ) -> RolloutReport:
     """Score the rollouts of ``path`` on the fleet's workers; output as local mode.
 
     Lines are validated here (the same checks as local mode), stored in Redis and
     sent as tasks; verdicts are written to ``out`` in input order as they
-    arrive, with at most ``window`` rollouts outstanding.
+    arrive, with at most ``window`` rollouts outstanding. The job's keys expire
+    ``ttl_seconds`` after the last run that touched them.
 
     Raises:
         FleetStalledError: no verdict arrived for ``stall_timeout`` seconds (no
@@ -285,6 +287,8 @@ def score_rollouts_fleet(
             drain(until=window)
         drain(until=0)
     finally:
+        for key in (keys.spec, keys.rollouts, keys.scores):
+            client.expire(key, ttl_seconds)
         sender.close()
         writer.close()
         client.close()
