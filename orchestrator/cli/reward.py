@@ -14,6 +14,7 @@ Malformed lines are reported with their line numbers (and listed in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -74,23 +75,24 @@ def _report_line(entry: LineError) -> None:
 def _reward(args: argparse.Namespace) -> int:
     if not args.rollouts.is_file():
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
-    scorer = reward_setup(args, redis_url=args.redis)
-    if args.redis:
-        try:
-            report = score_rollouts_fleet(
-                args.rollouts,
-                args.out,
-                scorer,
-                args.redis,
-                stall_timeout=args.stall_timeout,
-                on_error=_report_line,
+    with contextlib.ExitStack() as stack:
+        scorer = reward_setup(args, stack, redis_url=args.redis)
+        if args.redis:
+            try:
+                report = score_rollouts_fleet(
+                    args.rollouts,
+                    args.out,
+                    scorer,
+                    args.redis,
+                    stall_timeout=args.stall_timeout,
+                    on_error=_report_line,
+                )
+            except redis.ConnectionError as exc:
+                raise ConfigError(f"cannot reach Redis at {args.redis}: {exc}") from None
+        else:
+            report = score_rollouts_local(
+                args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line
             )
-        except redis.ConnectionError as exc:
-            raise ConfigError(f"cannot reach Redis at {args.redis}: {exc}") from None
-    else:
-        report = score_rollouts_local(
-            args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line
-        )
     where = "on the fleet" if args.redis else "locally"
     print(
         f"{args.rollouts}: {report.scored} rollouts scored {where}, "

@@ -11,6 +11,8 @@ replicas so every replica gives a response the same reward.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +30,13 @@ from verifleet.orchestrator.reward import (
 )
 from verifleet.schemas import ConfigError, ModelConfig, load_benchmark
 
-from .config import missing_credentials
+from .config import LOCAL, missing_credentials
 
 __all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
 
 _EPILOG = """\
 examples:
+  verifleet serve bench.yaml                      # the bundled local judge
   verifleet serve bench.yaml --parsing openai:gpt-4.1-mini --port 8080
   verifleet serve bench.yaml --parsing http://127.0.0.1:8000/v1#judge \\
       --reward-config reward.yaml --redis redis://127.0.0.1:6379/0
@@ -46,7 +49,12 @@ examples:
 def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags ``serve`` and ``reward`` share."""
     parser.add_argument(
-        "--parsing", nargs="+", metavar="MODEL", required=True, help="judge model(s)"
+        "--parsing",
+        nargs="+",
+        metavar="MODEL",
+        default=[LOCAL],
+        help="judge model(s): provider:model, http(s)://url#model, or 'local' (the bundled "
+        "SmolLM2 on a llama-server this command starts; the default)",
     )
     parser.add_argument(
         "--reward-config",
@@ -61,13 +69,28 @@ def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def judge_models(specs: list[str]) -> list[ModelConfig]:
-    """Judge models from command-line specs, at temperature 0.
+def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelConfig]:
+    """Judge models from command-line specs, at temperature 0. ``local`` starts the
+    bundled model, which stays up until ``stack`` closes.
 
     Raises:
         ConfigError: a spec has none of the accepted forms.
+        LocalLLMError: the local model cannot be started.
     """
-    return [ModelConfig.parse(spec, temperature=0.0) for spec in specs]
+    local_spec: str | None = None
+    models = []
+    for spec in specs:
+        if spec == LOCAL:
+            if local_spec is None:
+                from verifleet.orchestrator import LocalLLMServer
+
+                print("starting the local model (llama-server + SmolLM2) ...", file=sys.stderr)
+                local_spec = stack.enter_context(LocalLLMServer()).spec
+            # A tiny model needs room for structured JSON replies.
+            models.append(ModelConfig.parse(local_spec, temperature=0.0, max_tokens=512))
+        else:
+            models.append(ModelConfig.parse(spec, temperature=0.0))
+    return models
 
 
 def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
@@ -80,16 +103,19 @@ def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
     return RewardConfig()
 
 
-def reward_setup(args: argparse.Namespace, *, redis_url: str | None) -> RewardScorer:
+def reward_setup(
+    args: argparse.Namespace, stack: contextlib.ExitStack, *, redis_url: str | None
+) -> RewardScorer:
     """The scorer for the benchmark, judges and reward config named by the flags;
-    its judge-call cache is shared through Redis when ``redis_url`` is set.
+    its judge-call cache is shared through Redis when ``redis_url`` is set. A
+    ``local`` judge runs until ``stack`` closes.
 
     Raises:
         BenchmarkLoadError: the benchmark cannot be loaded.
         ConfigError: a bad model spec or reward config, or a missing API key.
     """
     benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
-    models = judge_models(args.parsing)
+    models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:
         cache: Any = RedisJudgeCache(redis.Redis.from_url(redis_url))
@@ -129,19 +155,20 @@ def register(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    scorer = reward_setup(args, redis_url=args.redis)
-    benchmark, reward = scorer.benchmark, scorer.reward_config
-    app = create_app(
-        benchmark,
-        scorer.parsing_models,
-        reward,
-        resources=scorer.resources,
-        max_body_bytes=args.max_body_bytes,
-    )
-    print(
-        f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "
-        f"{reward.mode} reward) on http://{args.host}:{args.port}/verify",
-        flush=True,
-    )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    with contextlib.ExitStack() as stack:
+        scorer = reward_setup(args, stack, redis_url=args.redis)
+        benchmark, reward = scorer.benchmark, scorer.reward_config
+        app = create_app(
+            benchmark,
+            scorer.parsing_models,
+            reward,
+            resources=scorer.resources,
+            max_body_bytes=args.max_body_bytes,
+        )
+        print(
+            f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "
+            f"{reward.mode} reward) on http://{args.host}:{args.port}/verify",
+            flush=True,
+        )
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0
