@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.utils.json import parse_json_markdown
 
 from verifleet.schemas import ModelConfig, RetryPolicy
 
@@ -42,6 +43,36 @@ def _text_of(message: Any) -> str:
 
 def _no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
     return contextlib.nullcontext()
+
+
+def _json_schema_binding(runnable: Any) -> Any | None:
+    """The chat model bound to a ``json_schema`` response format inside the chain
+    ``with_structured_output(..., include_raw=True)`` returns, or None.
+
+    That chain runs its ``raw`` step through a ``RunnableMap``, which builds a
+    thread pool and starts a thread on every call: measured here it doubled the
+    CPU time of a structured call (10.5 vs 5.6 ms). Calling the bound model
+    directly and parsing as langchain's ``JsonOutputParser`` would gives the same
+    result without it. Any other shape (function calling, a provider's own
+    structured output) returns None and runs the chain as built.
+    """
+    steps = getattr(getattr(runnable, "first", None), "steps__", None)
+    if not isinstance(steps, dict) or set(steps) != {"raw"}:
+        return None
+    bound = steps["raw"]
+    response_format = getattr(bound, "kwargs", {}).get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        return bound
+    return None
+
+
+def _parse_like_langchain(text: str) -> Any:
+    """What ``JsonOutputParser`` makes of a reply, None where it would fail (the
+    include_raw chain then reports ``parsed=None``)."""
+    try:
+        return parse_json_markdown(text.strip())
+    except ValueError:
+        return None
 
 
 class LangchainChatCaller:
@@ -134,8 +165,9 @@ class LangchainChatCaller:
             _log.info("no native structured output for %s: %s", self.model_name, exc)
             self._clients.disable_structured_output(self._model)
             return None
+        direct = _json_schema_binding(runnable)
         try:
-            out = self._run(runnable, messages, stage)
+            out = self._run(direct or runnable, messages, stage)
         except ModelCallError as exc:
             text = str(exc)
             if exc.transient or not text.startswith("400 "):
@@ -149,11 +181,14 @@ class LangchainChatCaller:
                 "%s refused structured output (%s); asking by prompt", self.model_name, text
             )
             return None
-        raw = out.get("raw") if isinstance(out, dict) else out
+        if direct is not None:
+            raw, parsed = out, _parse_like_langchain(_text_of(out))
+        else:
+            raw = out.get("raw") if isinstance(out, dict) else out
+            parsed = out.get("parsed") if isinstance(out, dict) else None
         self._tracker.record_usage(
             stage, model=self.model_name, usage=getattr(raw, "usage_metadata", None)
         )
-        parsed = out.get("parsed") if isinstance(out, dict) else None
         return _text_of(raw), parsed if isinstance(parsed, dict) else None
 
     def invoke_json(
