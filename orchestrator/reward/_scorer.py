@@ -27,6 +27,7 @@ from verifleet.pipeline import (
 )
 from verifleet.schemas import (
     Benchmark,
+    ConfigError,
     ModelConfig,
     Question,
     Rubric,
@@ -148,6 +149,11 @@ class RewardScorer:
             "answering_models": [],
         }
         self.config = VerificationConfig.build(**data)
+        if reward_config.uses_rubric and not self.config.rubric_stages_enabled:
+            raise ConfigError(
+                "reward config: trait components need rubric evaluation, but "
+                "verification.evaluation_mode is 'template_only'"
+            )
         self.parsing_models = self.config.parsing_models
         for model in self.parsing_models:
             if model.temperature != 0.0:

@@ -137,3 +137,21 @@ def test_load_from_yaml_and_report_bad_files(tmp_path: Path) -> None:
     listed.write_text("- 1\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_reward_config(listed)
+
+
+def test_trait_components_refuse_a_template_only_verification() -> None:
+    from verifleet.orchestrator.reward import RewardScorer
+    from verifleet.schemas import ModelConfig
+
+    config = RewardConfig.build(
+        {
+            "mode": "hybrid",
+            "components": [{"name": "c", "source": "trait", "trait": "clarity", "weight": 1.0}],
+            "verification": {"evaluation_mode": "template_only", "rubric_enabled": False},
+        }
+    )
+    judge = ModelConfig.parse("http://127.0.0.1:9/v1#judge")
+    with pytest.raises(ConfigError, match="need rubric evaluation"):
+        RewardScorer(geo_benchmark(), [judge], config)
+    with pytest.raises(ConfigError, match="request_timeout"):
+        RewardScorer(geo_benchmark(), [judge], RewardConfig(verification={"request_timeout": -1}))
