@@ -6,10 +6,11 @@ Usage::
     .venv/bin/python bench/reward.py --n 2000 --clients 64 --latency-ms 100
     .venv/bin/python bench/reward.py --repeat                # every response seen before
 
-The judge is the latency-injecting fake endpoint (``bench/endpoint.py``): each
-judge call takes ``--latency-ms``. The service runs in this process under
-uvicorn, exactly as ``verifleet serve`` runs it; clients are threads sending
-real HTTP requests. Responses are unique unless ``--repeat`` is given, which
+The judge is the latency-injecting fake endpoint (``bench/endpoint.py``), in a
+process of its own so it does not compete with the service for the GIL: each
+judge call takes ``--latency-ms`` (exponentially distributed). The service runs
+in this process under uvicorn, exactly as ``verifleet serve`` runs it; clients
+are threads sending real HTTP requests. Responses are unique unless ``--repeat`` is given, which
 sends each response twice (the second pass is answered from the judge-call
 cache). ``--mode hybrid`` adds a rubric (one more judge call per request).
 
@@ -19,9 +20,13 @@ Nothing here is asserted: the script prints figures and is not part of the tests
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -34,7 +39,6 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator.reward import RewardConfig, create_app
 from verifleet.schemas import (
     Benchmark,
@@ -99,6 +103,35 @@ def _free_port() -> int:
         return port
 
 
+def _start_endpoint(
+    answers: dict[str, Any], latency_ms: float
+) -> tuple[subprocess.Popen[str], str]:
+    """``bench/endpoint.py`` in a child process; returns it and its base URL."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(answers, handle)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("endpoint.py")),
+            "--answers",
+            handle.name,
+            "--latency-ms",
+            str(latency_ms),
+            "--latency-dist",
+            "exp",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "listening on http://127.0.0.1:PORT/v1 port=PORT"
+    os.unlink(handle.name)
+    if "listening on " not in line:
+        proc.kill()
+        raise RuntimeError(f"the endpoint did not start: {line!r}")
+    return proc, line.split()[2]
+
+
 def _percentile(sorted_ms: list[float], q: float) -> float:
     index = min(len(sorted_ms) - 1, max(0, round(q * (len(sorted_ms) - 1))))
     return sorted_ms[index]
@@ -125,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat:
         bodies = bodies + bodies
 
-    endpoint = run_endpoint_in_thread(
-        EndpointConfig(answers=answers, latency_ms=args.latency_ms, latency_dist="exp")
-    )
-    judge = ModelConfig.parse(f"{endpoint.base_url}#judge")
+    endpoint, base_url = _start_endpoint(answers, args.latency_ms)
+    judge = ModelConfig.parse(f"{base_url}#judge")
     app = create_app(
         _benchmark(args.questions, rubric=args.mode == "hybrid"), [judge], _reward(args.mode)
     )
@@ -165,11 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=args.clients) as pool:
             list(pool.map(send, bodies))
         wall = time.perf_counter() - began
-        judge_calls = endpoint.stats().calls
+        judge_calls = httpx.get(f"{base_url[:-3]}/stats", trust_env=False).json()["calls"]
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        endpoint.stop()
+        endpoint.terminate()
+        endpoint.wait(timeout=10)
 
     ordered = sorted(latencies)
     print(
