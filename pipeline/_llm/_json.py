@@ -16,7 +16,6 @@ from typing import Any
 __all__ = ["parse_strict", "repair_json", "schema_errors"]
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
@@ -70,6 +69,30 @@ def _first_object(text: str) -> str | None:
     return None
 
 
+def _drop_trailing_commas(text: str) -> str:
+    """Remove commas that directly precede ``}`` or ``]`` outside strings (a regex
+    would also eat them inside string values such as a key ``",]"``)."""
+    out: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "}]":
+            while out and out[-1].isspace():
+                out.pop()
+            if out and out[-1] == ",":
+                out.pop()
+        out.append(char)
+    return "".join(out)
+
+
 def repair_json(text: str) -> dict[str, Any]:
     """Last resort: take the first JSON object in ``text`` and fix trailing commas.
 
@@ -80,9 +103,12 @@ def repair_json(text: str) -> dict[str, Any]:
     if candidate is None:
         raise ValueError("no JSON object found in the reply")
     try:
-        value = json.loads(_TRAILING_COMMA.sub(r"\1", candidate))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON even after repair ({exc.msg})") from None
+        value = json.loads(candidate)
+    except json.JSONDecodeError:
+        try:
+            value = json.loads(_drop_trailing_commas(candidate))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON even after repair ({exc.msg})") from None
     if not isinstance(value, dict):
         raise ValueError("no JSON object found in the reply")
     return value

@@ -366,6 +366,9 @@ def test_parse_strict_and_repair() -> None:
     with pytest.raises(ValueError, match="not valid JSON"):
         parse_strict('Answer: {"a": 1}')
     assert repair_json('Answer: {"a": {"b": "}"},} done') == {"a": {"b": "}"}}
+    # Commas inside strings are data, not trailing commas (found by hypothesis).
+    assert repair_json('{",]": null}') == {",]": None}
+    assert repair_json('{"k": ",}", "l": [1, 2, ],}') == {"k": ",}", "l": [1, 2]}
     with pytest.raises(ValueError):
         repair_json("nothing")
 
