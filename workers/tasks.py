@@ -16,14 +16,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import redis
-from celery import Task
+from celery import Task, signals
 
 from verifleet.orchestrator.store import (
     TASK_NAME,
     JobStatus,
+    Liveness,
     ResultStore,
     Unit,
     unit_key,
@@ -33,6 +35,7 @@ from verifleet.pipeline import PipelineResources, run_unit
 
 from ._jobs import JobCache
 from ._limiter import RedisCallGate
+from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from .app import app
 
@@ -41,15 +44,29 @@ __all__ = ["run_unit_task"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+
+@dataclass(frozen=True)
+class _ProcessState:
+    """What one worker process builds once and every task thread shares: the
+    store's connection pool, the job spec cache, the pipeline's client, template
+    and embedding caches, and this process's liveness heartbeat."""
+
+    settings: WorkerSettings
+    store: ResultStore
+    jobs: JobCache
+    resources: PipelineResources
+    owner: str
+    liveness: LivenessThread
+
+
 _state_lock = threading.Lock()
-_state: dict[str, object] = {}
+_state: _ProcessState | None = None
 
 
-def _process_state() -> tuple[ResultStore, JobCache, PipelineResources, WorkerSettings]:
-    # Built lazily once per worker process: the store's connection pool, the job
-    # spec cache and the pipeline's client/template/embedding caches.
+def _process_state() -> _ProcessState:
+    global _state
     with _state_lock:
-        if not _state:
+        if _state is None:
             settings: WorkerSettings = app.conf.verifleet_settings
             store = ResultStore.from_url(settings.redis_url, prefix=settings.prefix)
             gate = RedisCallGate(
@@ -58,21 +75,50 @@ def _process_state() -> tuple[ResultStore, JobCache, PipelineResources, WorkerSe
                 max_wait=settings.unit_deadline,
                 prefix=settings.prefix,
             )
-            _state.update(
+            owner = process_owner_id()
+            liveness = LivenessThread(Liveness(store), owner, app)
+            liveness.start()
+            _state = _ProcessState(
                 settings=settings,
                 store=store,
                 jobs=JobCache(store),
                 resources=PipelineResources(call_gate=gate),
+                owner=owner,
+                liveness=liveness,
             )
-        return (
-            _state["store"],  # type: ignore[return-value]
-            _state["jobs"],
-            _state["resources"],
-            _state["settings"],
-        )
+        return _state
 
 
 _REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(**_kwargs: Any) -> None:
+    _process_state()
+
+
+@signals.task_received.connect
+def _hold(request: Any = None, **_kwargs: Any) -> None:
+    # Runs in the consumer when a message arrives, before a thread picks it up:
+    # prefetched tasks of a worker that dies are recorded too.
+    if request is None or request.name != TASK_NAME:
+        return
+    state = _process_state()
+    task = {"args": list(request.args), "kwargs": dict(request.kwargs)}
+    try:
+        state.liveness.liveness.hold(request.id, state.owner, task)
+    except redis.RedisError as exc:
+        log.warning("could not record task %s as held (%s)", request.id, exc)
+
+
+@signals.task_postrun.connect
+def _release(task_id: str = "", task: Any = None, **_kwargs: Any) -> None:
+    if task is None or task.name != TASK_NAME:
+        return
+    try:
+        _process_state().liveness.liveness.release(task_id)
+    except redis.RedisError as exc:
+        log.warning("could not release task %s (%s)", task_id, exc)
 
 
 def _until_redis_answers(fn: Callable[[], T], *, deadline: float) -> T:
@@ -107,7 +153,8 @@ def run_unit_task(
     Returns:
         ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
     """
-    store, jobs, resources, settings = _process_state()
+    state = _process_state()
+    store, jobs, settings = state.store, state.jobs, state.settings
     deadline = time.monotonic() + settings.unit_deadline
     status = _until_redis_answers(lambda: store.status(job_id), deadline=deadline)
     if status is None:
@@ -132,7 +179,7 @@ def run_unit_task(
         spec.config,
         replicate=replicate,
         rubric=spec.benchmark.rubric_for(unit.question),
-        resources=resources,
+        resources=state.resources,
         deadline=deadline,
     )
     keys = unit_result_keys(unit, spec.config.parsing_models, job_id=job_id)

@@ -43,7 +43,9 @@ class Job:
         >>> results = job.result_set()
     """
 
-    def __init__(self, job_id: str, redis_url: str | None = None, *, prefix: str = "vf") -> None:
+    def __init__(
+        self, job_id: str, redis_url: str | None = None, *, prefix: str | None = None
+    ) -> None:
         self.job_id = job_id
         self.redis_url = redis_url_from(redis_url)
         self.store = ResultStore.from_url(self.redis_url, prefix=prefix)
@@ -56,7 +58,7 @@ class Job:
         redis_url: str | None = None,
         *,
         job_id: str | None = None,
-        prefix: str = "vf",
+        prefix: str | None = None,
     ) -> Job:
         """Validate and enqueue a job; see :func:`submit_job`."""
         url = redis_url_from(redis_url)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
@@ -18,6 +18,7 @@ from verifleet.schemas import ConfigError, load_benchmark
 from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from
 from .._fleet.submit import submit_job
+from ._console import make_console
 from .config import add_config_arguments, build_config
 
 __all__ = ["register"]
@@ -109,7 +110,7 @@ def _jobs(args: argparse.Namespace) -> int:
             f"{p.done_units}/{p.total_units}",
             str(p.failed_units),
         )
-    Console().print(table)
+    make_console().print(table)
     return 0
 
 
@@ -139,7 +140,7 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
 
 
 def _status(args: argparse.Namespace) -> int:
-    Console().print(progress_view(_progress(_store(args), args.job_id), None))
+    make_console().print(progress_view(_progress(_store(args), args.job_id), None))
     return 0
 
 

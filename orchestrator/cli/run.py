@@ -23,6 +23,7 @@ from .._local.output import RunOutput
 from .._local.progress import RunProgress
 from .._local.runner import LocalRunner
 from .._local.tally import PassRateTally
+from ._console import make_console
 from .config import add_config_arguments, build_config, local_model_needed
 
 __all__ = ["register"]
@@ -67,7 +68,7 @@ def register(commands: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     # A broken template fails its question, not the run: load everything, warn,
     # and let the pipeline record the problem in that question's results.
     benchmark = load_benchmark(

@@ -10,6 +10,7 @@ twice; every count is a cardinality (``HLEN``/``SCARD``).
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -130,9 +131,11 @@ class ResultStore:
         return self._codecs.decompressor.decompress(blob)
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = "vf") -> ResultStore:
-        """A store on the Redis server at ``url``."""
-        return cls(redis.Redis.from_url(url, health_check_interval=30), prefix=prefix)
+    def from_url(cls, url: str, *, prefix: str | None = None) -> ResultStore:
+        """A store on the Redis server at ``url``; the prefix defaults to
+        ``VERIFLEET_PREFIX`` (as the workers read it), else ``vf``."""
+        resolved = prefix or os.environ.get("VERIFLEET_PREFIX") or "vf"
+        return cls(redis.Redis.from_url(url, health_check_interval=30), prefix=resolved)
 
     def keys(self, job_id: str) -> JobKeys:
         """Key names of ``job_id``."""

@@ -37,7 +37,9 @@ class Fleet:
         env.update(extra)
         return env
 
-    def start_worker(self, name: str, *, concurrency: int = 8) -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, name: str, *, concurrency: int = 8, **env: str
+    ) -> subprocess.Popen[bytes]:
         log = (self.logdir / f"{name}.log").open("wb")
         proc = subprocess.Popen(
             [
@@ -50,7 +52,7 @@ class Fleet:
                 "--loglevel",
                 "INFO",
             ],
-            env=self.env(),
+            env=self.env(**env),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

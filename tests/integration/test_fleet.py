@@ -15,6 +15,7 @@ from _support.jobs import capitals_benchmark, comparable
 from _support.redis_server import RedisServer
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.orchestrator.store import JobStatus, expand_units, unit_result_keys
@@ -51,7 +52,9 @@ def _wait_done_at_least(job: Job, n: int, timeout: float = 60) -> int:
     return done
 
 
-def test_two_workers_complete_a_job_equal_to_a_local_run(fleet: Fleet, redis_url: str) -> None:
+def test_two_workers_complete_a_job_equal_to_a_local_run(
+    fleet: Fleet, redis_url: str, tmp_path: Path
+) -> None:
     bench, answers = capitals_benchmark(20)
     with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=20)) as ep:
         config = _config(ep, replicate_count=2)
@@ -70,23 +73,42 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(fleet: Fleet, redis_url
     for name in ("w1", "w2"):
         assert "succeeded" in fleet.log(name), f"{name} ran no task"
 
+    # The same job through the CLI a user would use to look at it and collect it.
+    status = run_cli("status", job.job_id, "--redis", redis_url)
+    assert status.returncode == 0 and "done 40/40" in status.stdout, status.stderr
+    assert "75.0%" in status.stdout
+    listing = run_cli("jobs", "--redis", redis_url)
+    assert job.job_id in listing.stdout
+    out = tmp_path / "collected.parquet"
+    collected = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
+    assert collected.returncode == 0 and "40 results written" in collected.stdout
+    assert comparable(read_results(out)) == comparable(local)
+    missing = run_cli("status", "no-such-job", "--redis", redis_url)
+    assert missing.returncode == 2 and "no job 'no-such-job'" in missing.stderr
+
 
 def test_killed_worker_loses_nothing_and_duplicates_nothing(fleet: Fleet, redis_url: str) -> None:
+    """The unit deadline (so the broker's visibility timeout: 20 minutes) is far
+    longer than the test: the victim's units can only come back in time through
+    the liveness reaper, which notices the victim's heartbeat expire."""
     bench, answers = capitals_benchmark(24)
     with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=400)) as ep:
         config = _config(ep)
-        fleet.start_worker("victim", concurrency=4)
-        fleet.start_worker("survivor", concurrency=4)
+        slow_restore = {"VERIFLEET_UNIT_DEADLINE": "600"}
+        fleet.start_worker("victim", concurrency=4, **slow_restore)
+        fleet.start_worker("survivor", concurrency=4, **slow_restore)
         fleet.wait_ready(["victim", "survivor"])
         job = Job.submit(bench, config, redis_url)
         _wait_done_at_least(job, 3)
+        assert job.progress().in_flight > 0
         fleet.kill("victim")
-        progress = job.wait(timeout=180)
+        progress = job.wait(timeout=120)
     assert progress.status == JobStatus.DONE
     stored = _stored_keys(job)
     assert len(stored) == len(set(stored)) == 24
     assert set(stored) == _expected_keys(bench, config, job.job_id)
     assert progress.results == 24 and progress.done_units == 24
+    assert "is gone; re-enqueueing task" in fleet.log("survivor")
 
 
 def test_redis_restart_mid_job(
