@@ -125,6 +125,27 @@ def _mean_blob(client: Any, key: str, sample: int = 2000) -> float:
     return sum(sizes) / max(len(sizes), 1)
 
 
+def _fill(client: Any, key: str, total: int) -> None:
+    """Copy the job's stored blobs under new fields until ``total`` are stored.
+
+    Only for measuring the export at a size the run itself did not reach: the
+    copies are real results of this job (the same bytes), under new keys.
+    """
+    fields = [f for f, _ in client.hscan_iter(key, count=1000)]
+    have, copy = len(fields), 0
+    while have < total:
+        copy += 1
+        for offset in range(0, len(fields), 1000):
+            batch = fields[offset : offset + min(1000, total - have)]
+            if not batch:
+                return
+            pipe = client.pipeline(transaction=False)
+            for blob, field in zip(client.hmget(key, batch), batch, strict=True):
+                pipe.hset(key, field + f":copy{copy}".encode(), blob)
+            pipe.execute()
+            have += len(batch)
+
+
 def _verdict(value: float, target: float, *, at_most: bool = True) -> str:
     ok = value <= target if at_most else value >= target
     return "met" if ok else "MISSED"
@@ -168,6 +189,9 @@ def _run(args: argparse.Namespace) -> None:
             flush=True,
         )
         mem_queued = redis_proc.used_memory()
+        print(f"queue    {(mem_queued - mem_before) / 2**20:.0f} MB in Redis for {units} tasks")
+        if args.submit_only:
+            return
         job = Job(sub["job_id"], redis_proc.url)
         start, last = time.perf_counter(), 0.0
         while not (progress := job.progress()).finished:
@@ -194,6 +218,9 @@ def _run(args: argparse.Namespace) -> None:
             flush=True,
         )
         rss_end = workers.rss_mb()
+        if args.fill_to > progress.results:
+            _fill(client, job.store.keys(job.job_id).results, args.fill_to)
+            print(f"fill     copied stored results up to {args.fill_to} for the export", flush=True)
         print(
             "workers  RSS after warm-up "
             + ", ".join(f"{mb:.0f}" for mb in rss_start)
@@ -226,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--threads", type=int, default=16, help="threads per worker")
+    parser.add_argument(
+        "--submit-only", action="store_true", help="submit and measure, then stop (no run)"
+    )
+    parser.add_argument(
+        "--fill-to",
+        type=int,
+        default=0,
+        help="before exporting, copy stored results up to this many (export at scale)",
+    )
     parser.add_argument("--phase", choices=["submit", "export"], help=argparse.SUPPRESS)
     parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)

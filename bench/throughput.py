@@ -58,10 +58,11 @@ def _subset(bench: Benchmark, n: int) -> Benchmark:
 def run_local(bench: Benchmark, config: VerificationConfig) -> tuple[float, float]:
     """Run the job in this process; returns (wall seconds, CPU seconds)."""
     cpu, start = self_cpu_seconds(), time.perf_counter()
-    count = sum(1 for _ in LocalRunner(bench, config).run())
+    runner = LocalRunner(bench, config)
+    count = sum(1 for _ in runner.run())
     wall = time.perf_counter() - start
-    if count != len(bench.questions):
-        raise RuntimeError(f"local run yielded {count} units of {len(bench.questions)}")
+    if count != runner.count_units():
+        raise RuntimeError(f"local run yielded {count} units of {runner.count_units()}")
     return wall, self_cpu_seconds() - cpu
 
 
@@ -93,15 +94,18 @@ def _report(
 
 def _ceiling(args: argparse.Namespace) -> None:
     """Units/s per core of verifleet CPU with an instant endpoint, plus a profile."""
-    bench, answers = capitals(args.profile_n)
+    bench, answers = capitals(max(1, args.profile_n // args.replicates))
+    n = len(bench.questions) * args.replicates
     with EndpointProc(answers) as endpoint:
-        config = fleet_config(endpoint.base_url, max_concurrency=args.threads)
+        config = fleet_config(
+            endpoint.base_url, max_concurrency=args.threads, replicate_count=args.replicates
+        )
         run_local(_subset(bench, 20), config)  # warm-up: clients, imports
         wall, cpu = run_local(bench, config)
         print(
-            f"ceiling    local, instant endpoint: {args.profile_n / wall:.1f} units/s, "
-            f"{cpu / args.profile_n * 1000:.1f} ms CPU/unit -> "
-            f"{args.profile_n / cpu:.0f} units/s per core of verifleet CPU "
+            f"ceiling    local, instant endpoint: {n / wall:.1f} units/s, "
+            f"{cpu / n * 1000:.1f} ms CPU/unit -> "
+            f"{n / cpu:.0f} units/s per core of verifleet CPU "
             f"(endpoint CPU excluded: {endpoint.cpu_seconds():.1f}s)",
             flush=True,
         )
@@ -115,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=100.0, help="endpoint latency L")
     parser.add_argument("--cap", type=int, default=16, help="concurrency cap C of the model")
     parser.add_argument("--modes", default="local,fleet1,fleet2", help="comma-separated")
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        default=1,
+        help="units per question (default 1: every unit compiles a new template)",
+    )
     parser.add_argument("--threads", type=int, default=0, help="threads per runner (0: 2*C)")
     parser.add_argument("--profile", action="store_true", help="always print the ceiling")
     parser.add_argument("--profile-n", type=int, default=300, help="units of the ceiling run")
@@ -122,18 +132,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.threads = args.threads or 2 * args.cap
     limit = args.cap / (args.latency_ms / 1000) if args.latency_ms > 0 else float("inf")
+    questions = max(1, args.n // args.replicates)
+    args.n = questions * args.replicates
     print(machine_line())
     print(
-        f"n={args.n} units, L={args.latency_ms:g} ms, C={args.cap}, threads={args.threads}: "
+        f"n={args.n} units ({args.replicates} per question), L={args.latency_ms:g} ms, "
+        f"C={args.cap}, threads={args.threads}: "
         f"limit C/L = {limit:.0f} calls/s = {limit / CALLS_PER_UNIT:.0f} units/s",
         flush=True,
     )
-    bench, answers = capitals(args.n)
-    warm = _subset(bench, min(args.n, 2 * args.threads))
+    bench, answers = capitals(questions)
+    warm = _subset(bench, min(questions, 2 * args.threads))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with EndpointProc(answers, ["--latency-ms", str(args.latency_ms)]) as endpoint:
         config = fleet_config(
-            endpoint.base_url, cap=args.cap, max_concurrency=args.threads, unit_deadline=600
+            endpoint.base_url,
+            cap=args.cap,
+            max_concurrency=args.threads,
+            unit_deadline=600,
+            replicate_count=args.replicates,
         )
         for mode in modes:
             if mode == "local":

@@ -31,6 +31,19 @@ __all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
 _ZSTD_LEVEL = 3
 
 
+# KEYS: in-flight zset, meta hash. ARGV: now, unit key, ISO time. Checking and
+# setting the status in one script also closes the gap in which a cancel could be
+# overwritten by "running".
+_MARK_STARTED = """
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSETNX', KEYS[2], 'started', ARGV[3])
+if redis.call('HGET', KEYS[2], 'status') == 'queued' then
+  redis.call('HSET', KEYS[2], 'status', 'running')
+end
+return 0
+"""
+
+
 class _Codecs(threading.local):
     """One zstd compressor and decompressor per thread.
 
@@ -123,6 +136,7 @@ class ResultStore:
         self.client = client
         self.prefix = prefix
         self._codecs = _Codecs()
+        self._mark_started = client.register_script(_MARK_STARTED)
 
     def _compress(self, data: bytes) -> bytes:
         return self._codecs.compressor.compress(data)
@@ -216,14 +230,13 @@ class ResultStore:
         return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
 
     def mark_started(self, job_id: str, unit_key: str) -> None:
-        """Record that a worker picked the unit up (for "in flight")."""
+        """Record that a worker picked the unit up (for "in flight"); a queued job
+        becomes running. One round trip: this runs once per unit."""
         keys = self.keys(job_id)
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zadd(keys.inflight, {unit_key: time.time()})
-        pipe.hsetnx(keys.meta, "started", datetime.now(UTC).isoformat(timespec="seconds"))
-        pipe.execute()
-        if self.status(job_id) == JobStatus.QUEUED:
-            self.set_status(job_id, JobStatus.RUNNING)
+        self._mark_started(
+            keys=[keys.inflight, keys.meta],
+            args=[time.time(), unit_key, datetime.now(UTC).isoformat(timespec="seconds")],
+        )
 
     def write_unit(
         self,
