@@ -12,6 +12,7 @@ already in Redis are collected without sending a task again.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import time
 from collections import deque
@@ -214,6 +215,7 @@ def score_rollouts_fleet(
     prefix: str = "vf",
     queue: str = DEFAULT_QUEUE,
     window: int = 1000,
+    batch_size: int = 200,
     poll: float = 0.2,
     stall_timeout: float = 600.0,
     ttl_seconds: int = 7 * 24 * 3600,
@@ -223,7 +225,8 @@ def score_rollouts_fleet(
 
     Lines are validated here (the same checks as local mode), stored in Redis and
     sent as tasks; verdicts are written to ``out`` in input order as they
-    arrive, with at most ``window`` rollouts outstanding. The job's keys expire
+    arrive, with at most ``window`` rollouts outstanding; rollouts are stored,
+    sent and collected ``batch_size`` per Redis round trip. The job's keys expire
     ``ttl_seconds`` after the last run that touched them.
 
     Raises:
@@ -246,10 +249,11 @@ def score_rollouts_fleet(
     last_progress = time.monotonic()
 
     def drain(*, until: int) -> None:
+        """Write every verdict ready at the head; wait while more than ``until``
+        rollouts are outstanding."""
         nonlocal last_progress
-        while len(pending) > until:
-            sender.flush()
-            head = [p.key for p in list(pending)[:200]]
+        while pending:
+            head = [p.key for p in itertools.islice(pending, batch_size)]
             verdicts = client.hmget(keys.scores, head)
             for raw in verdicts:
                 if raw is None:
@@ -261,15 +265,34 @@ def score_rollouts_fleet(
                 else:
                     writer.write(scored_line(item.rollout, fields, item.line))
                 last_progress = time.monotonic()
-            if len(pending) > until and verdicts and verdicts[0] is None:
-                if time.monotonic() - last_progress > stall_timeout:
-                    raise FleetStalledError(
-                        f"no verdict from the fleet for {stall_timeout:.0f}s "
-                        f"(job {job_id}, {len(pending)} rollouts outstanding): are workers running?"
-                    )
-                time.sleep(poll)
+            if verdicts[0] is not None:
+                continue
+            if len(pending) <= until:
+                return
+            if time.monotonic() - last_progress > stall_timeout:
+                raise FleetStalledError(
+                    f"no verdict from the fleet for {stall_timeout:.0f}s "
+                    f"(job {job_id}, {len(pending)} rollouts outstanding): are workers running?"
+                )
+            time.sleep(poll)
+
+    def submit(batch: list[_Pending]) -> None:
+        """Store a batch of rollouts and send tasks for those without a verdict,
+        in two round trips."""
+        pipe = client.pipeline(transaction=False)
+        for item in batch:
+            pipe.hsetnx(keys.rollouts, item.key, zc.compress(_canonical(item.rollout).encode()))
+        pipe.hmget(keys.scores, [item.key for item in batch])
+        *_, verdicts = pipe.execute()
+        for item, verdict in zip(batch, verdicts, strict=True):
+            if verdict is None:
+                sender.add(job_id, item.key)
+        sender.flush()
+        pending.extend(batch)
+        batch.clear()
 
     try:
+        batch: list[_Pending] = []
         for number, text in iter_lines(path):
             if number in done:
                 report.already_done += 1
@@ -279,12 +302,12 @@ def score_rollouts_fleet(
             except InvalidRequestError as exc:
                 writer.error(number, str(exc))
                 continue
-            key = rollout_key(rollout)
-            client.hsetnx(keys.rollouts, key, zc.compress(_canonical(rollout).encode()))
-            if not client.hexists(keys.scores, key):
-                sender.add(job_id, key)
-            pending.append(_Pending(number, key, rollout))
-            drain(until=window)
+            batch.append(_Pending(number, rollout_key(rollout), rollout))
+            if len(batch) >= batch_size:
+                submit(batch)
+                drain(until=window)
+        if batch:
+            submit(batch)
         drain(until=0)
     finally:
         for key in (keys.spec, keys.rollouts, keys.scores):

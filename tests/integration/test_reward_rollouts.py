@@ -23,7 +23,8 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.schemas import dump_benchmark
+from verifleet.orchestrator.reward import RewardScorer, load_reward_config, score_rollouts_fleet
+from verifleet.schemas import ModelConfig, dump_benchmark
 
 REWARD_YAML = """\
 mode: hybrid
@@ -181,6 +182,16 @@ def test_fleet_scoring_gives_the_same_rewards_as_local(
     )
     assert again.returncode == 1
     assert _read(fleet_out) == _read(local_out)
+    # Tiny batches and window: the collect-as-you-go path gives the same lines.
+    small_out = tmp_path / "small.jsonl"
+    scorer = RewardScorer(
+        geo_benchmark(), [ModelConfig.parse(f"{judge.base_url}#judge")], load_reward_config(reward)
+    )
+    report = score_rollouts_fleet(
+        rollouts, small_out, scorer, fleet.redis_url, window=3, batch_size=2
+    )
+    assert (report.scored, [e.line for e in report.errors]) == (6, [5, 7, 10])
+    assert _read(small_out) == _read(local_out)
 
 
 def test_fleet_without_workers_stops_with_a_clear_error_and_benchmark_config_applies(
