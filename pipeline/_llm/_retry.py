@@ -119,7 +119,9 @@ def classify_error(exc: BaseException) -> ErrorInfo:
     if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
         return ErrorInfo(True, "request timed out")
     status = _status_of(exc)
-    if status is not None:
+    # A 2xx "status" comes from an exception about a successful response (e.g. a
+    # structured reply cut off at max_tokens): the exception itself says what.
+    if status is not None and status >= 400:
         transient = status in _TRANSIENT_STATUS or status >= 500
         if transient:
             return ErrorInfo(True, _status_text(status), _parse_retry_after(_headers_of(exc)))

@@ -114,6 +114,17 @@ def _caller(
         (ConnectionResetError("reset by peer"), True, "connection error"),
         (httpx.ConnectError("refused"), True, "connection error"),
         (ValueError("unknown model"), False, "ValueError: unknown model"),
+        # Raised about a 200 response (here: a reply that fails validation): the
+        # description must say what went wrong, not "200 OK".
+        (
+            openai.APIResponseValidationError(
+                response=httpx.Response(200, request=httpx.Request("POST", "http://x")),
+                body=None,
+                message="reply does not match the schema",
+            ),
+            False,
+            "APIResponseValidationError: reply does not match the schema",
+        ),
     ],
 )
 def test_classify_error(exc: Exception, transient: bool, text: str) -> None:
