@@ -29,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifleet.schemas import VerificationResult, VerificationResultMetadata, compute_unit_key
+from verifleet.orchestrator.store import result_key
+from verifleet.schemas import VerificationResult, VerificationResultMetadata
 
 from .arrow_types import FieldCodec, codec_for_annotation
 
@@ -100,17 +101,7 @@ class Column:
 
 
 def _result_key(result: VerificationResult, job_id: str | None) -> str | None:
-    if job_id is None:
-        return None
-    meta = result.metadata
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=meta.question_id,
-        template_id=meta.template_id,
-        answering_key=meta.answering.canonical_key,
-        parsing_key=meta.parsing.canonical_key,
-        replicate=meta.replicate,
-    )
+    return None if job_id is None else result_key(result, job_id=job_id)
 
 
 def _score(value: Any) -> float | None:
