@@ -8,6 +8,12 @@ with Redis's clock, so machines with skewed clocks agree. A lease that a dead
 worker never released expires after the request timeout plus a margin, which is
 what "released when a worker dies" means here. The concurrency cap adapts to 429
 answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`).
+
+A call that finds the cap full blocks on a Redis list (``BLPOP``) that every
+release pushes to, instead of polling: measured here, threads polling every
+10-30 ms for a slot of a slow endpoint cost a worker 30-50 ms of CPU per unit.
+The list is only a wake-up call (the lease set stays the truth), so a lost or
+stale wake-up costs one more acquire attempt, and the wait is bounded anyway.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ if cap > 0 then
   -- min with the configured cap: a lowered max_concurrency applies at once even
   -- while an adapted cap from before is still stored
   local eff = math.max(1, math.floor(math.min(cap, tonumber(redis.call('GET', KEYS[3]) or cap))))
-  if redis.call('ZCARD', KEYS[1]) >= eff then return 20 end
+  if redis.call('ZCARD', KEYS[1]) >= eff then return -1 end
 end
 local rpm = tonumber(ARGV[4])
 if rpm > 0 then
@@ -54,20 +60,27 @@ end
 return 0
 """
 
-# Release a lease and adapt the cap in one round trip (one per call, on the hot path).
-# KEYS: leases, cap. ARGV: token, configured cap, factor: <1 shrinks (a 429), 0 grows
-# by 1/cap (a success), -1 leaves the cap alone (any other failure).
+# Release a lease, wake one waiter and adapt the cap in one round trip (one per
+# call, on the hot path). KEYS: leases, cap, wake-up list, shrink marker.
+# ARGV: token, configured cap, factor: <1 shrinks (a 429; at most once per marker
+# lifetime, ARGV[5] ms), 0 grows by ARGV[4]/cap (a success), -1 leaves the cap alone.
 _RELEASE = """
 redis.call('ZREM', KEYS[1], ARGV[1])
 local cap = tonumber(ARGV[2])
+redis.call('LPUSH', KEYS[3], 1)
+redis.call('LTRIM', KEYS[3], 0, cap - 1)
+redis.call('PEXPIRE', KEYS[3], 60000)
 local cur = math.min(cap, tonumber(redis.call('GET', KEYS[2]) or cap))
 local new
 local factor = tonumber(ARGV[3])
 if factor < 0 then return tostring(cur) end
 if factor > 0 then
+  if not redis.call('SET', KEYS[4], 1, 'PX', tonumber(ARGV[5]), 'NX') then
+    return tostring(cur)
+  end
   new = math.max(1, cur * factor)
 else
-  new = math.min(cap, cur + 1 / math.max(cur, 1))
+  new = math.min(cap, cur + tonumber(ARGV[4]) / math.max(cur, 1))
 end
 redis.call('SET', KEYS[2], tostring(new), 'EX', 3600)
 return tostring(new)
@@ -100,12 +113,19 @@ class RedisCallGate:
         self._max_wait = max_wait
         self._prefix = prefix
         self._sleep = sleep
+        self._shrink_ms = int(EndpointLimits.shrink_every * 1000)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
 
     def _keys(self, limits: EndpointLimits) -> list[str]:
         base = f"{self._prefix}:limit:{limits.key}"
-        return [f"{base}:leases", f"{base}:starts", f"{base}:cap"]
+        return [
+            f"{base}:leases",
+            f"{base}:starts",
+            f"{base}:cap",
+            f"{base}:free",
+            f"{base}:shrunk",
+        ]
 
     def __call__(self, model: ModelConfig) -> contextlib.AbstractContextManager[object]:
         limits = EndpointLimits.of(model)
@@ -121,17 +141,21 @@ class RedisCallGate:
         args: list[str | int] = [token, self._lease_ms, cap, limits.requests_per_minute or 0]
         give_up = time.monotonic() + self._max_wait
         while True:
-            wait_ms = int(self._acquire(keys=keys, args=args))
+            wait_ms = int(self._acquire(keys=keys[:3], args=args))
             if wait_ms == 0:
                 break
-            if time.monotonic() >= give_up:
+            left = give_up - time.monotonic()
+            if left <= 0:
                 raise ModelCallError(
                     f"no capacity on the endpoint within {self._max_wait:.0f}s "
                     f"(cap {cap or '-'}, {limits.requests_per_minute or '-'} requests/min)",
                     transient=True,
                     attempts=0,
                 )
-            self._sleep(min(wait_ms / 1000, 0.25) * (0.5 + random.random()))
+            if wait_ms < 0:  # cap full: until a release (or 1 s, in case it was missed)
+                self._client.blpop([keys[3]], timeout=min(1.0, max(left, 0.01)))
+            else:  # the minute's request budget is spent: until its oldest call ages out
+                self._sleep(min(wait_ms / 1000, 0.25, left) * (0.5 + random.random()))
         factor: float = 0.0  # grow, unless the call ends in anything but success
         try:
             yield token
@@ -141,4 +165,7 @@ class RedisCallGate:
             raise
         finally:
             if cap:
-                self._release(keys=[keys[0], keys[2]], args=[token, cap, factor])
+                self._release(
+                    keys=[keys[0], keys[2], keys[3], keys[4]],
+                    args=[token, cap, factor, EndpointLimits.growth, self._shrink_ms],
+                )

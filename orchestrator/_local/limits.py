@@ -22,6 +22,7 @@ class _Endpoint:
     limits: EndpointLimits
     cap: float
     in_flight: int = 0
+    shrunk_at: float = float("-inf")
     starts: deque[float] = field(default_factory=deque)
 
 
@@ -84,7 +85,10 @@ class LocalCallGate:
         except BaseException as exc:
             if limits.max_concurrency and is_rate_limited(exc):
                 with self._cond:
-                    state.cap = limits.shrink(state.cap)
+                    # Once per window: the calls in flight all get 429 together.
+                    now = time.monotonic()
+                    if now - state.shrunk_at >= limits.shrink_every:
+                        state.cap, state.shrunk_at = limits.shrink(state.cap), now
             raise
         else:
             if limits.max_concurrency:
