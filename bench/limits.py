@@ -15,7 +15,7 @@ Three runs, each with two ``verifleet worker`` processes of ``--threads`` thread
    429 (``Retry-After: 1``) beyond that. The fleet-wide cap shrinks on each 429
    and grows back slowly on success; the bench prints the 429s in each tenth of
    the run, which should fall towards zero after adaptation.
-3. ``rpm``: the model has ``requests_per_minute`` R; the bench samples the
+3. ``rpm``: the model has ``requests_per_minute`` R (and the cap C); the bench samples the
    endpoint's call count every 0.25 s and prints the most calls seen in any
    60-second window (must not exceed R) and the achieved calls/min.
 
@@ -151,16 +151,16 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "rpm" in runs:
             jobs = bench.model_copy(update={"questions": bench.questions[: args.rpm_n]})
-            config = fleet_config(
-                endpoint.base_url, rpm=args.rpm, retry_policy=retry, unit_deadline=600
-            )
+            # The cap too: the endpoint refuses calls beyond C whatever the budget.
+            config = fleet_config(endpoint.base_url, cap=args.cap, rpm=args.rpm, retry_policy=retry)
             wall, samples, failed = _run_job(jobs, config, endpoint, redis_proc.url)
             stats = samples[-1][1]
             worst = _max_in_window(samples, 60.0)
             print(
                 f"rpm    requests_per_minute={args.rpm}: most calls in any 60 s window {worst} "
                 f"({'held' if worst <= args.rpm else 'EXCEEDED'}), {stats['calls']} calls in "
-                f"{wall:.1f}s = {stats['calls'] / wall * 60:.0f} calls/min, {failed} failed units",
+                f"{wall:.1f}s = {stats['calls'] / wall * 60:.0f} calls/min, "
+                f"{stats['sent_429']} x 429, {failed} failed units",
                 flush=True,
             )
     return 0

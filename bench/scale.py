@@ -27,6 +27,7 @@ counts native buffers). Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
@@ -165,15 +166,19 @@ def _run(args: argparse.Namespace) -> None:
     _bench, answers = capitals(args.questions)
     del _bench
     began = time.perf_counter()
-    with (
-        EndpointProc(answers) as endpoint,
-        RedisProc() as redis_proc,
-        WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads) as workers,
-    ):
-        warm, _ = capitals(min(args.questions, 200))
-        warm_config = fleet_config(endpoint.base_url, parsing="judge")
-        Job.submit(warm, warm_config, redis_proc.url).wait(poll=0.2)
-        rss_start = workers.rss_mb()
+    with contextlib.ExitStack() as stack:
+        endpoint = stack.enter_context(EndpointProc(answers))
+        redis_proc = stack.enter_context(RedisProc())
+        workers: WorkerProcs | None = None
+        rss_start: list[float] = []
+        if not args.submit_only:  # workers would eat the queue being measured
+            workers = stack.enter_context(
+                WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads)
+            )
+            warm, _ = capitals(min(args.questions, 200))
+            warm_config = fleet_config(endpoint.base_url, parsing="judge")
+            Job.submit(warm, warm_config, redis_proc.url).wait(timeout=300, poll=0.2)
+            rss_start = workers.rss_mb()
         client = redis_proc.client()
         mem_before = redis_proc.used_memory()
 
@@ -190,12 +195,16 @@ def _run(args: argparse.Namespace) -> None:
         )
         mem_queued = redis_proc.used_memory()
         print(f"queue    {(mem_queued - mem_before) / 2**20:.0f} MB in Redis for {units} tasks")
-        if args.submit_only:
+        if workers is None:
             return
         job = Job(sub["job_id"], redis_proc.url)
-        start, last = time.perf_counter(), 0.0
+        start, last, seen, moved = time.perf_counter(), 0.0, -1, time.perf_counter()
         while not (progress := job.progress()).finished:
             now = time.perf_counter()
+            if progress.done_units != seen:
+                seen, moved = progress.done_units, now
+            elif now - moved > 300:
+                raise RuntimeError(f"no unit finished in 300 s; worker logs in {workers.logdir}")
             if now - last >= 30:
                 rate = progress.done_units / (now - start)
                 print(f"  ... {progress.done_units}/{units} units, {rate:.0f} units/s", flush=True)
