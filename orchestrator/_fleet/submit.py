@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import secrets
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -49,6 +51,38 @@ def new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
+# Compiled templates register their module in sys.modules (see
+# verifleet.schemas._templates.sandbox), so validating a big benchmark would keep
+# every compiled class alive: measured here, ~17 KB per template, and a
+# 10,000-question submit peaked at 352 MB instead of ~190 MB.
+_TEMPLATE_MODULE_PREFIX = "verifleet_template_"
+_VALIDATE_CHUNK = 500
+
+
+def _validate_in_chunks(benchmark: Benchmark) -> list[str]:
+    """``benchmark.validate()``, a chunk of questions at a time, dropping the template
+    modules each chunk registered, so memory stays at one chunk's classes.
+
+    Modules that existed before (a template this process also runs) are kept.
+    Problems reported by every chunk alike (the global rubric's) are listed once.
+    """
+    problems: dict[str, None] = {}
+    questions = benchmark.questions
+    for start in range(0, max(len(questions), 1), _VALIDATE_CHUNK):
+        chunk = benchmark.model_copy(
+            update={"questions": questions[start : start + _VALIDATE_CHUNK]}
+        )
+        before = set(sys.modules)
+        try:
+            problems.update(dict.fromkeys(chunk.validate()))
+        finally:
+            for name in set(sys.modules) - before:
+                if name.startswith(_TEMPLATE_MODULE_PREFIX):
+                    del sys.modules[name]
+            gc.collect()  # pydantic classes are cycles: only a full collection frees them
+    return list(problems)
+
+
 def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
     """Every reason the job cannot run, as messages (empty: ready).
 
@@ -59,7 +93,7 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
     problems: list[str] = []
     if not benchmark.questions:
         problems.append("the benchmark has no questions")
-    problems.extend(benchmark.validate())
+    problems.extend(_validate_in_chunks(benchmark))
     if config.template_stages_enabled:
         problems.extend(
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
