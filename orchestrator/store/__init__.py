@@ -8,7 +8,7 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 
 from ._keys import JobKeys
 from ._limits import EndpointLimits, endpoint_id, is_rate_limited
-from ._liveness import Liveness, Orphan
+from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
 from ._store import JobProgress, JobStatus, ResultStore
 from ._units import Unit, expand_units, result_key, unit_key, unit_result_keys
@@ -21,7 +21,6 @@ __all__ = [
     "JobProgress",
     "JobStatus",
     "Liveness",
-    "Orphan",
     "ResultStore",
     "Unit",
     "UnitRef",

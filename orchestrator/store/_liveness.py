@@ -4,32 +4,23 @@ Kombu gives a dead worker's unacked messages back only after the broker's
 visibility timeout (twice the unit deadline: half an hour by default). So that a
 killed worker's units run again within seconds instead, every worker process
 refreshes a short-lived heartbeat key and records each task it *receives* (running
-or merely prefetched) under its own name; a live worker that finds a recorded task
-whose owner's heartbeat has expired sends it again. If the owner was only slow,
-not dead, the unit runs twice: results are written once under their key, so the
-job still ends with each result exactly once.
+or merely prefetched) under its own name. A live worker looks at the broker's
+unacked messages: one that has been out for a while and is not held by a live
+process (its holder's heartbeat expired, or it died between taking the message
+and recording it) goes back to the queue. If the holder was only slow, not dead,
+the unit runs twice: results are written once under their key, so the job still
+ends with each result exactly once.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ._store import ResultStore, _text
 
-__all__ = ["Liveness", "Orphan"]
-
-
-@dataclass(frozen=True)
-class Orphan:
-    """A task received by a worker process that is gone."""
-
-    task_id: str
-    owner: str
-    task: dict[str, Any]
+__all__ = ["Liveness"]
 
 
 class Liveness:
@@ -67,25 +58,23 @@ class Liveness:
         key = f"{self.prefix}:reaper"
         return bool(self.client.set(key, "1", nx=True, px=int(every * 1000)))
 
-    def orphans(self, *, grace: float) -> Iterator[Orphan]:
-        """Tasks held for more than ``grace`` seconds by owners that are dead."""
-        cutoff = time.time() - grace
-        held = [
-            (_text(task_id), json.loads(_text(raw)))
-            for task_id, raw in self.client.hscan_iter(self._held, count=1000)
-        ]
-        held = [(task_id, rec) for task_id, rec in held if rec["since"] <= cutoff]
-        owners = sorted({rec["owner"] for _task_id, rec in held})
-        if not owners:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for owner in owners:
-            pipe.exists(self._beat_key(owner))
-        alive = {o for o, exists in zip(owners, pipe.execute(), strict=True) if exists}
-        for task_id, rec in held:
-            if rec["owner"] not in alive:
-                yield Orphan(task_id, rec["owner"], rec["task"])
+    def holders(self, task_ids: list[str]) -> dict[str, str]:
+        """The owner recorded for each of ``task_ids`` that some process holds."""
+        if not task_ids:
+            return {}
+        raw = self.client.hmget(self._held, task_ids)
+        return {
+            task_id: json.loads(_text(rec))["owner"]
+            for task_id, rec in zip(task_ids, raw, strict=True)
+            if rec is not None
+        }
 
-    def claim(self, orphan: Orphan) -> bool:
-        """Forget the orphan; True for exactly one claimant, who re-sends it."""
-        return bool(self.client.hdel(self._held, orphan.task_id))
+    def alive(self, owners: list[str]) -> set[str]:
+        """Those of ``owners`` whose heartbeat has not expired."""
+        unique = sorted(set(owners))
+        if not unique:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        for owner in unique:
+            pipe.exists(self._beat_key(owner))
+        return {o for o, exists in zip(unique, pipe.execute(), strict=True) if exists}

@@ -108,7 +108,7 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(fleet: Fleet, redis_
     assert len(stored) == len(set(stored)) == 24
     assert set(stored) == _expected_keys(bench, config, job.job_id)
     assert progress.results == 24 and progress.done_units == 24
-    assert "is gone; re-enqueueing task" in fleet.log("survivor")
+    assert "taken by a worker that is gone" in fleet.log("survivor")
 
 
 def test_redis_restart_mid_job(

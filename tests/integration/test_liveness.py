@@ -1,5 +1,5 @@
-"""Dead worker detection on a real Redis: tasks whose holder's heartbeat expired
-are found and claimed exactly once; tasks of live holders are left alone."""
+"""Dead worker detection on a real Redis: who holds which task, whose heartbeat
+has expired, and that only one process at a time takes the reaper's turn."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import redis
 from verifleet.orchestrator.store import Liveness, ResultStore
 
 
-def test_orphans_of_dead_holders_are_claimed_once(redis_url: str) -> None:
+def test_holders_and_heartbeats(redis_url: str) -> None:
     liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"), ttl=1.0)
     task = {"args": ["j", 0, 0, 1], "kwargs": {"question_id": "q0"}}
     liveness.hold("t-dead", "dead-proc", task)
@@ -19,16 +19,11 @@ def test_orphans_of_dead_holders_are_claimed_once(redis_url: str) -> None:
     liveness.release("t-done")
     liveness.beat("live-proc")
 
-    assert list(liveness.orphans(grace=30)) == [], "nothing is older than the grace period"
-    orphans = list(liveness.orphans(grace=0))
-    assert [(o.task_id, o.owner) for o in orphans] == [("t-dead", "dead-proc")]
-    assert orphans[0].task == task
-    assert liveness.claim(orphans[0]) is True
-    assert liveness.claim(orphans[0]) is False, "a second reaper must not re-send it"
-    assert list(liveness.orphans(grace=0)) == []
-
+    holders = liveness.holders(["t-dead", "t-alive", "t-done", "t-unknown"])
+    assert holders == {"t-dead": "dead-proc", "t-alive": "live-proc"}
+    assert liveness.alive(list(holders.values())) == {"live-proc"}
     time.sleep(1.2)  # the live holder's heartbeat (ttl 1 s) expires
-    assert [o.task_id for o in liveness.orphans(grace=0)] == ["t-alive"]
+    assert liveness.alive(["live-proc", "dead-proc"]) == set()
 
 
 def test_reaper_turn_is_exclusive(redis_url: str) -> None:
