@@ -14,8 +14,11 @@ bash scripts/install.sh
     --mode template_and_rubric --concurrency 4 \
     --out demo-results.parquet
 .venv/bin/python - <<'PY'
+import pandas as pd
+
 from verifleet.orchestrator import read_results
 
+pd.set_option("display.max_colwidth", 40)
 results = read_results("demo-results.parquet")
 frame = results.get_template_results().to_dataframe()
 print(frame[["question_id", "field_name", "gt_value", "llm_value", "verify_result"]].to_string(index=False))
