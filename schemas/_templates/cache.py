@@ -8,6 +8,7 @@ template costs one compile, not one per question.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 
@@ -17,6 +18,7 @@ from .._errors import TemplateValidationError
 from .base_answer import BaseAnswer
 from .validation import (
     COMPILE_LOCK,
+    TEMPLATE_MODULE_PREFIX,
     compute_template_id,
     inject_question_id,
     validate_answer_template,
@@ -38,6 +40,20 @@ class TemplateCacheStats(BaseModel):
 _Entry = type[BaseAnswer] | TemplateValidationError
 
 
+def _forget_module(entry: _Entry) -> None:
+    """Drop an evicted template's module from ``sys.modules``.
+
+    Validation registers each template's namespace there (pydantic resolves names
+    through it while the class is built); left behind, a long-lived worker keeps
+    every template it ever compiled alive, whatever the cache's bound. Classes
+    still in use keep their own namespace through their functions' globals.
+    """
+    if isinstance(entry, type):
+        module = entry.__module__
+        if module.startswith(TEMPLATE_MODULE_PREFIX):
+            sys.modules.pop(module, None)
+
+
 class TemplateCache:
     """Compiled answer classes by template id, and bound classes by (template, question).
 
@@ -47,7 +63,7 @@ class TemplateCache:
     An evicted template is simply compiled again when next needed.
     """
 
-    def __init__(self, max_templates: int = 8192, max_bound: int = 8192) -> None:
+    def __init__(self, max_templates: int = 2048, max_bound: int = 8192) -> None:
         self._raw: OrderedDict[str, _Entry] = OrderedDict()
         self._bound: OrderedDict[tuple[str, str], type[BaseAnswer]] = OrderedDict()
         self._table_lock = threading.Lock()
@@ -88,7 +104,7 @@ class TemplateCache:
                     with self._table_lock:
                         self._raw[template_id] = entry
                         while len(self._raw) > self._max_templates:
-                            self._raw.popitem(last=False)
+                            _forget_module(self._raw.popitem(last=False)[1])
         if isinstance(entry, TemplateValidationError):
             raise TemplateValidationError(entry.problem, question_id=question_id)
         return entry

@@ -43,7 +43,7 @@ NO_TEMPLATE_ID = "no_template"
 #: recursion depth mismatch" (CPython issue 106905).
 COMPILE_LOCK = threading.RLock()
 
-_MODULE_PREFIX = "verifleet_template_"
+TEMPLATE_MODULE_PREFIX = "verifleet_template_"
 
 #: Lines of template code allowed while loading (module body, ground truth): far
 #: more than any real template needs, little enough to stop a runaway loop in
@@ -110,7 +110,7 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     if source is None or not source.strip():
         raise _fail("template source is empty", question_id)
     template_id = compute_template_id(source)
-    module_name = f"{_MODULE_PREFIX}{template_id}"
+    module_name = f"{TEMPLATE_MODULE_PREFIX}{template_id}"
     with COMPILE_LOCK:
         try:
             tree = ast.parse(source, filename=f"{TEMPLATE_FILENAME_PREFIX}{template_id}>")

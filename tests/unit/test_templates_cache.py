@@ -129,3 +129,22 @@ def test_template_table_is_bounded_and_recompiles_evicted_templates() -> None:
     assert cache.stats().compiles == 3
     cache.raw_class(_template(10))  # evicted first, compiled again
     assert cache.stats().compiles == 4
+
+
+def test_evicted_templates_leave_sys_modules() -> None:
+    """A worker that sees more distinct templates than the cache holds must not
+    keep every one of them alive through ``sys.modules``."""
+    import sys
+
+    cache = TemplateCache(max_templates=2)
+    sources = [
+        f"class Answer(BaseAnswer):\n    x: int = Field(description='x')\n\n"
+        f"    def ground_truth(self):\n        return {{'x': {i}}}\n\n"
+        f"    def verify(self) -> bool:\n        return self.x == {i}\n"
+        for i in range(5)
+    ]
+    classes = [cache.raw_class(src) for src in sources]
+    template_modules = {c.__module__ for c in classes}
+    assert len(template_modules) == 5
+    assert len(template_modules & set(sys.modules)) == 2, "only the cached ones stay"
+    assert classes[0](x=0).verify() is True, "an evicted class still works"
