@@ -108,7 +108,6 @@ class ModelConfig(BaseModel):
     # Fleet-wide limits for this model's endpoint (None: unlimited).
     max_concurrency: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
-    tokens_per_minute: int | None = Field(default=None, ge=1)
 
     @field_validator("model_name")
     @classmethod
