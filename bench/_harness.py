@@ -73,8 +73,12 @@ _TEMPLATE = textwrap.dedent(
 )
 
 
-def capitals(n: int) -> tuple[Benchmark, dict[str, Any]]:
-    """``n`` one-field questions and the endpoint answers map (a quarter wrong).
+def capitals(
+    n: int, *, wrong_every: int = 4, id_digits: int = 6
+) -> tuple[Benchmark, dict[str, Any]]:
+    """``n`` one-field questions and the endpoint answers map: every
+    ``wrong_every``-th question is answered wrongly (0: none), so results mix
+    passes and fails. Also the tests' benchmark (``tests/_support/jobs.py``).
 
     Every question has its own template (its own template id), as real
     benchmarks do, so the per-process template cache is exercised honestly.
@@ -86,13 +90,13 @@ def capitals(n: int) -> tuple[Benchmark, dict[str, Any]]:
         text = f"What is the capital of Country{i}?"
         questions.append(
             Question(
-                id=f"q{i:06d}",
+                id=f"q{i:0{id_digits}d}",
                 text=text,
                 raw_answer=city,
                 answer_template=_TEMPLATE.replace("CITY", city),
             )
         )
-        said = f"Wrong{i}" if i % 4 == 0 else city
+        said = f"Wrong{i}" if wrong_every and i % wrong_every == 0 else city
         answers[text] = {"text": f"The capital is {said}.", "fields": {"city": said}}
     return Benchmark(name=f"capitals-{n}", questions=questions), answers
 
