@@ -46,6 +46,7 @@ __all__ = [
     "capitals",
     "cpu_seconds",
     "fleet_config",
+    "free_port",
     "machine_line",
     "rss_mb",
     "self_cpu_seconds",
@@ -127,7 +128,8 @@ def fleet_config(
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -172,10 +174,15 @@ def machine_line() -> str:
 
 @dataclass
 class RedisProc:
-    """A private redis-server without persistence (benches measure, not recover)."""
+    """A private redis-server on a free port in its own directory.
+
+    Benches run it without persistence (they measure, not recover); the tests turn
+    ``appendonly`` on (fsync always) so that :meth:`restart` keeps the data.
+    """
 
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="vf-bench-")))
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
+    appendonly: bool = False
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -202,9 +209,13 @@ class RedisProc:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "yes" if self.appendonly else "no",
+                "--appendfsync",
+                "always",
                 "--dir",
                 str(self.workdir),
+                "--logfile",
+                str(self.workdir / "redis.log"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -228,12 +239,24 @@ class RedisProc:
         """``used_memory`` in bytes, from INFO memory."""
         return int(self.client().info("memory")["used_memory"])
 
-    def stop(self) -> None:
-        """Terminate the server and remove its directory; safe to call twice."""
+    def _terminate(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         self.proc = None
+
+    def restart(self) -> None:
+        """Stop and start on the same port and directory (AOF reloads the data)."""
+        self._terminate()
+        self.start()
+
+    def stop(self) -> None:
+        """Terminate the server and remove its directory; safe to call twice."""
+        self._terminate()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> RedisProc:

@@ -10,88 +10,18 @@ number and key prefix and delete what they wrote.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import redis
 
+from bench._harness import RedisProc, free_port
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+__all__ = ["RedisServer", "free_port", "redis_server", "redis_url"]
 
 
-@dataclass
-class RedisServer:
-    """A redis-server process this test session owns."""
-
-    workdir: Path
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise RuntimeError("redis-server not found: run scripts/install.sh")
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.workdir),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-                "--logfile",
-                str(self.workdir / "redis.log"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if client.ping():
-                    return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server on port {self.port} did not start") from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-    def restart(self) -> None:
-        """Stop and start on the same port and directory (AOF reloads the data)."""
-        self.stop()
-        self.start()
+# The benches' redis-server, with AOF so that a test can restart it.
+RedisServer = RedisProc
 
 
 @pytest.fixture(scope="session")
@@ -100,7 +30,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     if os.environ.get("VERIFLEET_TEST_REDIS_URL"):
         yield None
         return
-    server = RedisServer(workdir=tmp_path_factory.mktemp("redis"))
+    server = RedisServer(workdir=tmp_path_factory.mktemp("redis"), appendonly=True)
     server.start()
     try:
         yield server
