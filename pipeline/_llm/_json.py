@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["parse_strict", "repair_json", "schema_errors"]
@@ -43,23 +44,32 @@ def parse_strict(text: str) -> dict[str, Any]:
     return value
 
 
+def _structural(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(position, char)`` of the characters of ``text`` outside JSON strings
+    (quotes included, escapes respected), from ``start``."""
+    in_string = escaped = False
+    for pos in range(start, len(text)):
+        char = text[pos]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                yield pos, char
+        else:
+            in_string = char == '"'
+            yield pos, char
+
+
 def _first_object(text: str) -> str | None:
     """The first balanced ``{...}`` in ``text``, respecting strings and escapes."""
     start = text.find("{")
     while start != -1:
-        depth, in_string, escaped = 0, False, False
-        for pos in range(start, len(text)):
-            char = text[pos]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif char == "\\":
-                    escaped = True
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char == "{":
+        depth = 0
+        for pos, char in _structural(text, start):
+            if char == "{":
                 depth += 1
             elif char == "}":
                 depth -= 1
@@ -72,25 +82,17 @@ def _first_object(text: str) -> str | None:
 def _drop_trailing_commas(text: str) -> str:
     """Remove commas that directly precede ``}`` or ``]`` outside strings (a regex
     would also eat them inside string values such as a key ``",]"``)."""
-    out: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "}]":
-            while out and out[-1].isspace():
-                out.pop()
-            if out and out[-1] == ",":
-                out.pop()
-        out.append(char)
-    return "".join(out)
+    dropped: set[int] = set()
+    last_comma: int | None = None
+    for pos, char in _structural(text):
+        if char == ",":
+            last_comma = pos
+        elif char in "}]" and last_comma is not None:
+            dropped.add(last_comma)
+            last_comma = None
+        elif not char.isspace():
+            last_comma = None
+    return "".join(c for i, c in enumerate(text) if i not in dropped)
 
 
 def repair_json(text: str) -> dict[str, Any]:

@@ -380,6 +380,7 @@ def test_parse_strict_and_repair() -> None:
     # Commas inside strings are data, not trailing commas (found by hypothesis).
     assert repair_json('{",]": null}') == {",]": None}
     assert repair_json('{"k": ",}", "l": [1, 2, ],}') == {"k": ",}", "l": [1, 2]}
+    assert repair_json('{"l": [1, "x", ], "m": "y",}') == {"l": [1, "x"], "m": "y"}
     with pytest.raises(ValueError):
         repair_json("nothing")
 
