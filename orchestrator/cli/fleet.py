@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from verifleet.orchestrator.store import JobProgress, ResultStore
 from verifleet.schemas import ConfigError, load_benchmark
@@ -118,7 +119,8 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
     """The job's counts line and its per-pair pass-rate table."""
     remaining = p.total_units - p.done_units
     eta = f"{remaining / rate:.0f}s" if rate and remaining > 0 else "-"
-    line = (
+    # Text, not markup: "[done]" would otherwise be read as a style tag and vanish.
+    line = Text(
         f"job {p.job_id} [{p.status.value}]  done {p.done_units}/{p.total_units}  "
         f"failed {p.failed_units}  in flight {p.in_flight}  "
         f"rate {rate or 0:.2f} units/s  ETA {eta}"

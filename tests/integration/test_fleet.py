@@ -75,7 +75,7 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
 
     # The same job through the CLI a user would use to look at it and collect it.
     status = run_cli("status", job.job_id, "--redis", redis_url)
-    assert status.returncode == 0 and "done 40/40" in status.stdout, status.stderr
+    assert status.returncode == 0 and "[done]  done 40/40" in status.stdout, status.stderr
     assert "75.0%" in status.stdout
     listing = run_cli("jobs", "--redis", redis_url)
     assert job.job_id in listing.stdout
