@@ -105,9 +105,12 @@ class ModelConfig(BaseModel):
     agent_recursion_limit: int = Field(default=25, ge=1)
     manual_traces_path: str | None = None
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
-    # Fleet-wide limits for this model's endpoint (None: unlimited).
+    # Fleet-wide limits for this model's endpoint (None: unlimited). Tokens per
+    # minute count each call's estimate until the provider reports its usage (see
+    # ``verifleet.pipeline.CallGate``).
     max_concurrency: int | None = Field(default=None, ge=1)
     requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
 
     @field_validator("model_name")
     @classmethod

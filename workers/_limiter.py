@@ -1,10 +1,13 @@
 """The fleet-wide limit per model endpoint, kept in Redis.
 
-Every worker process on every machine goes through the same two structures per
+Every worker process on every machine goes through the same structures per
 endpoint: a sorted set of *leases* (one per call in flight, scored by when it
-expires) caps concurrency, and a sorted set of call start times over the last
-minute caps requests per minute. Both are checked and taken in one Lua script,
-with Redis's clock, so machines with skewed clocks agree. A lease that a dead
+expires) caps concurrency, a sorted set of call start times over the last
+minute caps requests per minute, and a sorted set of the calls' start times with
+a hash of their tokens (and the window's running total) caps tokens per minute.
+All are checked and taken in one Lua script, with Redis's clock, so machines with
+skewed clocks agree; a call's estimate is replaced by its reported usage in the
+script that releases its lease. A lease that a dead
 worker never released expires after the request timeout plus a margin, which is
 what "released when a worker dies" means here. The concurrency cap adapts to 429
 answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`).
@@ -32,6 +35,11 @@ from verifleet.schemas import ModelConfig
 
 __all__ = ["RedisCallGate"]
 
+# Check every limit, then take a slot in all of them, in one atomic step.
+# KEYS: leases, starts, adapted cap, spends (call -> start ms), spent (call ->
+# tokens, plus the field '#sum', the total of the calls in the window).
+# ARGV: call id, lease ms, cap, rpm, tpm, the call's token estimate.
+# Returns 0 (taken), -1 (cap full) or the ms until the window's oldest call ages out.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -50,6 +58,41 @@ if rpm > 0 then
     local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     return math.max(1, tonumber(oldest[2]) + 60000 - now)
   end
+end
+local tpm = tonumber(ARGV[5])
+local tokens = tonumber(ARGV[6])
+if tpm > 0 then
+  -- Age out old spends in batches (unpack has a stack limit), keeping the sum.
+  while true do
+    local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - 60000, 'LIMIT', 0, 500)
+    if #old == 0 then break end
+    local freed = 0
+    for _, n in ipairs(redis.call('HMGET', KEYS[5], unpack(old))) do
+      freed = freed + (tonumber(n) or 0)
+    end
+    redis.call('HDEL', KEYS[5], unpack(old))
+    redis.call('ZREM', KEYS[4], unpack(old))
+    redis.call('HINCRBY', KEYS[5], '#sum', -freed)
+  end
+  local used = 0
+  if redis.call('ZCARD', KEYS[4]) > 0 then
+    used = tonumber(redis.call('HGET', KEYS[5], '#sum') or 0)
+  else
+    -- an empty window holds nothing: drop whatever drifted (evicted keys)
+    redis.call('DEL', KEYS[5])
+  end
+  -- alone in an empty window, a call larger than the budget still goes through
+  if used > 0 and used + tokens > tpm then
+    local oldest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+    return math.max(1, tonumber(oldest[2]) + 60000 - now)
+  end
+  redis.call('ZADD', KEYS[4], now, ARGV[1])
+  redis.call('HSET', KEYS[5], ARGV[1], tokens)
+  redis.call('HINCRBY', KEYS[5], '#sum', tokens)
+  redis.call('PEXPIRE', KEYS[4], 120000)
+  redis.call('PEXPIRE', KEYS[5], 120000)
+end
+if rpm > 0 then
   redis.call('ZADD', KEYS[2], now, ARGV[1])
   redis.call('PEXPIRE', KEYS[2], 120000)
 end
@@ -60,13 +103,25 @@ end
 return 0
 """
 
-# Release a lease, wake one waiter and adapt the cap in one round trip (one per
-# call, on the hot path). KEYS: leases, cap, wake-up list, shrink marker.
-# ARGV: token, configured cap, factor: <1 shrinks (a 429; at most once per marker
-# lifetime, ARGV[5] ms), 0 grows by ARGV[4]/cap (a success), -1 leaves the cap alone.
+# Settle the call's tokens, release its lease, wake one waiter and adapt the cap,
+# in one round trip (one per call, on the hot path).
+# KEYS: leases, cap, wake-up list, shrink marker, spent.
+# ARGV: call id, configured cap (0: no cap), factor: <1 shrinks (a 429; at most
+# once per marker lifetime, ARGV[5] ms), 0 grows by ARGV[4]/cap (a success), -1
+# leaves the cap alone; ARGV[6]: the call's actual tokens (-1: keep the estimate).
 _RELEASE = """
-redis.call('ZREM', KEYS[1], ARGV[1])
+local used = tonumber(ARGV[6])
+if used >= 0 then
+  -- absent once the call's spend aged out of the window: nothing to correct then
+  local old = redis.call('HGET', KEYS[5], ARGV[1])
+  if old then
+    redis.call('HSET', KEYS[5], ARGV[1], used)
+    redis.call('HINCRBY', KEYS[5], '#sum', used - tonumber(old))
+  end
+end
 local cap = tonumber(ARGV[2])
+if cap <= 0 then return '0' end
+redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('LPUSH', KEYS[3], 1)
 redis.call('LTRIM', KEYS[3], 0, cap - 1)
 redis.call('PEXPIRE', KEYS[3], 60000)
@@ -86,9 +141,47 @@ redis.call('SET', KEYS[2], tostring(new), 'EX', 3600)
 return tostring(new)
 """
 
+# The spends of the current window as a flat [call, start ms, tokens, ...] list.
+# KEYS: spends, spent.
+_WINDOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - 60000), '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+  out[#out + 1] = live[i]
+  out[#out + 1] = live[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or '0'
+end
+return out
+"""
+
+
+class _Slot:
+    """What the gate yields: the caller reports the call's actual tokens to it."""
+
+    __slots__ = ("call", "used")
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+        self.used: int | None = None
+
+    def record_usage(self, tokens: int) -> None:
+        """Keep the input + output tokens the provider reported for this call."""
+        self.used = max(0, int(tokens))
+
 
 class RedisCallGate:
     """A ``CallGate`` (see :mod:`verifleet.pipeline`) backed by Redis.
+
+    Tokens per minute: a call reserves its estimate (``tokens``; 0 when the caller
+    passes none) as it takes its slot, waits while the tokens of the calls started
+    in the last 60 s plus its own would exceed ``tokens_per_minute``, and its
+    reservation becomes the usage it reports when it ends (see
+    :meth:`~verifleet.orchestrator.store.EndpointLimits.tokens_fit`). A call
+    larger than the whole budget is let through alone once the window is empty
+    instead of waiting forever. A call answered 429 used no tokens; any other
+    failure keeps its estimate, since the provider may have done the work.
 
     Args:
         client: Redis client shared by the worker process.
@@ -97,7 +190,14 @@ class RedisCallGate:
         max_wait: Seconds to wait for a slot before the call fails with
             :class:`ModelCallError` (the unit then records the error).
         prefix: Key prefix.
+        sleep: Sleep between attempts while a minute's budget is spent.
+
+    Redis errors (unreachable, script errors) propagate from entering and from
+    leaving the gate.
     """
+
+    #: Callers pass ``tokens=`` (see ``verifleet.pipeline.CallGate``).
+    accepts_token_estimate = True
 
     def __init__(
         self,
@@ -116,56 +216,80 @@ class RedisCallGate:
         self._shrink_ms = int(EndpointLimits.shrink_every * 1000)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._window = client.register_script(_WINDOW)
 
-    def _keys(self, limits: EndpointLimits) -> list[str]:
+    def _keys(self, limits: EndpointLimits) -> dict[str, str]:
         base = f"{self._prefix}:limit:{limits.key}"
-        return [
-            f"{base}:leases",
-            f"{base}:starts",
-            f"{base}:cap",
-            f"{base}:free",
-            f"{base}:shrunk",
-        ]
+        names = ("leases", "starts", "cap", "free", "shrunk", "spends", "spent")
+        return {name: f"{base}:{name}" for name in names}
 
-    def __call__(self, model: ModelConfig) -> contextlib.AbstractContextManager[object]:
+    def __call__(
+        self, model: ModelConfig, *, tokens: int | None = None
+    ) -> contextlib.AbstractContextManager[object]:
         limits = EndpointLimits.of(model)
         if limits is None:
             return contextlib.nullcontext()
-        return self._slot(limits)
+        return self._slot(limits, max(0, tokens or 0))
+
+    def spends(self, model: ModelConfig) -> list[tuple[int, int]]:
+        """``(start ms, tokens)`` of each of ``model``'s endpoint's calls started in
+        the last 60 s by Redis's clock, oldest first: estimates of the calls in
+        flight, reported usage of the finished ones. Empty without a
+        ``tokens_per_minute``."""
+        limits = EndpointLimits.of(model)
+        if limits is None or not limits.tokens_per_minute:
+            return []
+        keys = self._keys(limits)
+        flat = self._window(keys=[keys["spends"], keys["spent"]])
+        return [(int(float(flat[i + 1])), int(flat[i + 2])) for i in range(0, len(flat), 3)]
 
     @contextlib.contextmanager
-    def _slot(self, limits: EndpointLimits) -> Iterator[object]:
+    def _slot(self, limits: EndpointLimits, tokens: int) -> Iterator[object]:
         keys = self._keys(limits)
-        token = uuid.uuid4().hex
+        slot = _Slot(uuid.uuid4().hex)
         cap = limits.max_concurrency or 0
-        args: list[str | int] = [token, self._lease_ms, cap, limits.requests_per_minute or 0]
+        tpm = limits.tokens_per_minute or 0
+        args: list[str | int] = [
+            slot.call,
+            self._lease_ms,
+            cap,
+            limits.requests_per_minute or 0,
+            tpm,
+            tokens,
+        ]
+        acquire_keys = [keys[k] for k in ("leases", "starts", "cap", "spends", "spent")]
         give_up = time.monotonic() + self._max_wait
         while True:
-            wait_ms = int(self._acquire(keys=keys[:3], args=args))
+            wait_ms = int(self._acquire(keys=acquire_keys, args=args))
             if wait_ms == 0:
                 break
             left = give_up - time.monotonic()
             if left <= 0:
                 raise ModelCallError(
                     f"no capacity on the endpoint within {self._max_wait:.0f}s "
-                    f"(cap {cap or '-'}, {limits.requests_per_minute or '-'} requests/min)",
+                    f"(cap {cap or '-'}, {limits.requests_per_minute or '-'} requests/min, "
+                    f"{tpm or '-'} tokens/min, this call {tokens} tokens)",
                     transient=True,
                     attempts=0,
                 )
             if wait_ms < 0:  # cap full: until a release (or 1 s, in case it was missed)
-                self._client.blpop([keys[3]], timeout=min(1.0, max(left, 0.01)))
-            else:  # the minute's request budget is spent: until its oldest call ages out
+                self._client.blpop([keys["free"]], timeout=min(1.0, max(left, 0.01)))
+            else:  # the minute's budget is spent: until its oldest call ages out
                 self._sleep(min(wait_ms / 1000, 0.25, left) * (0.5 + random.random()))
         factor: float = 0.0  # grow, unless the call ends in anything but success
+        rate_limited = False
         try:
-            yield token
+            yield slot
         except BaseException as exc:
             # A 429 shrinks the cap; any other failure releases without adapting.
-            factor = EndpointLimits.shrink_factor if is_rate_limited(exc) else -1.0
+            rate_limited = is_rate_limited(exc)
+            factor = EndpointLimits.shrink_factor if rate_limited else -1.0
             raise
         finally:
-            if cap:
+            # -1 keeps the estimate: the provider said nothing about this call.
+            used = 0 if rate_limited else (slot.used if slot.used is not None else -1)
+            if cap or (tpm and used >= 0):
                 self._release(
-                    keys=[keys[0], keys[2], keys[3], keys[4]],
-                    args=[token, cap, factor, EndpointLimits.growth, self._shrink_ms],
+                    keys=[keys[k] for k in ("leases", "cap", "free", "shrunk", "spent")],
+                    args=[slot.call, cap, factor, EndpointLimits.growth, self._shrink_ms, used],
                 )

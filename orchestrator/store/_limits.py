@@ -2,6 +2,9 @@
 
 A model endpoint is identified by where requests go (base URL or provider) and
 the model name, so two model configs that hit the same endpoint share one limit.
+Three limits, each optional: calls in flight (``max_concurrency``), calls started
+in any 60 s window (``requests_per_minute``) and tokens of the calls started in any
+60 s window (``tokens_per_minute``, see :meth:`EndpointLimits.tokens_fit`).
 The concurrency cap adapts: it shrinks multiplicatively when the endpoint answers
 429 and grows back additively on success (AIMD), never above the configured cap.
 
@@ -59,13 +62,37 @@ class EndpointLimits:
     key: str
     max_concurrency: int | None
     requests_per_minute: int | None
+    tokens_per_minute: int | None = None
 
     @classmethod
     def of(cls, model: ModelConfig) -> EndpointLimits | None:
         """The limits of ``model``'s endpoint, or None when it has none."""
-        if model.max_concurrency is None and model.requests_per_minute is None:
+        if (
+            model.max_concurrency is None
+            and model.requests_per_minute is None
+            and model.tokens_per_minute is None
+        ):
             return None
-        return cls(endpoint_id(model), model.max_concurrency, model.requests_per_minute)
+        return cls(
+            endpoint_id(model),
+            model.max_concurrency,
+            model.requests_per_minute,
+            model.tokens_per_minute,
+        )
+
+    def tokens_fit(self, used: int, tokens: int) -> bool:
+        """Whether a call reserving ``tokens`` may start now.
+
+        ``used`` is the sum of the tokens of the calls started in the last 60 s:
+        each call's estimate until its actual usage is known, then the actual
+        usage. The call fits when ``used + tokens`` stays within
+        ``tokens_per_minute``, or when ``used`` is 0: a single call larger than
+        the whole budget would otherwise wait forever, so it goes through alone
+        on an empty window (and the window then holds more than the budget until
+        it ages out). The Redis gate's Lua script applies the same rule.
+        """
+        budget = self.tokens_per_minute
+        return budget is None or used <= 0 or used + tokens <= budget
 
     def shrink(self, cap: float) -> float:
         """The adaptive cap after a 429."""

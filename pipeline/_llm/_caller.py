@@ -19,6 +19,7 @@ from verifleet.schemas import ModelConfig, RetryPolicy
 from .._llm_protocol import Message, ModelCallError, StructuredOutputError
 from .._prompts import json_reply_instruction, json_retry_feedback
 from ._clients import ChatModelCache
+from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
 from ._json import parse_strict, repair_json, schema_errors
 from ._retry import call_with_retry
 from ._usage import UsageTracker
@@ -27,9 +28,29 @@ __all__ = ["CallGate", "LangchainChatCaller"]
 
 _log = logging.getLogger(__name__)
 
-#: Wraps every attempt of a call to ``model``: the fleet-wide concurrency/rate
-#: limiter of the workers plugs in here; the local runner passes nothing.
 CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
+"""Wraps every attempt of a call to ``model``: the endpoint limiters plug in here
+(the workers' Redis gate, the local runner's in-process gate).
+
+The protocol; callers follow it through :mod:`._gate`'s helpers:
+
+- ``gate(model)`` returns a context manager entered around one attempt (the
+  request only, not the backoff sleep between attempts). Entering may block
+  until the endpoint has capacity and may raise :class:`ModelCallError` when it
+  gets none in time; an exception of the attempt passes through it (a gate reads
+  it, e.g. to adapt to a 429).
+- Token budgets, optional: a gate whose ``accepts_token_estimate`` attribute is
+  ``True`` is called ``gate(model, tokens=n)`` instead (``gate_attempt``), ``n``
+  being ``estimate_tokens(model, messages)``, and reserves ``n`` tokens while it
+  waits and runs. If the object it yields has ``record_usage(tokens: int)``, the
+  caller calls it inside the block after a successful attempt with the input +
+  output tokens the provider reported (``report_usage``), and the gate replaces
+  its estimate by that figure on exit. When the provider reports no usage the
+  estimate stands.
+
+Gates written for the first form alone (no ``tokens`` keyword, yielding anything)
+still work unchanged: they get no estimate and no usage.
+"""
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _SCHEMA_COMPLAINTS = ("response_format", "json_schema", "schema", "structured")
@@ -124,9 +145,15 @@ class LangchainChatCaller:
         return self._clients.get(self._model, request_timeout=self._timeout)
 
     def _run(self, runnable: Any, messages: Sequence[Message], label: str) -> Any:
+        tokens = estimate_tokens(self._model, messages)
+
         def attempt() -> Any:
-            with self._gate(self._model):
-                return runnable.invoke(list(messages))
+            with gate_attempt(self._gate, self._model, tokens) as slot:
+                reply = runnable.invoke(list(messages))
+                # an include_raw chain answers {"raw": message, "parsed": ...}
+                raw = reply.get("raw") if isinstance(reply, dict) else reply
+                report_usage(slot, usage_tokens(getattr(raw, "usage_metadata", None)))
+                return reply
 
         return call_with_retry(
             attempt,

@@ -1,0 +1,256 @@
+"""Tokens-per-minute budgets: the local gate's arithmetic, the estimate rule and the
+caller's side of the gate protocol.
+
+The local gate runs on an injected clock so that a minute passes without waiting
+for it, and with ``max_wait=0`` so that a call that would wait fails at once
+instead: "admitted or not" is then a plain yes/no, with no timing involved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator._local.limits import LocalCallGate
+from verifleet.pipeline import ChatModelCache, LangchainChatCaller, ModelCallError, UsageTracker
+from verifleet.pipeline._llm._gate import (
+    DEFAULT_REPLY_TOKENS,
+    estimate_tokens,
+    gate_attempt,
+    report_usage,
+)
+from verifleet.schemas import ModelConfig, RetryPolicy
+
+BUDGET = 100
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _model(budget: int = BUDGET, **extra: object) -> ModelConfig:
+    return ModelConfig.parse("http://127.0.0.1:9/v1#m", tokens_per_minute=budget, **extra)
+
+
+def _gate(clock: _Clock) -> LocalCallGate:
+    return LocalCallGate(max_wait=0, clock=clock)
+
+
+def _admits(gate: LocalCallGate, model: ModelConfig, tokens: int | None) -> bool:
+    """Whether a call reserving ``tokens`` may start now (it ends at once, unreported)."""
+    try:
+        with gate(model, tokens=tokens):
+            return True
+    except ModelCallError:
+        return False
+
+
+def test_calls_start_until_the_next_one_would_exceed_the_budget() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    with gate(model, tokens=40), gate(model, tokens=40):
+        assert gate.tokens_in_window(model) == 80
+        assert not _admits(gate, model, 21)  # 101 > 100
+        assert _admits(gate, model, 20)  # exactly 100
+    assert gate.tokens_in_window(model) == 100  # unreported calls keep their estimate
+    assert not _admits(gate, model, 1)
+
+
+def test_reported_usage_replaces_the_estimate() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    with gate(model, tokens=90) as slot:
+        assert not _admits(gate, model, 20)  # 90 reserved while in flight
+        report_usage(slot, 30)
+    assert gate.tokens_in_window(model) == 30
+    assert _admits(gate, model, 70)
+    assert not _admits(gate, model, 1)
+
+
+def test_spends_age_out_after_sixty_seconds() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    assert _admits(gate, model, 60)
+    clock.now += 30
+    assert _admits(gate, model, 40)
+    clock.now += 29.5  # the first call is 59.5 s old: still in the window
+    assert not _admits(gate, model, 1)
+    clock.now += 0.5  # exactly 60 s: out
+    assert gate.tokens_in_window(model) == 40
+    assert _admits(gate, model, 60)
+
+
+def test_a_call_larger_than_the_budget_goes_alone_through_an_empty_window() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    assert _admits(gate, model, 5 * BUDGET)  # would otherwise wait forever
+    assert not _admits(gate, model, 1)  # the window now holds 5x the budget ...
+    clock.now += 60
+    assert _admits(gate, model, 1)  # ... until it ages out
+
+
+def test_a_429_frees_the_reservation_and_other_failures_keep_it() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+
+    class RateLimited(Exception):
+        # The endpoint's 429 at one exact moment; the gate reads only status_code.
+        status_code = 429
+
+    with pytest.raises(RateLimited), gate(model, tokens=80):
+        raise RateLimited
+    assert gate.tokens_in_window(model) == 0  # refused: the provider did no work
+    with pytest.raises(TimeoutError), gate(model, tokens=80):
+        raise TimeoutError  # the provider may have done the work
+    assert gate.tokens_in_window(model) == 80
+
+
+def test_a_call_without_estimate_reserves_nothing_but_its_usage_counts() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    with gate(model) as slot:
+        assert gate.tokens_in_window(model) == 0
+        report_usage(slot, 95)
+    assert gate.tokens_in_window(model) == 95
+    assert not _admits(gate, model, 10)
+
+
+def test_token_budget_and_request_budget_both_hold() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model(requests_per_minute=2)
+    assert _admits(gate, model, 10) and _admits(gate, model, 10)
+    assert not _admits(gate, model, 10)  # tokens fit (30), requests do not
+    assert gate.tokens_in_window(model) == 20  # the refused call reserved nothing
+
+
+# One step of a random schedule: start a call (estimate, actual usage or None,
+# whether it stays in flight), finish the oldest call in flight, or let time pass.
+# Tokens in tens, so that sums hitting the budget exactly are common.
+_TOKENS = st.integers(0, 15).map(lambda n: n * 10)
+_STEP = st.one_of(
+    st.tuples(
+        st.just("start"),
+        _TOKENS,
+        st.one_of(st.none(), _TOKENS),
+        st.booleans(),
+    ),
+    st.tuples(st.just("finish"), st.just(0), st.just(None), st.just(False)),
+    st.tuples(st.just("wait"), st.integers(1, 40), st.just(None), st.just(False)),
+)
+
+
+@given(st.lists(_STEP, max_size=40))
+def test_admissions_follow_the_window_arithmetic(
+    steps: list[tuple[str, int, int | None, bool]],
+) -> None:
+    """Against a plain model of the rule: a call starts iff the tokens of the calls
+    started in the last 60 s (estimates in flight, reported usage once finished)
+    plus its estimate fit the budget, or the window is empty."""
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    spends: list[list[float]] = []  # [start, tokens] of every admitted call
+    held: list[tuple[contextlib.ExitStack, object, list[float], int | None]] = []
+
+    def used() -> int:
+        return int(sum(tokens for at, tokens in spends if at > clock.now - 60))
+
+    def finish(
+        stack: contextlib.ExitStack, slot: object, spend: list[float], actual: int | None
+    ) -> None:
+        report_usage(slot, actual)
+        stack.close()
+        if actual is not None:
+            spend[1] = actual
+
+    for kind, amount, actual, hold in steps:
+        if kind == "wait":
+            clock.now += amount
+        elif kind == "finish" and held:
+            finish(*held.pop(0))
+        elif kind == "start":
+            expected = used() == 0 or used() + amount <= BUDGET
+            stack = contextlib.ExitStack()
+            try:
+                slot = stack.enter_context(gate(model, tokens=amount))
+            except ModelCallError:
+                assert not expected
+                continue
+            assert expected
+            spend = [clock.now, float(amount)]
+            spends.append(spend)
+            if hold:
+                held.append((stack, slot, spend, actual))
+            else:
+                finish(stack, slot, spend, actual)
+        assert gate.tokens_in_window(model) == used()
+    for call in held:
+        finish(*call)
+    assert gate.tokens_in_window(model) == used()
+
+
+def test_estimate_is_a_quarter_of_the_characters_plus_the_reply() -> None:
+    messages = [{"role": "system", "content": "x" * 10}, {"role": "user", "content": "y" * 7}]
+    assert estimate_tokens(_model(max_tokens=50), messages) == 5 + 50  # ceil(17 / 4)
+    assert estimate_tokens(_model(), messages) == 5 + DEFAULT_REPLY_TOKENS
+    assert estimate_tokens(_model(), []) == DEFAULT_REPLY_TOKENS
+
+
+def test_old_style_gates_get_no_estimate_and_still_work() -> None:
+    seen: list[ModelConfig] = []
+
+    @contextlib.contextmanager
+    def old_gate(model: ModelConfig) -> Iterator[object]:  # no ``tokens`` keyword
+        seen.append(model)
+        yield "anything"
+
+    model = _model()
+    with gate_attempt(old_gate, model, 123) as slot:
+        report_usage(slot, 7)  # nothing to report to: a no-op
+    assert seen == [model]
+
+
+def test_the_caller_reserves_its_estimate_and_reports_the_endpoint_usage() -> None:
+    prompt = "z" * 200  # the endpoint counts len // 4 = 50 prompt tokens
+    with run_endpoint_in_thread(EndpointConfig(reply_tokens=20)) as endpoint:
+        model = ModelConfig(
+            model_name="m",
+            interface="openai_endpoint",
+            endpoint_base_url=endpoint.base_url,
+            max_tokens=100,
+            tokens_per_minute=1000,
+        )
+        gate = LocalCallGate(max_wait=0)
+        reserved: list[int] = []
+
+        class Watching:
+            """Records what the caller reserves; admission is the real gate's."""
+
+            accepts_token_estimate = True
+
+            def __call__(
+                self, model: ModelConfig, *, tokens: int | None = None
+            ) -> contextlib.AbstractContextManager[object]:
+                reserved.append(tokens or 0)
+                return gate(model, tokens=tokens)
+
+        caller = LangchainChatCaller(
+            model,
+            tracker=UsageTracker(),
+            clients=ChatModelCache(),
+            policy=RetryPolicy(max_attempts=1),
+            request_timeout=10.0,
+            call_gate=Watching(),
+        )
+        caller.invoke([{"role": "user", "content": prompt}], stage="answer_generation")
+        assert endpoint.stats().calls == 1
+    assert reserved == [50 + 100]  # 200 chars / 4 + max_tokens
+    assert gate.tokens_in_window(model) == 50 + 20  # what the endpoint reported
