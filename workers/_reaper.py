@@ -17,12 +17,15 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Collection
 from typing import Any
 
 import redis
 from celery import Celery
 
 from verifleet.orchestrator.store import Liveness
+
+from ._stalls import StallDetector
 
 __all__ = ["LivenessThread", "process_owner_id"]
 
@@ -36,6 +39,14 @@ def _text(value: Any) -> str:
 def process_owner_id() -> str:
     """A name for this worker process, unique across machines and restarts."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _worker_request_ids() -> Collection[str]:
+    from celery.worker import state
+
+    # dict.copy runs without releasing the GIL: iterating the live dict while the
+    # consumer thread changes it could raise "dictionary changed size".
+    return state.requests.copy().keys()
 
 
 def _task_id(raw: Any) -> str | None:
@@ -70,6 +81,7 @@ class LivenessThread(threading.Thread):
         *,
         interval: float = 5.0,
         grace: float = 20.0,
+        stalls: StallDetector | None = None,
     ) -> None:
         super().__init__(name="verifleet-liveness", daemon=True)
         self.liveness = liveness
@@ -77,14 +89,66 @@ class LivenessThread(threading.Thread):
         self.app = app
         self.interval = interval
         self.grace = grace
+        self.stalls = stalls
         self._stop_event = threading.Event()
+        self._tracked_lock = threading.Lock()
+        # task id -> when this process recorded it as held (monotonic)
+        self._tracked: dict[str, float] = {}
+
+    def track(self, task_id: str) -> None:
+        """This process recorded ``task_id`` as held (see :meth:`reconcile`)."""
+        with self._tracked_lock:
+            self._tracked[task_id] = time.monotonic()
+
+    def untrack(self, task_id: str) -> None:
+        """The task ended and its hold was released."""
+        with self._tracked_lock:
+            self._tracked.pop(task_id, None)
+
+    def reconcile(self, known: Callable[[], Collection[str]] | None = None) -> list[str]:
+        """Release the holds of tasks this process no longer has.
+
+        When the broker connection drops (a Redis restart), Celery's consumer
+        forgets the messages it had prefetched but not started: they can no longer
+        be acked on the old channel. No ``task_postrun`` ever fires for them, so
+        their holds would say "a live worker has it" forever and the reaper would
+        never return them; only the visibility timeout (half an hour) would. A
+        hold older than one beat whose task is not among the worker's requests
+        is such an orphan: releasing it lets the reaper give the message back.
+
+        Args:
+            known: The ids of the requests the worker has (reserved or running);
+                Celery's worker state by default.
+
+        Returns:
+            The task ids released.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; the holds stay tracked and the
+                next beat tries again.
+        """
+        have = set(known() if known is not None else _worker_request_ids())
+        cutoff = time.monotonic() - self.interval
+        with self._tracked_lock:
+            orphans = [t for t, since in self._tracked.items() if since < cutoff and t not in have]
+        for task_id in orphans:
+            self.liveness.release(task_id)
+            self.untrack(task_id)
+            log.warning(
+                "task %s was dropped by this worker when its broker connection was lost; "
+                "released so that it goes back to the queue",
+                task_id,
+            )
+        return orphans
 
     def run(self) -> None:
         while not self._stop_event.is_set():
             try:
                 self.liveness.beat(self.owner)
+                self.reconcile()
                 if self.liveness.take_reaper_turn(every=self.interval):
                     self.reap()
+                    self.check_stalls()
             except redis.RedisError as exc:
                 log.warning("liveness: redis unavailable (%s); retrying", exc)
             self._stop_event.wait(self.interval)
@@ -117,6 +181,14 @@ class LivenessThread(threading.Thread):
                 self.liveness.release(task_id)
                 restored += 1
             return restored
+
+    def check_stalls(self) -> dict[str, int]:
+        """Send again the missing units of stalled jobs (see :mod:`._stalls`)."""
+        if self.stalls is None:
+            return {}
+        with self.app.connection_for_write() as conn:
+            channel: Any = conn.default_channel
+            return self.stalls.check(channel.unacked_key)
 
     def stop(self) -> None:
         """Stop beating (the heartbeat then expires after its TTL)."""

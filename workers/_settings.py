@@ -10,6 +10,9 @@
 ``VERIFLEET_LEASE_SECONDS``  how long a model call may hold its endpoint slot
     before the slot counts as abandoned by a dead worker (default 150: the default
     request timeout of 120 s plus a margin; raise it with the request timeout).
+``VERIFLEET_STALL_SETTLE``  seconds a job with units left may go without progress
+    while no message carries any of them, before its missing units are sent again
+    (default 30; see ``verifleet.workers._stalls``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class WorkerSettings:
     restore_interval: int = 5
     prefix: str = "vf"
     lease_seconds: float = 150.0
+    stall_settle: float = 30.0
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
@@ -52,6 +56,7 @@ class WorkerSettings:
             restore_interval=int(number("VERIFLEET_RESTORE_INTERVAL", 5)),
             prefix=env.get("VERIFLEET_PREFIX") or "vf",
             lease_seconds=number("VERIFLEET_LEASE_SECONDS", 150.0),
+            stall_settle=number("VERIFLEET_STALL_SETTLE", 30.0),
         )
 
     @property

@@ -37,6 +37,7 @@ from ._jobs import JobCache
 from ._limiter import RedisCallGate
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
+from ._stalls import StallDetector
 from .app import app
 
 __all__ = ["run_unit_task"]
@@ -76,12 +77,14 @@ def _process_state() -> _ProcessState:
                 prefix=settings.prefix,
             )
             owner = process_owner_id()
-            liveness = LivenessThread(Liveness(store), owner, app)
+            jobs = JobCache(store)
+            stalls = StallDetector(store, jobs, app, settle=settings.stall_settle)
+            liveness = LivenessThread(Liveness(store), owner, app, stalls=stalls)
             liveness.start()
             _state = _ProcessState(
                 settings=settings,
                 store=store,
-                jobs=JobCache(store),
+                jobs=jobs,
                 resources=PipelineResources(call_gate=gate),
                 owner=owner,
                 liveness=liveness,
@@ -107,6 +110,7 @@ def _hold(request: Any = None, **_kwargs: Any) -> None:
     task = {"args": list(request.args), "kwargs": dict(request.kwargs)}
     try:
         state.liveness.liveness.hold(request.id, state.owner, task)
+        state.liveness.track(request.id)
     except redis.RedisError as exc:
         log.warning("could not record task %s as held (%s)", request.id, exc)
 
@@ -116,7 +120,9 @@ def _release(task_id: str = "", task: Any = None, **_kwargs: Any) -> None:
     if task is None or task.name != TASK_NAME:
         return
     try:
-        _process_state().liveness.liveness.release(task_id)
+        liveness = _process_state().liveness
+        liveness.liveness.release(task_id)
+        liveness.untrack(task_id)
     except redis.RedisError as exc:
         log.warning("could not release task %s (%s)", task_id, exc)
 

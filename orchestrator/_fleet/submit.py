@@ -5,12 +5,11 @@ from __future__ import annotations
 import gc
 import secrets
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, UnitRef
+from verifleet.orchestrator.store import ResultStore, unit_messages
 from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
 
 from .broker import Broker
@@ -119,30 +118,6 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
     return problems
 
 
-def _unit_messages(
-    job_id: str, benchmark: Benchmark, config: VerificationConfig, skip: set[str] | None = None
-) -> Iterator[tuple[UnitRef, dict[str, str]]]:
-    from verifleet.orchestrator.store import Unit, unit_key
-
-    for qi, question in enumerate(benchmark.questions):
-        for ai, answering in enumerate(config.answering_models):
-            for replicate in range(1, config.replicate_count + 1):
-                if skip is not None:
-                    key = unit_key(Unit(question, answering, replicate), job_id=job_id)
-                    if key in skip:
-                        continue
-                labels = {
-                    "question_id": question.id,
-                    "answering": answering.identity().display_string,
-                }
-                yield (
-                    UnitRef(
-                        job_id=job_id, question_index=qi, answering_index=ai, replicate=replicate
-                    ),
-                    labels,
-                )
-
-
 def submit_job(
     benchmark: Benchmark,
     config: VerificationConfig,
@@ -171,7 +146,7 @@ def submit_job(
         total_units=units,
         name=name or benchmark.name,
     )
-    sent = broker.send(_unit_messages(job_id, benchmark, config), batch_size=batch_size)
+    sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
         job_id=job_id, units=sent, expected_results=sent * len(config.parsing_models)
     )
@@ -191,7 +166,7 @@ def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: i
     done = store.done_units(job_id)
     # Running before sending: workers drop tasks of a cancelled job.
     store.set_status(job_id, JobStatus.RUNNING)
-    sent = broker.send(_unit_messages(job_id, benchmark, config, skip=done), batch_size=batch_size)
+    sent = broker.send(unit_messages(job_id, benchmark, config, skip=done), batch_size=batch_size)
     if sent == 0:
         store.set_status(job_id, JobStatus.DONE)
     return sent

@@ -10,8 +10,9 @@ from ._keys import JobKeys
 from ._limits import EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
+from ._sending import send_units
 from ._store import JobProgress, JobStatus, ResultStore
-from ._units import Unit, expand_units, result_key, unit_key, unit_result_keys
+from ._units import Unit, expand_units, result_key, unit_key, unit_messages, unit_result_keys
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -28,6 +29,8 @@ __all__ = [
     "expand_units",
     "is_rate_limited",
     "result_key",
+    "send_units",
     "unit_key",
+    "unit_messages",
     "unit_result_keys",
 ]

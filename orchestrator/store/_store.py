@@ -220,6 +220,24 @@ class ResultStore:
         ids = self.client.zrevrange(self._index(), 0, limit - 1)
         return [self.progress(_text(i)) for i in ids]
 
+    def unfinished_jobs(self, limit: int = 200) -> list[tuple[str, int]]:
+        """``(job id, units done)`` of the newest ``limit`` jobs that are queued or
+        running and have units left, in one round trip."""
+        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            keys = self.keys(job_id)
+            pipe.hmget(keys.meta, ["status", "total_units"])
+            pipe.scard(keys.done)
+        replies = pipe.execute()
+        unfinished: list[tuple[str, int]] = []
+        for job_id, (status, total), done in zip(ids, replies[::2], replies[1::2], strict=True):
+            if status is None or _text(status) not in (JobStatus.QUEUED, JobStatus.RUNNING):
+                continue
+            if total is not None and int(done) < int(total):
+                unfinished.append((job_id, int(done)))
+        return unfinished
+
     # --- units ------------------------------------------------------------------------
     def unit_done(self, job_id: str, unit_key: str) -> bool:
         """True when the unit's results are all written."""

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 
 from verifleet.schemas import ModelConfig, VerificationConfig, compute_unit_key
 
+from ._protocol import UnitRef
+
 if TYPE_CHECKING:
     from verifleet.schemas import Benchmark, Question, VerificationResult
 
-__all__ = ["Unit", "expand_units", "result_key", "unit_key", "unit_result_keys"]
+__all__ = ["Unit", "expand_units", "result_key", "unit_key", "unit_messages", "unit_result_keys"]
 
 
 @dataclass(frozen=True)
@@ -74,3 +76,30 @@ def result_key(result: VerificationResult, *, job_id: str = "") -> str:
         parsing_key=meta.parsing.canonical_key,
         replicate=meta.replicate,
     )
+
+
+def unit_messages(
+    job_id: str, benchmark: Benchmark, config: VerificationConfig, skip: set[str] | None = None
+) -> Iterator[tuple[UnitRef, dict[str, str]]]:
+    """The task of every unit of a job, in submit order, lazily: its reference and
+    the labels that name it in Flower.
+
+    Args:
+        skip: Unit keys (:func:`unit_key` with ``job_id``) to leave out, e.g. the
+            units already done when a job is resumed.
+    """
+    for qi, question in enumerate(benchmark.questions):
+        for ai, answering in enumerate(config.answering_models):
+            for replicate in range(1, config.replicate_count + 1):
+                if skip is not None:
+                    key = unit_key(Unit(question, answering, replicate), job_id=job_id)
+                    if key in skip:
+                        continue
+                labels = {
+                    "question_id": question.id,
+                    "answering": answering.identity().display_string,
+                }
+                ref = UnitRef(
+                    job_id=job_id, question_index=qi, answering_index=ai, replicate=replicate
+                )
+                yield ref, labels

@@ -33,6 +33,8 @@ class Fleet:
             VERIFLEET_UNIT_DEADLINE="8",
             VERIFLEET_RESTORE_INTERVAL="1",
             VERIFLEET_LEASE_SECONDS="10",
+            # A job whose lost messages no worker carries is re-sent after 5 s.
+            VERIFLEET_STALL_SETTLE="5",
         )
         env.update(extra)
         return env

@@ -30,3 +30,29 @@ def test_reaper_turn_is_exclusive(redis_url: str) -> None:
     liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"))
     assert liveness.take_reaper_turn(every=5) is True
     assert liveness.take_reaper_turn(every=5) is False
+
+
+def test_reconcile_releases_holds_the_consumer_forgot(redis_url: str) -> None:
+    """After a lost broker connection Celery drops its prefetched requests without
+    any signal; their holds must go so that the reaper can return the messages."""
+    from celery import Celery
+
+    from verifleet.workers._reaper import LivenessThread
+
+    liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"))
+    thread = LivenessThread(liveness, "me", Celery("t"), interval=0.2)
+    task = {"args": ["j", 0, 0, 1], "kwargs": {}}
+    for task_id in ("running", "dropped", "fresh"):
+        liveness.hold(task_id, "me", task)
+    thread.track("running")
+    thread.track("dropped")
+    time.sleep(0.3)  # older than one beat
+    thread.track("fresh")  # just received: Celery may not have reserved it yet
+
+    released = thread.reconcile(known=lambda: {"running"})
+
+    assert released == ["dropped"]
+    assert liveness.holders(["running", "dropped", "fresh"]) == {"running": "me", "fresh": "me"}
+    assert thread.reconcile(known=lambda: {"running"}) == []  # released once only
+    liveness.release("running")
+    liveness.release("fresh")
