@@ -9,7 +9,14 @@ model, schema-valid JSON for parsing and judge calls that send a ``json_schema``
 Routes: ``POST /v1/chat/completions`` (non-streaming), ``GET /v1/models``,
 ``GET /stats``, ``POST /stats/reset``, ``GET /health``.
 
-Fault injection, decided in this order for every chat call:
+Requests the configured model would refuse get 400 with an OpenAI-style error body
+before anything else: ``reject_json_schema`` refuses ``json_schema`` response
+formats (as servers without structured output do), ``context_chars`` refuses
+prompts longer than that many characters (``context_length_exceeded``).
+``record_requests`` keeps every decoded request body in ``EndpointApp.requests``
+(in-process only), so a test can compare what two clients sent.
+
+Fault injection, decided in this order for every other chat call:
 
 1. ``max_concurrency``: a call arriving while that many are in flight gets 429
    with ``Retry-After`` at once (it never counts as in flight).
@@ -136,6 +143,13 @@ class EndpointConfig(BaseModel):
     timeout_rate: float = Field(default=0.0, ge=0, le=1)
     slow_ms: float = Field(default=30_000.0, ge=0)
     seed: int = 0
+    reject_json_schema: bool = Field(
+        default=False, description="answer 400 to a json_schema response_format"
+    )
+    context_chars: int | None = Field(
+        default=None, ge=1, description="answer 400 to prompts longer than this"
+    )
+    record_requests: bool = Field(default=False, description="keep request bodies in memory")
     answers: dict[str, AnswerEntry] = Field(default_factory=dict)
 
     @field_validator("answers", mode="before")
@@ -188,6 +202,8 @@ class EndpointApp:
     def __init__(self, config: EndpointConfig) -> None:
         self.config = config
         self.stats = EndpointStats()
+        #: Decoded chat request bodies in arrival order, when ``record_requests``.
+        self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
         self._keys = sorted((k for k in config.answers if k), key=len, reverse=True)
         self._prefix_len = min([_PREFIX, *(len(k) for k in self._keys)])
@@ -230,6 +246,7 @@ class EndpointApp:
         stats.peak_in_flight = stats.in_flight
         stats.by_status = {}
         self._attempts.clear()
+        self.requests.clear()
 
     async def _chat(self, body: bytes) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]:
         stats, config = self.stats, self.config
@@ -243,6 +260,11 @@ class EndpointApp:
                 raise ValueError("streaming is not supported; send stream=false")
         except (ValueError, KeyError, TypeError) as exc:
             return 400, _error_body(f"bad request: {exc}", "invalid_request_error"), []
+        if config.record_requests:
+            self.requests.append(request)
+        refusal = self._refusal(request, messages)
+        if refusal is not None:
+            return 400, refusal, []
         if config.max_concurrency is not None and stats.in_flight >= config.max_concurrency:
             stats.sent_429 += 1
             retry = [(b"retry-after", str(config.retry_after_s).encode())]
@@ -253,6 +275,29 @@ class EndpointApp:
             return await self._serve_chat(request, _prompt_text(messages))
         finally:
             stats.in_flight -= 1
+
+    def _refusal(self, request: dict[str, Any], messages: list[Any]) -> dict[str, Any] | None:
+        """The 400 body of a request this model refuses, or None."""
+        response_format = request.get("response_format")
+        if (
+            self.config.reject_json_schema
+            and isinstance(response_format, dict)
+            and response_format.get("type") == "json_schema"
+        ):
+            return _error_body(
+                "response_format of type json_schema is not supported by this model",
+                "invalid_request_error",
+            )
+        limit = self.config.context_chars
+        if limit is None:
+            return None
+        size = len(_prompt_text(messages))
+        if size <= limit:
+            return None
+        return _error_body(
+            f"the prompt has {size} characters, more than this model's context of {limit}",
+            "context_length_exceeded",
+        )
 
     async def _serve_chat(
         self, request: dict[str, Any], prompt: str
@@ -517,6 +562,12 @@ def _parser() -> argparse.ArgumentParser:
     add("--timeout-rate", type=float, default=0.0, help="fraction of calls replied slowly")
     add("--slow-ms", type=float, default=30_000.0, help="delay of a slow reply in ms")
     add("--seed", type=int, default=0, help="seed of the fault and latency draws")
+    add(
+        "--reject-json-schema",
+        action="store_true",
+        help="answer 400 to json_schema response formats (no structured output)",
+    )
+    add("--context-chars", type=int, default=None, help="answer 400 to longer prompts")
     add("--answers", type=Path, default=None, help="JSON file: question text/id -> answer")
     return parser
 

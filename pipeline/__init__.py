@@ -11,7 +11,9 @@ answers and the embedding model are built once and shared by all threads.
 Stages code against :class:`ChatCaller`; :class:`LangchainChatCaller` implements
 it with a per-process client cache, retries with backoff for transient errors,
 JSON replies (native structured output or prompted, re-asked once, repaired) and
-per-stage token accounting (:class:`UsageTracker`).
+per-stage token accounting (:class:`UsageTracker`). :class:`OpenAIHttpChatCaller`
+does the same for OpenAI-compatible endpoints over plain HTTP and is their default
+(``VERIFLEET_CHAT_CLIENT=langchain`` turns it off); :func:`make_chat_caller` picks.
 """
 
 # --- the model-call interface and its langchain implementation -------------------
@@ -19,8 +21,10 @@ from ._llm import (
     CallGate,
     ChatModelCache,
     LangchainChatCaller,
+    OpenAIHttpChatCaller,
     UsageTracker,
     get_chat_model,
+    make_chat_caller,
 )
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
@@ -45,6 +49,7 @@ __all__ = [
     "ManualAnswerStore",
     "Message",
     "ModelCallError",
+    "OpenAIHttpChatCaller",
     "PipelineResources",
     "Stage",
     "StageFailure",
@@ -53,5 +58,6 @@ __all__ = [
     "UsageTracker",
     "VerificationContext",
     "get_chat_model",
+    "make_chat_caller",
     "run_unit",
 ]

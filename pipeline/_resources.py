@@ -13,7 +13,7 @@ from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, de
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
 from ._checks import EmbeddingModel, SearchFunction
-from ._llm import CallGate, ChatModelCache, LangchainChatCaller, UsageTracker
+from ._llm import CallGate, ChatModelCache, UsageTracker, make_chat_caller
 from ._llm_protocol import ChatCaller, Message
 
 __all__ = ["AgentRunner", "CallerFactory", "PipelineResources"]
@@ -64,7 +64,7 @@ class PipelineResources:
         agent: Runs MCP agents; None when no agent runtime is installed.
         search: Web search for deep judgment's hallucination check; None when no
             search tool is installed (search-enabled deep judgment then fails).
-        caller_factory: Replaces the langchain caller (tests script the models).
+        caller_factory: Replaces the built-in callers (tests script the models).
         sleep: Backoff sleep of retries.
     """
 
@@ -97,10 +97,14 @@ class PipelineResources:
         config: VerificationConfig,
         deadline: float | None = None,
     ) -> ChatCaller:
-        """A caller for ``model`` that records into ``tracker``; cheap per unit."""
+        """A caller for ``model`` that records into ``tracker``; cheap per unit.
+
+        ``caller_factory`` when set; otherwise direct HTTP for OpenAI-compatible
+        endpoints and langchain for the rest (:func:`~verifleet.pipeline.make_chat_caller`).
+        """
         if self.caller_factory is not None:
             return self.caller_factory(model, tracker=tracker, config=config, deadline=deadline)
-        return LangchainChatCaller(
+        return make_chat_caller(
             model,
             tracker=tracker,
             clients=self.clients,

@@ -1,21 +1,42 @@
-"""The langchain side of :class:`~verifleet.pipeline.ChatCaller`: cached clients,
-retries with backoff, JSON replies, usage accounting."""
+"""The model-call layer behind :class:`~verifleet.pipeline.ChatCaller`: cached
+clients, retries with backoff, JSON replies, usage accounting.
+
+Two implementations share all of it: :class:`LangchainChatCaller` (every
+interface) and :class:`OpenAIHttpChatCaller` (OpenAI-compatible endpoints over
+plain HTTP, the default for ``openai_endpoint`` and ``openrouter`` models;
+``VERIFLEET_CHAT_CLIENT=langchain`` turns it off). :func:`make_chat_caller`
+picks one per model.
+"""
 
 from ._caller import CallGate, LangchainChatCaller
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
 from ._json import parse_strict, repair_json, schema_errors
+from ._openai_http import (
+    CHAT_CLIENT_ENV,
+    EndpointReplyError,
+    EndpointStatusError,
+    OpenAIHttpChatCaller,
+    direct_http_applies,
+)
 from ._retry import ErrorInfo, call_with_retry, classify_error
+from ._route import make_chat_caller
 from ._usage import UsageTracker
 
 __all__ = [
+    "CHAT_CLIENT_ENV",
     "CallGate",
     "ChatModelCache",
+    "EndpointReplyError",
+    "EndpointStatusError",
     "ErrorInfo",
     "LangchainChatCaller",
+    "OpenAIHttpChatCaller",
     "UsageTracker",
     "call_with_retry",
     "classify_error",
+    "direct_http_applies",
     "get_chat_model",
+    "make_chat_caller",
     "parse_strict",
     "repair_json",
     "resolve_api_key",

@@ -1,10 +1,15 @@
-"""The langchain implementation of :class:`~verifleet.pipeline.ChatCaller`."""
+"""The langchain implementation of :class:`~verifleet.pipeline.ChatCaller`.
+
+Every interface can go through it; ``openai_endpoint`` and ``openrouter`` models
+go through :class:`~verifleet.pipeline._llm.OpenAIHttpChatCaller` by default
+instead (see :func:`~verifleet.pipeline._llm.make_chat_caller`), which sends the
+same requests without langchain and the OpenAI SDK.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -12,15 +17,18 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.utils.json import parse_json_markdown
 
 from verifleet.schemas import ModelConfig, RetryPolicy
 
-from .._llm_protocol import Message, ModelCallError, StructuredOutputError
-from .._prompts import json_reply_instruction, json_retry_feedback
+from .._llm_protocol import Message, ModelCallError
 from ._clients import ChatModelCache
 from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
-from ._json import parse_strict, repair_json, schema_errors
+from ._replies import (
+    JsonReplyCaller,
+    parse_like_langchain,
+    refused_structured_output,
+    response_format_name,
+)
 from ._retry import call_with_retry
 from ._usage import UsageTracker
 
@@ -52,9 +60,6 @@ Gates written for the first form alone (no ``tokens`` keyword, yielding anything
 still work unchanged: they get no estimate and no usage.
 """
 
-_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-_SCHEMA_COMPLAINTS = ("response_format", "json_schema", "schema", "structured")
-
 
 def _text_of(message: Any) -> str:
     if isinstance(message, BaseMessage):
@@ -62,7 +67,8 @@ def _text_of(message: Any) -> str:
     return str(message)
 
 
-def _no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
+def no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
+    """The gate of a caller given none: lets every attempt through."""
     return contextlib.nullcontext()
 
 
@@ -87,16 +93,7 @@ def _json_schema_binding(runnable: Any) -> Any | None:
     return None
 
 
-def _parse_like_langchain(text: str) -> Any:
-    """What ``JsonOutputParser`` makes of a reply, None where it would fail (the
-    include_raw chain then reports ``parsed=None``)."""
-    try:
-        return parse_json_markdown(text.strip())
-    except ValueError:
-        return None
-
-
-class LangchainChatCaller:
+class LangchainChatCaller(JsonReplyCaller):
     """One model bound to one unit: shared client, own usage tracker, own deadline.
 
     Args:
@@ -128,7 +125,7 @@ class LangchainChatCaller:
         self._policy = policy
         self._timeout = request_timeout
         self._deadline = deadline
-        self._gate = call_gate or _no_gate
+        self._gate = call_gate or no_gate
         self._sleep = sleep
 
     @property
@@ -184,7 +181,7 @@ class LangchainChatCaller:
             return None
         try:
             runnable = self._client().with_structured_output(
-                {"name": _SCHEMA_NAME.sub("_", name) or "response", "schema": schema},
+                {"name": response_format_name(name), "schema": schema},
                 method="json_schema",
                 include_raw=True,
             )
@@ -196,20 +193,11 @@ class LangchainChatCaller:
         try:
             out = self._run(direct or runnable, messages, stage)
         except ModelCallError as exc:
-            text = str(exc)
-            if exc.transient or not text.startswith("400 "):
-                raise
-            # The endpoint refused the request; when it names the schema or the
-            # response format it cannot do structured output at all, so ask by
-            # prompt from now on. Otherwise try the prompt for this call only.
-            if any(word in text.lower() for word in _SCHEMA_COMPLAINTS):
-                self._clients.disable_structured_output(self._model)
-            _log.warning(
-                "%s refused structured output (%s); asking by prompt", self.model_name, text
-            )
-            return None
+            if refused_structured_output(exc, self._clients, self._model):
+                return None
+            raise
         if direct is not None:
-            raw, parsed = out, _parse_like_langchain(_text_of(out))
+            raw, parsed = out, parse_like_langchain(_text_of(out))
         else:
             raw = out.get("raw") if isinstance(out, dict) else out
             parsed = out.get("parsed") if isinstance(out, dict) else None
@@ -217,61 +205,3 @@ class LangchainChatCaller:
             stage, model=self.model_name, usage=getattr(raw, "usage_metadata", None)
         )
         return _text_of(raw), parsed if isinstance(parsed, dict) else None
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        """Ask for a JSON object matching ``schema``; return it parsed.
-
-        Native structured output where the provider has it, else the schema in
-        the prompt. An unusable reply is re-asked once with the problems listed;
-        then each reply is repaired (first JSON object, trailing commas) before
-        giving up.
-
-        Raises:
-            ModelCallError: as :meth:`invoke`.
-            StructuredOutputError: no conforming object could be obtained; the
-                message lists the problems of the last reply.
-        """
-        replies: list[str] = []
-        problems: list[str] = []
-        instruction: Message = {"role": "user", "content": json_reply_instruction(schema)}
-        feedback: list[Message] = []
-        for _round in range(2):
-            native = self._ask_structured([*messages, *feedback], stage, schema, schema_name)
-            if native is None:
-                raw, parsed = self.invoke([*messages, instruction, *feedback], stage=stage), None
-            else:
-                raw, parsed = native
-            replies.append(raw)
-            try:
-                value = parsed if parsed is not None else parse_strict(raw)
-            except ValueError as exc:
-                problems = [str(exc)]
-            else:
-                problems = schema_errors(value, schema)
-                if not problems:
-                    return value
-            _log.info("%s: unusable JSON from %s: %s", stage, self.model_name, problems)
-            feedback = [
-                {"role": "assistant", "content": raw},
-                {"role": "user", "content": json_retry_feedback(problems)},
-            ]
-        for raw in reversed(replies):
-            try:
-                value = repair_json(raw)
-            except ValueError:
-                continue
-            if not schema_errors(value, schema):
-                _log.warning("%s: used a repaired JSON reply from %s", stage, self.model_name)
-                return value
-        raise StructuredOutputError(
-            f"judge returned invalid JSON after {len(replies)} replies and repair: "
-            + "; ".join(problems[:5]),
-            raw=replies[-1] if replies else "",
-        )

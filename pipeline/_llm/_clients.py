@@ -1,4 +1,8 @@
-"""Per-process cache of langchain chat models, one per model configuration.
+"""Per-process cache of chat clients, one per model configuration.
+
+It holds langchain chat models and, for the direct HTTP path of OpenAI-compatible
+endpoints, that path's per-configuration request settings (built by its own
+module and stored here so one cache owns every client of a process).
 
 Building a client costs HTTP/TLS setup (measured ~190 ms of CPU per fresh OpenAI
 client), so each configuration is built once per process under a lock and
@@ -12,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 
@@ -23,6 +28,8 @@ from .._llm_protocol import ModelCallError
 __all__ = ["ChatModelCache", "get_chat_model", "resolve_api_key"]
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+
+_T = TypeVar("_T")
 
 # The variable each provider's SDK reads when no key is passed explicitly.
 _PROVIDER_KEY_ENV: dict[str, str] = {
@@ -161,6 +168,8 @@ class ChatModelCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._models: dict[str, BaseChatModel] = {}
+        # The direct HTTP path's settings per configuration; opaque to this cache.
+        self._direct: dict[str, object] = {}
         # Models whose provider rejected native structured output: asked by prompt
         # from then on, so a process pays for the failed attempt once, not per call.
         self._no_structured: set[str] = set()
@@ -193,13 +202,31 @@ class ChatModelCache:
                 self._models[key] = cached
             return cached
 
+    def direct(self, model: ModelConfig, *, request_timeout: float, build: Callable[[], _T]) -> _T:
+        """The direct-HTTP client settings for ``model``, built by ``build`` on first use.
+
+        Raises:
+            ModelCallError: whatever ``build`` raises (e.g. a missing API key);
+                nothing is cached then.
+        """
+        key = _cache_key(model, request_timeout)
+        cached = self._direct.get(key)
+        if cached is None:
+            with self._lock:
+                cached = self._direct.get(key)
+                if cached is None:
+                    cached = build()
+                    self._direct[key] = cached
+        return cast(_T, cached)
+
     def put(self, model: ModelConfig, client: BaseChatModel, *, request_timeout: float) -> None:
         """Register a prebuilt client for ``model`` (e.g. a scripted model in tests)."""
         with self._lock:
             self._models[_cache_key(model, request_timeout)] = client
 
     def __len__(self) -> int:
-        return len(self._models)
+        """How many model configurations have a client (of either path)."""
+        return len(self._models) + len(self._direct)
 
 
 _DEFAULT = ChatModelCache()

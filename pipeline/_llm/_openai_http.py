@@ -1,0 +1,471 @@
+"""A direct HTTP :class:`~verifleet.pipeline.ChatCaller` for OpenAI-compatible
+endpoints (``openai_endpoint`` and ``openrouter`` models).
+
+Why: per model call, langchain and the OpenAI SDK spent most of verifleet's CPU
+(the SDK's request-parameter transform alone about a third of a unit, measured by
+``bench/overhead.py``). This caller posts the chat-completions JSON itself with one
+``httpx.Client`` shared by every thread of a process per (base URL, API key), and
+reads the reply JSON itself.
+
+It sends what :class:`~verifleet.pipeline.LangchainChatCaller` sends for the same
+model: ``model``, ``messages`` (role and content as given), ``temperature``,
+``max_tokens`` as ``max_completion_tokens``, ``"stream": false``, and
+``response_format`` ``json_schema`` with the same schema name on structured calls;
+``extra_kwargs`` become request-body fields (``extra_body`` and ``model_kwargs``
+are merged into the body, as the SDK does). Everything after the request is shared
+with the langchain path: retries, backoff and ``Retry-After`` (:mod:`._retry`),
+error classification (429/5xx/timeouts/connection errors transient; other 4xx not,
+with the endpoint's message), the call gate around each attempt (with the token
+estimate and the reported usage of :mod:`._gate`), the unit deadline,
+the structured-output fallback to prompting when the endpoint refuses
+``response_format`` (:mod:`._replies`), and usage records.
+
+When the langchain path is used instead (see :func:`direct_http_applies`):
+
+* ``VERIFLEET_CHAT_CLIENT=langchain`` in the environment forces it for every model
+  (read per unit, so a worker started with it never takes the direct path);
+* ``extra_kwargs`` holds an option that configures langchain's client rather than
+  the request (``default_headers``, ``organization``, ``streaming``,
+  ``use_responses_api``, ``reasoning``, ...: :data:`LANGCHAIN_ONLY_OPTIONS`);
+* the model name is one langchain rewrites requests for (``o1``-style names,
+  ``gpt-5``/``gpt-6``, ``codex``): it drops or sets ``temperature``, renames the
+  system role or moves to the Responses API.
+
+One difference remains by design: an ``extra_kwargs`` key the OpenAI SDK does not
+know (e.g. vLLM's ``top_k``) is sent as a body field here, where the langchain path
+fails the call with ``TypeError``; put it under ``extra_body`` to get the same
+request from both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from verifleet.schemas import ModelConfig, RetryPolicy
+
+from .._llm_protocol import Message, ModelCallError
+from ._caller import CallGate, no_gate
+from ._clients import OPENROUTER_BASE_URL, ChatModelCache, resolve_api_key
+from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
+from ._replies import (
+    JsonReplyCaller,
+    parse_like_langchain,
+    refused_structured_output,
+    response_format_name,
+)
+from ._retry import call_with_retry
+from ._usage import UsageTracker
+
+__all__ = [
+    "CHAT_CLIENT_ENV",
+    "LANGCHAIN_ONLY_OPTIONS",
+    "EndpointReplyError",
+    "EndpointStatusError",
+    "OpenAIHttpChatCaller",
+    "direct_http_applies",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Set to ``langchain`` to send every model through langchain.
+CHAT_CLIENT_ENV = "VERIFLEET_CHAT_CLIENT"
+
+#: ChatOpenAI options that are body fields of a chat-completions request, by the
+#: name langchain sends them under (its ``_default_params``; ``max_tokens`` goes
+#: out as ``max_completion_tokens``). None (and an empty ``stop``) is left out.
+BODY_OPTIONS = frozenset(
+    {
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "max_tokens",
+        "n",
+        "presence_penalty",
+        "prompt_cache_options",
+        "reasoning_effort",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "temperature",
+        "top_logprobs",
+        "top_p",
+        "verbosity",
+    }
+)
+
+#: ChatOpenAI options accepted under another name (the other name wins, as there).
+_ALIASES = {"max_completion_tokens": "max_tokens", "stop_sequences": "stop"}
+
+#: ChatOpenAI options that configure its client, callbacks or the Responses API,
+#: not the chat-completions body: a model using one goes through langchain.
+LANGCHAIN_ONLY_OPTIONS = frozenset(
+    {
+        "api_key",
+        "async_client",
+        "base_url",
+        "cache",
+        "callbacks",
+        "client",
+        "context_management",
+        "custom_get_token_ids",
+        "default_headers",
+        "default_query",
+        "disable_streaming",
+        "disabled_params",
+        "http_async_client",
+        "http_client",
+        "http_socket_options",
+        "include",
+        "include_response_headers",
+        "max_retries",
+        "metadata",
+        "model",
+        "model_name",
+        "name",
+        "openai_api_base",
+        "openai_api_key",
+        "openai_organization",
+        "openai_proxy",
+        "organization",
+        "output_version",
+        "profile",
+        "rate_limiter",
+        "reasoning",
+        "request_timeout",
+        "root_async_client",
+        "root_client",
+        "stream_chunk_timeout",
+        "stream_usage",
+        "streaming",
+        "tags",
+        "tiktoken_model_name",
+        "timeout",
+        "truncation",
+        "use_previous_response_id",
+        "use_responses_api",
+        "verbose",
+    }
+)
+
+# Names langchain rewrites requests for (temperature rules of o1/gpt-5, the
+# "developer" role of o-series models, the Responses API of gpt-5 pro/codex models).
+_REWRITTEN_MODELS = re.compile(r"^(o\d|gpt-5|gpt-6)|codex", re.IGNORECASE)
+
+_ROLES = {"human": "user", "ai": "assistant"}
+
+# The OpenAI SDK's own pool size: a worker's threads never wait for a connection.
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+
+
+def direct_http_applies(model: ModelConfig) -> bool:
+    """Whether ``model`` goes through :class:`OpenAIHttpChatCaller` (see the module
+    docstring for when it does not)."""
+    if model.interface not in ("openai_endpoint", "openrouter"):
+        return False
+    if os.environ.get(CHAT_CLIENT_ENV, "").strip().lower() == "langchain":
+        return False
+    if _REWRITTEN_MODELS.search(model.model_name):
+        return False
+    return LANGCHAIN_ONLY_OPTIONS.isdisjoint(model.extra_kwargs)
+
+
+class EndpointStatusError(Exception):
+    """The endpoint answered with an error status.
+
+    Carries what :func:`~verifleet.pipeline._llm.classify_error` reads: the status,
+    the response (for ``Retry-After``) and the decoded body (for the endpoint's own
+    message).
+    """
+
+    def __init__(self, response: httpx.Response, body: Any) -> None:
+        super().__init__(f"HTTP {response.status_code} from {response.request.url}")
+        self.status_code = response.status_code
+        self.response = response
+        self.body = body
+
+
+class EndpointReplyError(Exception):
+    """A successful status whose reply is unusable (not JSON, no choices, an error
+    object, or a structured reply cut off); never retried."""
+
+
+class _Transports:
+    """One ``httpx.Client`` per (base URL, API key) in this process.
+
+    A forked child starts with none: it must not share the parent's sockets.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[str, str | None], httpx.Client] = {}
+
+    def get(self, base_url: str, api_key: str | None) -> httpx.Client:
+        key = (base_url, api_key)
+        client = self._clients.get(key)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    client = httpx.Client(limits=_LIMITS, follow_redirects=True)
+                    self._clients[key] = client
+        return client
+
+    def forget(self) -> None:
+        self._lock = threading.Lock()
+        self._clients = {}
+
+
+_TRANSPORTS = _Transports()
+os.register_at_fork(after_in_child=_TRANSPORTS.forget)
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    """One model configuration's request settings, built once per process."""
+
+    base_url: str
+    api_key: str | None
+    url: str
+    headers: dict[str, str]
+    # Body fields before the messages (model, sampling options) and after them
+    # (extra_body, which the SDK merges last so that it wins).
+    head: dict[str, Any]
+    tail: dict[str, Any]
+
+    @classmethod
+    def build(cls, model: ModelConfig) -> _Endpoint:
+        """Raises: ModelCallError: the API key's variable is unset (non-transient)."""
+        api_key = resolve_api_key(model)
+        base_url = (model.endpoint_base_url or OPENROUTER_BASE_URL).rstrip("/")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key is not None:
+            headers["Authorization"] = f"Bearer {api_key}"
+        options: dict[str, Any] = {"temperature": model.temperature}
+        if model.max_tokens is not None:
+            options["max_tokens"] = model.max_tokens
+        options.update(model.extra_kwargs)
+        for alias, name in _ALIASES.items():
+            if alias in options:
+                options[name] = options.pop(alias)
+        extra_body = options.pop("extra_body", None) or {}
+        model_kwargs = options.pop("model_kwargs", None) or {}
+        head: dict[str, Any] = {"model": model.model_name}
+        for name, value in options.items():
+            if value is None or (name == "stop" and not value):
+                continue
+            head["max_completion_tokens" if name == "max_tokens" else name] = value
+        head.update(model_kwargs)
+        return cls(
+            base_url=base_url,
+            api_key=api_key,
+            url=f"{base_url}/chat/completions",
+            headers=headers,
+            head=head,
+            tail=dict(extra_body),
+        )
+
+    def body(self, messages: Sequence[Message], response_format: dict[str, Any] | None) -> bytes:
+        """The request JSON, with ``response_format`` on structured calls."""
+        payload = dict(self.head)
+        payload["stream"] = False
+        if response_format is not None:
+            payload["response_format"] = response_format
+        payload["messages"] = [_message(m) for m in messages]
+        payload.update(self.tail)
+        return json.dumps(payload, ensure_ascii=False).encode()
+
+
+def _message(message: Message) -> dict[str, str]:
+    role = message.get("role", "user")
+    out = {"role": _ROLES.get(role, role), "content": message.get("content", "")}
+    if message.get("name"):
+        out["name"] = message["name"]
+    return out
+
+
+def _decode(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        return response.text
+
+
+def _reply(response: httpx.Response, *, structured: bool) -> tuple[str, dict[str, Any] | None]:
+    """The reply text and the usage block of a completed request.
+
+    Raises:
+        EndpointStatusError: the status is not 2xx.
+        EndpointReplyError: the reply is not a chat completion, or a structured
+            reply stopped at the token limit or a content filter.
+    """
+    data = _decode(response)
+    if not response.is_success:
+        raise EndpointStatusError(response, data)
+    if not isinstance(data, dict):
+        raise EndpointReplyError(f"the endpoint's reply is not a JSON object: {str(data)[:200]!r}")
+    if data.get("error"):
+        raise EndpointReplyError(f"the endpoint replied with an error: {data['error']}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise EndpointReplyError(f"the endpoint's reply has no choices (keys: {sorted(data)})")
+    if structured:
+        for choice in choices:
+            reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+            if reason in ("length", "content_filter"):
+                raise EndpointReplyError(
+                    f"the structured reply was cut off (finish_reason {reason!r}; "
+                    f"usage {data.get('usage')})"
+                )
+    first = choices[0] if isinstance(choices[0], dict) else {}
+    message = first.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    usage = data.get("usage")
+    text = content if isinstance(content, str) else ""
+    return text, usage if isinstance(usage, dict) else None
+
+
+def _usage_metadata(usage: dict[str, Any] | None) -> dict[str, int] | None:
+    """The OpenAI ``usage`` block as langchain's ``usage_metadata`` counts."""
+    if not usage:
+        return None
+    inputs = usage.get("prompt_tokens") or 0
+    outputs = usage.get("completion_tokens") or 0
+    total = usage.get("total_tokens")
+    return {
+        "input_tokens": inputs,
+        "output_tokens": outputs,
+        "total_tokens": total if total is not None else inputs + outputs,
+    }
+
+
+class OpenAIHttpChatCaller(JsonReplyCaller):
+    """One OpenAI-compatible model bound to one unit, over plain HTTP.
+
+    Same arguments and behaviour as :class:`~verifleet.pipeline.LangchainChatCaller`.
+
+    Args:
+        model: The model configuration (``openai_endpoint`` or ``openrouter``).
+        tracker: Where this unit's token usage goes.
+        clients: The per-process client cache (request settings per configuration
+            and the models whose endpoint refused structured output).
+        policy: Retry policy for transient errors.
+        request_timeout: Seconds per HTTP request (connect, write, each read).
+        deadline: Absolute ``time.monotonic()`` of the unit deadline, if any.
+        call_gate: Context manager entered around every attempt.
+        sleep: Backoff sleep; injected in tests.
+    """
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        *,
+        tracker: UsageTracker,
+        clients: ChatModelCache,
+        policy: RetryPolicy,
+        request_timeout: float,
+        deadline: float | None = None,
+        call_gate: CallGate | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._model = model
+        self._tracker = tracker
+        self._clients = clients
+        self._policy = policy
+        self._timeout = request_timeout
+        self._deadline = deadline
+        self._gate = call_gate or no_gate
+        self._sleep = sleep
+
+    @property
+    def model_name(self) -> str:
+        """The model's name as recorded in usage metadata."""
+        return self._model.model_name
+
+    @property
+    def tracker(self) -> UsageTracker:
+        """The unit's usage tracker this caller records into."""
+        return self._tracker
+
+    def _post(
+        self,
+        messages: Sequence[Message],
+        stage: str,
+        response_format: dict[str, Any] | None = None,
+    ) -> str:
+        """One call with retries; records usage; returns the reply text.
+
+        Raises:
+            ModelCallError: retries exhausted, a non-transient error, a missing
+                API key, or the unit deadline.
+        """
+        endpoint = self._clients.direct(
+            self._model,
+            request_timeout=self._timeout,
+            build=lambda: _Endpoint.build(self._model),
+        )
+        content = endpoint.body(messages, response_format)
+        structured = response_format is not None
+
+        tokens = estimate_tokens(self._model, messages)
+
+        def attempt() -> tuple[str, dict[str, Any] | None]:
+            client = _TRANSPORTS.get(endpoint.base_url, endpoint.api_key)
+            with gate_attempt(self._gate, self._model, tokens) as slot:
+                response = client.post(
+                    endpoint.url, content=content, headers=endpoint.headers, timeout=self._timeout
+                )
+                # Read inside the gate: an error status passes through it (a gate
+                # adapts to 429s) and the reported usage settles a token budget.
+                text, usage = _reply(response, structured=structured)
+                report_usage(slot, usage_tokens(usage))
+            return text, usage
+
+        text, usage = call_with_retry(
+            attempt,
+            policy=self._policy,
+            deadline=self._deadline,
+            sleep=self._sleep,
+            label=f"{stage} ({self._model.model_name})",
+        )
+        self._tracker.record_usage(stage, model=self.model_name, usage=_usage_metadata(usage))
+        return text
+
+    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
+        """Send ``messages``; return the reply text; record usage under ``stage``.
+
+        Raises:
+            ModelCallError: retries exhausted, a non-transient error (the
+                endpoint's message included), a missing API key, or the unit
+                deadline.
+        """
+        return self._post(messages, stage)
+
+    def _ask_structured(
+        self, messages: Sequence[Message], stage: str, schema: dict[str, Any], name: str
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """One ``json_schema`` call, or None when the endpoint cannot do it."""
+        if not self._clients.structured_output_supported(self._model):
+            return None
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": response_format_name(name), "schema": schema},
+        }
+        try:
+            text = self._post(messages, stage, response_format)
+        except ModelCallError as exc:
+            if refused_structured_output(exc, self._clients, self._model):
+                return None
+            raise
+        parsed = parse_like_langchain(text)
+        return text, parsed if isinstance(parsed, dict) else None
