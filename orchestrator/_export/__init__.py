@@ -12,7 +12,7 @@ from .api import (
     write_results,
 )
 from .layout import RESULT_ARROW_SCHEMA
-from .parquet import ParquetResultWriter, iter_parquet
+from .parquet import ParquetResultWriter, iter_parquet, write_stored_parquet
 
 __all__ = [
     "RESULT_ARROW_SCHEMA",
@@ -24,4 +24,5 @@ __all__ = [
     "read_results",
     "resolve_format",
     "write_results",
+    "write_stored_parquet",
 ]

@@ -17,7 +17,10 @@ Columns come in three groups, in this order:
    ``deep_judgment_rubric`` as nullable Arrow structs; a null struct is an absent
    section.
 
-The same flat columns (groups 1 and 2) are the CSV columns.
+The same flat columns (groups 1 and 2) are the CSV columns. Rows are built here
+from models (:func:`result_to_row`); :mod:`.stored` builds the same columns from
+stored JSON, from the tables below (:data:`NAME_COLUMNS`, :data:`COPIED_SUMMARY`,
+:data:`COMPUTED_SUMMARY`).
 """
 
 from __future__ import annotations
@@ -36,14 +39,19 @@ from .arrow_types import FieldCodec, codec_for_annotation
 
 __all__ = [
     "ALL_COLUMNS",
+    "COMPUTED_SUMMARY",
+    "COPIED_SUMMARY",
     "FLAT_COLUMNS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "NAME_COLUMNS",
     "RESULT_ARROW_SCHEMA",
     "SECTION_NAMES",
     "SOURCE_COLUMNS",
     "SUMMARY_COLUMNS",
     "Column",
+    "RowNames",
+    "computed_summary",
     "result_to_row",
     "row_to_result",
 ]
@@ -80,6 +88,10 @@ _TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "total_tokens"
 
 Dumped = dict[str, Any]
 
+RowNames = tuple[str | None, str, str]
+"""The summary values a dumped result does not spell out: ``result_key`` (None
+without a job id) and the display strings of the answering and parsing models."""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -100,10 +112,6 @@ class Column:
         return self.codec.name
 
 
-def _result_key(result: VerificationResult, job_id: str | None) -> str | None:
-    return None if job_id is None else result_key(result, job_id=job_id)
-
-
 def _score(value: Any) -> float | None:
     # bool is numeric to Python but a verdict, not a score: keep it out of the float.
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -115,24 +123,30 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _fill_summary(
-    row: dict[str, Any], result: VerificationResult, dumped: Dumped, job_id: str | None
-) -> None:
-    """Set every :data:`SUMMARY_COLUMNS` value of ``row`` (a test checks the set)."""
-    row["result_key"] = _result_key(result, job_id)
-    row["answering_model"] = result.metadata.answering.display_string
-    row["parsing_model"] = result.metadata.parsing.display_string
-    template = dumped.get("template") or {}
-    for name in _TEMPLATE_SUMMARY_PRESENT:
-        row[name] = template.get(name)
-    row["verify_granular_result"] = _score(template.get("verify_granular_result"))
-    for section, flag in _PERFORMED_FLAGS:
-        body = dumped.get(section)
-        row[flag] = None if body is None else body.get(flag)
+def computed_summary(template: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """The :data:`COMPUTED_SUMMARY` values of a dumped template section (or None).
+
+    Reads the free-form ``verify_granular_result`` and ``usage_metadata`` as values,
+    so it must run before the section is encoded.
+    """
+    if not template:
+        return _NO_COMPUTED
+    score = _score(template.get("verify_granular_result"))
     usage = template.get("usage_metadata")
-    total = usage.get("total") if isinstance(usage, Mapping) else None
-    for kind in _TOKEN_KINDS:
-        row[kind] = _count(total.get(kind)) if isinstance(total, Mapping) else None
+    # dict, not Mapping: a dumped value is a dict, and the ABC check is slower.
+    total = usage.get("total") if isinstance(usage, dict) else None
+    if not isinstance(total, dict):
+        return (score, *_NO_COMPUTED[1:])
+    return (score, *map(_count, map(total.get, _TOKEN_KINDS)))
+
+
+def _fill_summary(row: dict[str, Any], dumped: Dumped, names: RowNames) -> None:
+    """Set every :data:`SUMMARY_COLUMNS` value of ``row`` (a test checks the set)."""
+    row["result_key"], row["answering_model"], row["parsing_model"] = names
+    for section, name in COPIED_SUMMARY:
+        body = dumped.get(section)
+        row[name] = None if body is None else body.get(name)
+    row.update(zip(COMPUTED_SUMMARY, computed_summary(dumped.get("template")), strict=True))
 
 
 def _source_columns() -> tuple[Column, ...]:
@@ -168,7 +182,21 @@ def _template_summary_codecs() -> tuple[FieldCodec, ...]:
 
 
 _TEMPLATE_SUMMARY_CODECS = _template_summary_codecs()
-_TEMPLATE_SUMMARY_PRESENT = tuple(codec.name for codec in _TEMPLATE_SUMMARY_CODECS)
+
+NAME_COLUMNS: tuple[str, ...] = ("result_key", "answering_model", "parsing_model")
+"""Summary columns holding a :data:`RowNames` triple, in its order."""
+
+COPIED_SUMMARY: tuple[tuple[str, str], ...] = (
+    *(("template", codec.name) for codec in _TEMPLATE_SUMMARY_CODECS),
+    *_PERFORMED_FLAGS,
+)
+"""Summary columns copied from a section field of the same name: (section, field);
+null when the section is absent."""
+
+COMPUTED_SUMMARY: tuple[str, ...] = ("verify_granular_result", *_TOKEN_KINDS)
+"""Summary columns computed by :func:`computed_summary`, in its order."""
+
+_NO_COMPUTED: tuple[None, ...] = (None,) * len(COMPUTED_SUMMARY)
 
 
 def _summary_columns() -> tuple[Column, ...]:
@@ -266,7 +294,18 @@ def result_to_row(
     Raises:
         ValueError: a free-form field holds a value JSON cannot represent.
     """
-    dumped = result.model_dump(mode="json")
+    meta = result.metadata
+    names: RowNames = (
+        None if job_id is None else result_key(result, job_id=job_id),
+        meta.answering.display_string,
+        meta.parsing.display_string,
+    )
+    return _dumped_to_row(result.model_dump(mode="json"), names, sections)
+
+
+def _dumped_to_row(dumped: Dumped, names: RowNames, sections: bool) -> dict[str, Any]:
+    # Consumes ``dumped``: its metadata dict becomes the row, its sections are
+    # rewritten in place.
     row: dict[str, Any] = dumped["metadata"]
     for name, path, codec in _ENCODE_PLAN:
         value: Any = dumped
@@ -275,7 +314,7 @@ def result_to_row(
             if value is None:  # an absent optional part: every column below is null
                 break
         row[name] = value if codec is None else codec.encode(value)
-    _fill_summary(row, result, dumped, job_id)
+    _fill_summary(row, dumped, names)
     if sections:
         # Last on purpose: encoding rewrites the section's free-form fields in place
         # as JSON text, and the summary extractors above read them as values.

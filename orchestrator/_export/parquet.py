@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,8 +23,10 @@ from .layout import (
     result_to_row,
     row_to_result,
 )
+from .prefetch import prefetched
+from .stored import StoredResultError, stored_batch
 
-__all__ = ["DEFAULT_BATCH_SIZE", "ParquetResultWriter", "iter_parquet"]
+__all__ = ["DEFAULT_BATCH_SIZE", "ParquetResultWriter", "iter_parquet", "write_stored_parquet"]
 
 DEFAULT_BATCH_SIZE = 1000
 """Rows per record batch (and Parquet row group). At a few KB per result this keeps a
@@ -36,7 +39,9 @@ class ParquetResultWriter:
     Rows are buffered until ``batch_size`` are pending, then converted with the
     explicit :data:`RESULT_ARROW_SCHEMA` and written as one row group, so memory does
     not grow with the number of results and a column that is null in the first batch
-    keeps its declared type. The file is written under a temporary name next to
+    keeps its declared type. Results come as models (:meth:`write`) or as the JSON
+    the result store keeps (:meth:`write_stored`, the same rows several times
+    faster). The file is written under a temporary name next to
     ``path`` and moved into place by :meth:`close`; until then (or after an error)
     ``path`` is untouched. A writer is not thread-safe: feed it from one thread.
 
@@ -50,6 +55,10 @@ class ParquetResultWriter:
         job_id: When given, each row's ``result_key`` column holds the deterministic
             unit key of the result within that job.
         compression_level: zstd level; pyarrow's default when None.
+        background: Compress and write each batch in a background thread while the
+            next one is built (Arrow does that without the GIL, so it runs on another
+            core). At most one batch is in flight; its I/O error is then raised by
+            the next call that flushes, or by :meth:`close`.
 
     Raises:
         ExportError: the file cannot be created, a result cannot be converted (e.g. an
@@ -64,6 +73,7 @@ class ParquetResultWriter:
         batch_size: int = DEFAULT_BATCH_SIZE,
         job_id: str | None = None,
         compression_level: int | None = None,
+        background: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -71,8 +81,13 @@ class ParquetResultWriter:
         self._batch_size = batch_size
         self._job_id = job_id
         self._pending: list[dict[str, Any]] = []
+        # Stored JSON waiting for the next batch; only one of the two lists is ever
+        # non-empty, so that rows keep the order they were written in.
+        self._stored: list[bytes] = []
         self._count = 0
         self._closed = False
+        self._io = ThreadPoolExecutor(1, "verifleet-parquet") if background else None
+        self._in_flight: Future[None] | None = None
         self._temp = temp_sibling(path)
         try:
             self._writer = pq.ParquetWriter(
@@ -98,6 +113,8 @@ class ParquetResultWriter:
         """
         if self._closed:
             raise export_error(self._path, "writer is already closed")
+        if self._stored:
+            self._flush()
         try:
             self._pending.append(result_to_row(result, self._job_id))
         except ValueError as exc:
@@ -106,6 +123,28 @@ class ParquetResultWriter:
             ) from exc
         self._count += 1
         if len(self._pending) >= self._batch_size:
+            self._flush()
+
+    def write_stored(self, data: bytes) -> None:
+        """Add one result given as the JSON the result store keeps for it.
+
+        ``data`` is a result's ``model_dump_json()`` text. Its row equals the one
+        :meth:`write` makes of the validated result, but no model is built when the
+        JSON has the current models' shape (see :mod:`.stored`). The JSON is only
+        read when its batch is flushed, so an invalid one fails a later call.
+
+        Raises:
+            ExportError: the writer is closed; or, at the flush, a stored result is
+                not valid JSON, not a valid result or cannot be converted (the
+                message gives its position among the results written).
+        """
+        if self._closed:
+            raise export_error(self._path, "writer is already closed")
+        if self._pending:
+            self._flush()
+        self._stored.append(data)
+        self._count += 1
+        if len(self._stored) >= self._batch_size:
             self._flush()
 
     def write_many(self, results: Iterable[VerificationResult]) -> int:
@@ -134,11 +173,13 @@ class ParquetResultWriter:
             return
         try:
             self._flush()
+            self._wait()
             self._writer.close()
         except BaseException:
             self.abort()
             raise
         self._closed = True
+        self._stop_io()
         publish(self._temp, self._path)
 
     def abort(self) -> None:
@@ -147,7 +188,12 @@ class ParquetResultWriter:
             return
         self._closed = True
         self._pending.clear()
-        # The file is being thrown away: a failure to write its footer does not matter.
+        self._stored.clear()
+        # The file is being thrown away: a failure of its last batch or of its footer
+        # does not matter.
+        with contextlib.suppress(Exception):
+            self._wait()
+        self._stop_io()
         with contextlib.suppress(OSError, pa.ArrowException):
             self._writer.close()
         remove_quietly(self._temp)
@@ -167,15 +213,54 @@ class ParquetResultWriter:
             self.abort()
 
     def _flush(self) -> None:
-        if not self._pending:
+        if self._stored:
+            batch = self._stored_batch()
+        elif self._pending:
+            rows, self._pending = self._pending, []
+            batch = self._row_batch(rows)
+        else:
             return
-        rows, self._pending = self._pending, []
+        if self._io is None:
+            self._write_batch(batch)
+            return
+        self._wait()
+        self._in_flight = self._io.submit(self._write_batch, batch)
+
+    def _write_batch(self, batch: pa.RecordBatch) -> None:
         try:
-            batch = pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
             self._writer.write_batch(batch)
-        # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
-        except (OSError, OverflowError, pa.ArrowException) as exc:
+        except (OSError, pa.ArrowException) as exc:
             raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc
+
+    def _wait(self) -> None:
+        """Wait for the batch in flight; raises what writing it raised."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()
+
+    def _stop_io(self) -> None:
+        if self._io is not None:
+            self._io.shutdown(wait=True)
+
+    def _row_batch(self, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+        try:
+            return pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
+        # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
+        except (OverflowError, pa.ArrowException) as exc:
+            raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc
+
+    def _stored_batch(self) -> pa.RecordBatch:
+        stored, self._stored = self._stored, []
+        try:
+            return stored_batch(stored, self._job_id)
+        except StoredResultError as exc:
+            position = self._count - len(stored) + exc.index
+            raise export_error(self._path, f"stored result {position}: {exc}") from exc
+        # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
+        except (OverflowError, pa.ArrowException) as exc:
+            raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc
+        except ValueError as exc:  # a free-form value JSON cannot hold
+            raise export_error(self._path, f"cannot store a result: {exc}") from exc
 
 
 def _open(path: PathLike) -> pq.ParquetFile:
@@ -249,3 +334,43 @@ def _rows(path: PathLike, parquet: pq.ParquetFile, batch_size: int) -> Iterator[
         except (OSError, pa.ArrowException) as exc:
             problem = f"cannot read row {row_number} onwards: {exc}"
             raise export_error(path, problem) from exc
+
+
+def write_stored_parquet(
+    pages: Iterable[Iterable[bytes]],
+    path: PathLike,
+    *,
+    job_id: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> int:
+    """Write results kept as stored JSON to a Parquet file, page by page.
+
+    The file equals the one :func:`.api.write_results` writes of the validated
+    results in the same order (see :meth:`ParquetResultWriter.write_stored`).
+
+    Args:
+        pages: Iterables of results' ``model_dump_json()`` texts, e.g. the pages of
+            ``ResultStore.iter_stored_batches``; consumed lazily.
+        path: Destination; an existing file is replaced on success only.
+        job_id: Fills the ``result_key`` column.
+        batch_size: Rows per batch and row group.
+
+    Returns:
+        The number of results written.
+
+    Raises:
+        ExportError: as for :meth:`ParquetResultWriter.write_stored`. Errors raised
+            by ``pages`` itself (e.g. Redis unreachable) propagate unchanged. Either
+            way ``path`` is left as it was.
+    """
+    # Three stages on up to three threads: fetching the next page (I/O and zstd),
+    # converting this one (the only part that needs the GIL), writing the last one.
+    ahead = prefetched(pages)
+    with (
+        contextlib.closing(ahead),  # stops the fetching thread on an error too
+        ParquetResultWriter(path, batch_size=batch_size, job_id=job_id, background=True) as writer,
+    ):
+        for page in ahead:
+            for data in page:
+                writer.write_stored(data)
+        return writer.count
