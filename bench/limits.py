@@ -1,12 +1,13 @@
-"""Fleet-wide endpoint limits: two workers against an endpoint with cap C and an
-RPM budget.
+"""Fleet-wide endpoint limits: two workers against an endpoint with cap C, an RPM
+budget and a TPM budget.
 
 Usage::
 
-    .venv/bin/python bench/limits.py                   # C=8, 400 units, RPM 600
+    .venv/bin/python bench/limits.py                   # C=8, 400 units, RPM 600, TPM 10000
     .venv/bin/python bench/limits.py --cap 4 --n 1000 --rpm 1200
+    .venv/bin/python bench/limits.py --runs tpm --tpm 10000 --tpm-n 120
 
-Three runs, each with two ``verifleet worker`` processes of ``--threads`` threads
+Four runs, each with two ``verifleet worker`` processes of ``--threads`` threads
 (far more than C, so only the limiter keeps calls below the cap):
 
 1. ``cap``: the model's ``max_concurrency`` is C, the endpoint's real limit.
@@ -18,6 +19,14 @@ Three runs, each with two ``verifleet worker`` processes of ``--threads`` thread
 3. ``rpm``: the model has ``requests_per_minute`` R (and the cap C); the bench samples the
    endpoint's call count every 0.25 s and prints the most calls seen in any
    60-second window (must not exceed R) and the achieved calls/min.
+4. ``tpm``: the model has ``tokens_per_minute`` T (and the cap C). A sampler reads
+   the fleet's token window from Redis every second (each call's start by Redis's
+   clock and, once it ended, the tokens the endpoint reported for it) and the bench
+   prints the most tokens started in any 60-second window (must not exceed T), the
+   tokens/min over the run, the tokens started in each minute from the first
+   call (the first minute may take T at once; each later one should come close
+   to T, or the gate throttles more than it must) and the endpoint's call count
+   as a cross-check.
 
 Nothing is asserted; the script prints figures.
 """
@@ -32,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis
+
 if __package__ in (None, ""):  # run as a script: python bench/limits.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -44,7 +55,8 @@ from bench._harness import (
     machine_line,
 )
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.schemas import Benchmark, VerificationConfig
+from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig
+from verifleet.workers._limiter import RedisCallGate, Spend
 
 
 class _Sampler:
@@ -68,6 +80,69 @@ class _Sampler:
         self._thread.join()
         self.samples.append((time.monotonic(), self._endpoint.stats()))
         return self.samples
+
+
+class _SpendSampler:
+    """Collects the fleet's token window of ``model`` every ``period`` seconds.
+
+    A call stays in Redis's window for 60 s, far longer than a period, so every
+    call is seen; the last sighting of a call has its reported usage.
+    """
+
+    def __init__(self, redis_url: str, model: ModelConfig, period: float = 1.0) -> None:
+        client = redis.Redis.from_url(redis_url)
+        self._gate = RedisCallGate(client, lease_seconds=1, max_wait=0)
+        self._model = model
+        self._period = period
+        self.calls: dict[str, Spend] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        for spend in self._gate.spends(self._model):
+            self.calls[spend.call] = spend
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self._sample()
+
+    def stop(self) -> list[Spend]:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return sorted(self.calls.values(), key=lambda spend: spend.start_ms)
+
+
+def _max_tokens_in_window(spends: list[Spend], window_ms: int = 60_000) -> int:
+    """The most tokens of calls started within any ``window_ms`` (the worst window
+    ends at a call's start, so only those need checking)."""
+    best, total, first = 0, 0, 0
+    for spend in spends:
+        total += spend.tokens
+        while spends[first].start_ms <= spend.start_ms - window_ms:
+            total -= spends[first].tokens
+            first += 1
+        best = max(best, total)
+    return best
+
+
+def _per_minute(spends: list[Spend]) -> list[int]:
+    """Tokens of the calls started in each minute from the first call's start."""
+    if not spends:
+        return []
+    first = spends[0].start_ms
+    minutes = [0] * ((spends[-1].start_ms - first) // 60_000 + 1)
+    for spend in spends:
+        minutes[(spend.start_ms - first) // 60_000] += spend.tokens
+    return minutes
+
+
+def _tpm_config(base_url: str, cap: int, tpm: int, retry: dict[str, Any]) -> VerificationConfig:
+    model = ModelConfig.parse(f"{base_url}#m", max_concurrency=cap, tokens_per_minute=tpm)
+    return VerificationConfig.build(
+        answering_models=[model], parsing_models=[model], retry_policy=retry
+    )
 
 
 def _run_job(
@@ -110,12 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=16, help="threads per worker")
     parser.add_argument("--rpm", type=int, default=600, help="requests/min budget R")
     parser.add_argument("--rpm-n", type=int, default=400, help="units of the rpm run")
-    parser.add_argument("--runs", default="cap,adapt,rpm", help="comma-separated")
+    parser.add_argument("--tpm", type=int, default=10_000, help="tokens/min budget T")
+    parser.add_argument("--tpm-n", type=int, default=120, help="units of the tpm run")
+    parser.add_argument("--runs", default="cap,adapt,rpm,tpm", help="comma-separated")
     args = parser.parse_args(argv)
     runs = {r.strip() for r in args.runs.split(",")}
     print(machine_line())
     print(f"2 workers x {args.threads} threads, C={args.cap}, L={args.latency_ms:g} ms", flush=True)
-    bench, answers = capitals(max(args.n, args.rpm_n))
+    bench, answers = capitals(max(args.n, args.rpm_n, args.tpm_n))
     options = ["--latency-ms", str(args.latency_ms), "--max-concurrency", str(args.cap)]
     with (
         EndpointProc(answers, options) as endpoint,
@@ -161,6 +238,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"({'held' if worst <= args.rpm else 'EXCEEDED'}), {stats['calls']} calls in "
                 f"{wall:.1f}s = {stats['calls'] / wall * 60:.0f} calls/min, "
                 f"{stats['sent_429']} x 429, {failed} failed units",
+                flush=True,
+            )
+        if "tpm" in runs:
+            jobs = bench.model_copy(update={"questions": bench.questions[: args.tpm_n]})
+            config = _tpm_config(endpoint.base_url, args.cap, args.tpm, retry)
+            model = config.answering_models[0]
+            spender = _SpendSampler(redis_proc.url, model)
+            wall, samples, failed = _run_job(jobs, config, endpoint, redis_proc.url)
+            spends = spender.stop()
+            stats = samples[-1][1]
+            worst = _max_tokens_in_window(spends)
+            total = sum(spend.tokens for spend in spends)
+            print(
+                f"tpm    tokens_per_minute={args.tpm}: most tokens started in any 60 s window "
+                f"{worst} ({'held' if worst <= args.tpm else 'EXCEEDED'}), {total} tokens in "
+                f"{len(spends)} calls (endpoint: {stats['calls']} calls) in {wall:.1f}s = "
+                f"{total / wall * 60:.0f} tokens/min; per minute from the first call: "
+                f"{_per_minute(spends)}; {stats['sent_429']} x 429, {failed} failed units",
                 flush=True,
             )
     return 0

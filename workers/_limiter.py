@@ -22,10 +22,12 @@ stale wake-up costs one more acquire attempt, and the wait is bounded anyway.
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import redis
 
@@ -33,7 +35,9 @@ from verifleet.orchestrator.store import EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
-__all__ = ["RedisCallGate"]
+__all__ = ["RedisCallGate", "Spend"]
+
+_log = logging.getLogger(__name__)
 
 # Check every limit, then take a slot in all of them, in one atomic step.
 # KEYS: leases, starts, adapted cap, spends (call -> start ms), spent (call ->
@@ -157,6 +161,14 @@ return out
 """
 
 
+class Spend(NamedTuple):
+    """One call in an endpoint's tokens-per-minute window."""
+
+    call: str
+    start_ms: int  # Redis's clock
+    tokens: int  # the estimate while in flight, the reported usage after
+
+
 class _Slot:
     """What the gate yields: the caller reports the call's actual tokens to it."""
 
@@ -169,6 +181,10 @@ class _Slot:
     def record_usage(self, tokens: int) -> None:
         """Keep the input + output tokens the provider reported for this call."""
         self.used = max(0, int(tokens))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 class RedisCallGate:
@@ -217,6 +233,7 @@ class RedisCallGate:
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
         self._window = client.register_script(_WINDOW)
+        self._unestimated: set[str] = set()  # endpoints already warned about
 
     def _keys(self, limits: EndpointLimits) -> dict[str, str]:
         base = f"{self._prefix}:limit:{limits.key}"
@@ -229,19 +246,31 @@ class RedisCallGate:
         limits = EndpointLimits.of(model)
         if limits is None:
             return contextlib.nullcontext()
+        if tokens is None and limits.tokens_per_minute and limits.key not in self._unestimated:
+            self._unestimated.add(limits.key)
+            _log.warning(
+                "a caller of %s passes no token estimate: its calls reserve nothing and "
+                "count only the usage they report against tokens_per_minute",
+                model.model_name,
+            )
         return self._slot(limits, max(0, tokens or 0))
 
-    def spends(self, model: ModelConfig) -> list[tuple[int, int]]:
-        """``(start ms, tokens)`` of each of ``model``'s endpoint's calls started in
-        the last 60 s by Redis's clock, oldest first: estimates of the calls in
-        flight, reported usage of the finished ones. Empty without a
-        ``tokens_per_minute``."""
+    def spends(self, model: ModelConfig) -> list[Spend]:
+        """The calls of ``model``'s endpoint started in the last 60 s by Redis's
+        clock, oldest first. Empty without a ``tokens_per_minute``.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
         limits = EndpointLimits.of(model)
         if limits is None or not limits.tokens_per_minute:
             return []
         keys = self._keys(limits)
         flat = self._window(keys=[keys["spends"], keys["spent"]])
-        return [(int(float(flat[i + 1])), int(flat[i + 2])) for i in range(0, len(flat), 3)]
+        return [
+            Spend(_text(flat[i]), int(float(flat[i + 1])), int(flat[i + 2]))
+            for i in range(0, len(flat), 3)
+        ]
 
     @contextlib.contextmanager
     def _slot(self, limits: EndpointLimits, tokens: int) -> Iterator[object]:

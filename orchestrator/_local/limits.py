@@ -4,6 +4,7 @@ fleet's Redis gate, held in this process."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections import deque
@@ -15,6 +16,8 @@ from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
 __all__ = ["LocalCallGate"]
+
+_log = logging.getLogger(__name__)
 
 _WINDOW = 60.0
 
@@ -99,6 +102,7 @@ class LocalCallGate:
         self._clock = clock
         self._cond = threading.Condition()
         self._endpoints: dict[str, _Endpoint] = {}
+        self._unestimated: set[str] = set()  # endpoints already warned about
 
     def __call__(
         self, model: ModelConfig, *, tokens: int | None = None
@@ -106,6 +110,13 @@ class LocalCallGate:
         limits = EndpointLimits.of(model)
         if limits is None:
             return contextlib.nullcontext()
+        if tokens is None and limits.tokens_per_minute and limits.key not in self._unestimated:
+            self._unestimated.add(limits.key)
+            _log.warning(
+                "a caller of %s passes no token estimate: its calls reserve nothing and "
+                "count only the usage they report against tokens_per_minute",
+                model.model_name,
+            )
         return self._slot(limits, max(0, tokens or 0))
 
     def tokens_in_window(self, model: ModelConfig) -> int:

@@ -92,10 +92,10 @@ def test_two_gates_share_one_token_budget(redis_url: str) -> None:
     # Both gates read the same window from Redis: three calls, each settled at
     # the 70 tokens the endpoint reported, all within one minute of each other.
     assert spends[0] == spends[1]
-    assert [tokens for _start, tokens in spends[0]] == [70, 70, 70]
-    starts = [start for start, _tokens in spends[0]]
+    assert [spend.tokens for spend in spends[0]] == [70, 70, 70]
+    starts = [spend.start_ms for spend in spends[0]]
     assert max(starts) - min(starts) < 60_000
-    assert sum(tokens for _start, tokens in spends[0]) <= budget
+    assert sum(spend.tokens for spend in spends[0]) <= budget
 
 
 def test_a_call_larger_than_the_budget_passes_an_empty_window_alone(redis_url: str) -> None:
@@ -108,7 +108,7 @@ def test_a_call_larger_than_the_budget_passes_an_empty_window_alone(redis_url: s
         second(model, tokens=1),
     ):
         pass
-    assert [tokens for _start, tokens in second.spends(model)] == [500]
+    assert [spend.tokens for spend in second.spends(model)] == [500]
 
 
 def test_spends_age_out_of_the_window_with_their_tokens(redis_url: str) -> None:
@@ -125,12 +125,12 @@ def test_spends_age_out_of_the_window_with_their_tokens(redis_url: str) -> None:
     # minute: the sorted set of starts is the window the Lua script reads.
     seconds, micros = client.time()
     client.zadd(spends_key, {old: seconds * 1000 + micros // 1000 - 61_000}, xx=True)
-    assert [tokens for _start, tokens in gate.spends(model)] == [30]
+    assert [spend.tokens for spend in gate.spends(model)] == [30]
     with gate(model, tokens=70):  # 30 + 70: the 60 left the running total too
         pass
     with pytest.raises(ModelCallError), gate(model, tokens=1):
         pass
-    assert [tokens for _start, tokens in gate.spends(model)] == [30, 70]
+    assert [spend.tokens for spend in gate.spends(model)] == [30, 70]
     # the aged-out call's record is gone; the two live calls and '#sum' remain
     assert client.hlen(f"{PREFIX}:limit:{endpoint_id(model)}:spent") == 3
 
@@ -149,7 +149,7 @@ def test_a_429_frees_its_reservation_and_other_failures_keep_it(redis_url: str, 
 
     def in_window() -> int:
         if kind == "fleet":
-            return sum(tokens for _start, tokens in fleet.spends(model))
+            return sum(spend.tokens for spend in fleet.spends(model))
         return local.tokens_in_window(model)
 
     gate = fleet if kind == "fleet" else local

@@ -24,7 +24,7 @@ from verifleet.pipeline._llm._gate import (
     gate_attempt,
     report_usage,
 )
-from verifleet.schemas import ModelConfig, RetryPolicy
+from verifleet.schemas import ConfigError, ModelConfig, RetryPolicy, VerificationConfig
 
 BUDGET = 100
 
@@ -114,9 +114,15 @@ def test_a_429_frees_the_reservation_and_other_failures_keep_it() -> None:
     assert gate.tokens_in_window(model) == 80
 
 
-def test_a_call_without_estimate_reserves_nothing_but_its_usage_counts() -> None:
+def test_a_call_without_estimate_reserves_nothing_but_its_usage_counts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock = _Clock()
     gate, model = _gate(clock), _model()
+    with gate(model), gate(model):  # a caller that predates token budgets
+        pass
+    warnings = [r for r in caplog.records if "passes no token estimate" in r.getMessage()]
+    assert len(warnings) == 1  # said once per endpoint, not per call
     with gate(model) as slot:
         assert gate.tokens_in_window(model) == 0
         report_usage(slot, 95)
@@ -254,3 +260,14 @@ def test_the_caller_reserves_its_estimate_and_reports_the_endpoint_usage() -> No
         assert endpoint.stats().calls == 1
     assert reserved == [50 + 100]  # 200 chars / 4 + max_tokens
     assert gate.tokens_in_window(model) == 50 + 20  # what the endpoint reported
+
+
+def test_a_config_file_sets_the_budget_and_a_non_positive_one_is_named() -> None:
+    model = {"model_name": "m", "model_provider": "openai", "tokens_per_minute": 5000}
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+    assert config.parsing_models[0].tokens_per_minute == 5000
+    bad = {**model, "tokens_per_minute": 0}
+    with pytest.raises(ConfigError, match=r"parsing_models\[0\]\.tokens_per_minute"):
+        VerificationConfig.build(answering_models=[model], parsing_models=[bad])
+    with pytest.raises(ConfigError, match="tokens_per_minute"):
+        ModelConfig.parse("openai:gpt-4.1-mini", tokens_per_minute=-5)
