@@ -9,7 +9,24 @@ import pandas as pd
 
 from .result import VerificationResult
 
-__all__ = ["build_frame", "model_columns", "prompt_columns", "status_columns", "timing_columns"]
+__all__ = [
+    "IDENTITY_COLUMNS",
+    "build_frame",
+    "identity_columns",
+    "model_columns",
+    "prompt_columns",
+    "status_columns",
+    "timing_columns",
+]
+
+#: The question a row is about, in the order every per-result frame lists them.
+IDENTITY_COLUMNS: tuple[str, ...] = (
+    "question_id",
+    "template_id",
+    "question_text",
+    "keywords",
+    "replicate",
+)
 
 _NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
 
@@ -18,6 +35,12 @@ def status_columns(result: VerificationResult) -> dict[str, Any]:
     """``completed_without_errors`` and ``error``."""
     meta = result.metadata
     return {"completed_without_errors": meta.completed_without_errors, "error": meta.error}
+
+
+def identity_columns(result: VerificationResult) -> dict[str, Any]:
+    """The :data:`IDENTITY_COLUMNS` of ``result``, from its metadata."""
+    meta = result.metadata
+    return {name: getattr(meta, name) for name in IDENTITY_COLUMNS}
 
 
 def model_columns(result: VerificationResult) -> dict[str, Any]:

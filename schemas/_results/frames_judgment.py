@@ -7,19 +7,25 @@ from typing import Any
 
 import pandas as pd
 
-from .frames_common import build_frame, model_columns, status_columns, timing_columns
+from .frames_common import (
+    IDENTITY_COLUMNS,
+    build_frame,
+    identity_columns,
+    model_columns,
+    status_columns,
+    timing_columns,
+)
 from .result import VerificationResult
 
 __all__ = ["JUDGMENT_COLUMNS", "RUBRIC_JUDGMENT_COLUMNS", "judgment_frame", "rubric_judgment_frame"]
 
-_IDENTITY = ("question_id", "template_id", "question_text", "keywords", "replicate")
 _EXCERPT = (
     "excerpt_index", "excerpt_text", "excerpt_confidence", "excerpt_similarity_score",
     "excerpt_search_results", "excerpt_hallucination_risk", "excerpt_hallucination_justification",
 )  # fmt: skip
 
 JUDGMENT_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error", *_IDENTITY,
+    "completed_without_errors", "error", *IDENTITY_COLUMNS,
     "answering_model", "parsing_model",
     "deep_judgment_enabled", "deep_judgment_performed", "deep_judgment_search_enabled",
     "attribute_name", "gt_attribute_value", "llm_attribute_value", "attribute_match",
@@ -30,7 +36,7 @@ JUDGMENT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 RUBRIC_JUDGMENT_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error", *_IDENTITY,
+    "completed_without_errors", "error", *IDENTITY_COLUMNS,
     "answering_model", "parsing_model",
     "trait_name", "trait_score", "trait_reasoning",
     *_EXCERPT,
@@ -41,10 +47,9 @@ RUBRIC_JUDGMENT_COLUMNS: tuple[str, ...] = (
 
 
 def _identity(result: VerificationResult, index: int) -> dict[str, Any]:
-    meta = result.metadata
     return {
         **status_columns(result),
-        **{name: getattr(meta, name) for name in _IDENTITY},
+        **identity_columns(result),
         **model_columns(result),
         **timing_columns(result),
         "result_index": index,

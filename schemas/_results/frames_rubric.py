@@ -9,7 +9,9 @@ from typing import Any, Literal, get_args
 import pandas as pd
 
 from .frames_common import (
+    IDENTITY_COLUMNS,
     build_frame,
+    identity_columns,
     model_columns,
     prompt_columns,
     status_columns,
@@ -26,7 +28,7 @@ RubricFrameType = Literal[
 
 RUBRIC_COLUMNS: tuple[str, ...] = (
     "completed_without_errors", "error",
-    "question_id", "template_id", "question_text", "keywords", "replicate",
+    *IDENTITY_COLUMNS,
     "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
     "trait_name", "trait_score", "trait_label", "trait_type", "evaluation_method",
     "metric_name",
@@ -129,14 +131,10 @@ def rubric_frame(
     columns = RUBRIC_COLUMNS + (RUBRIC_DEEP_JUDGMENT_COLUMNS if include_deep_judgment else ())
     rows: list[dict[str, Any]] = []
     for index, result in enumerate(results):
-        meta, rubric = result.metadata, result.rubric
+        rubric = result.rubric
         base: dict[str, Any] = {
             **status_columns(result),
-            "question_id": meta.question_id,
-            "template_id": meta.template_id,
-            "question_text": meta.question_text,
-            "keywords": meta.keywords,
-            "replicate": meta.replicate,
+            **identity_columns(result),
             **model_columns(result),
             **prompt_columns(result),
             **timing_columns(result),

@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 
 from .frames_common import (
+    IDENTITY_COLUMNS,
     build_frame,
+    identity_columns,
     model_columns,
     prompt_columns,
     status_columns,
@@ -27,7 +29,7 @@ __all__ = [
 
 TEMPLATE_FIELD_COLUMNS: tuple[str, ...] = (
     "completed_without_errors", "error", "recursion_limit_reached",
-    "question_id", "template_id", "question_text", "keywords", "replicate",
+    *IDENTITY_COLUMNS,
     "answering_mcp_servers",
     "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
     "raw_llm_response",
@@ -115,15 +117,11 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     """
     rows: list[dict[str, Any]] = []
     for index, result in enumerate(results):
-        meta, template = result.metadata, result.template
+        template = result.template
         base: dict[str, Any] = {
             **status_columns(result),
             "recursion_limit_reached": template.recursion_limit_reached if template else False,
-            "question_id": meta.question_id,
-            "template_id": meta.template_id,
-            "question_text": meta.question_text,
-            "keywords": meta.keywords,
-            "replicate": meta.replicate,
+            **identity_columns(result),
             "answering_mcp_servers": template.answering_mcp_servers if template else None,
             **model_columns(result),
             **prompt_columns(result),
