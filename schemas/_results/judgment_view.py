@@ -16,12 +16,14 @@ from .view_base import ResultView
 __all__ = ["JudgmentResults", "RubricJudgmentResults"]
 
 
-def _pick_per_item(data: dict[str, Any] | None, item_name: str | None) -> dict[str, Any] | None:
-    if not data:
-        return None
-    if item_name is None:
-        return dict(data)
-    return {item_name: data[item_name]} if item_name in data else None
+def _template_judgment(result: VerificationResult) -> VerificationResultDeepJudgment | None:
+    dj = result.deep_judgment
+    return dj if dj is not None and dj.deep_judgment_performed else None
+
+
+def _rubric_judgment(result: VerificationResult) -> VerificationResultDeepJudgmentRubric | None:
+    dj = result.deep_judgment_rubric
+    return dj if dj is not None and dj.deep_judgment_rubric_performed else None
 
 
 class JudgmentResults(ResultView):
@@ -36,50 +38,33 @@ class JudgmentResults(ResultView):
         return judgment_frame(self.results)
 
     def _judged(self, question_id: str | None) -> list[tuple[str, VerificationResultDeepJudgment]]:
-        out = []
-        for result in self.results:
-            dj = result.deep_judgment
-            if dj is None or not dj.deep_judgment_performed:
-                continue
-            if question_id is None or result.metadata.question_id == question_id:
-                out.append((result.metadata.result_id, dj))
-        return out
+        return self._sections(_template_judgment, question_id)
 
     def get_results_with_judgment(self) -> list[VerificationResult]:
         """Results whose template deep judgment was performed."""
-        return [
-            r
-            for r in self.results
-            if r.deep_judgment is not None and r.deep_judgment.deep_judgment_performed
-        ]
-
-    def _per_attribute(
-        self, field: str, question_id: str | None, attribute_name: str | None
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for result_id, dj in self._judged(question_id):
-            picked = _pick_per_item(getattr(dj, field), attribute_name)
-            if picked is not None:
-                out[result_id] = picked
-        return out
+        return self._results_with(_template_judgment)
 
     def get_extracted_excerpts(
         self, question_id: str | None = None, attribute_name: str | None = None
     ) -> dict[str, dict[str, list[dict[str, Any]]]]:
         """``{result_id: {attribute: [excerpt, ...]}}``."""
-        return self._per_attribute("extracted_excerpts", question_id, attribute_name)
+        return self._per_item(_template_judgment, "extracted_excerpts", question_id, attribute_name)
 
     def get_attribute_reasoning(
         self, question_id: str | None = None, attribute_name: str | None = None
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {attribute: reasoning}}``."""
-        return self._per_attribute("attribute_reasoning", question_id, attribute_name)
+        return self._per_item(
+            _template_judgment, "attribute_reasoning", question_id, attribute_name
+        )
 
     def get_hallucination_risks(
         self, question_id: str | None = None, attribute_name: str | None = None
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {attribute: "none"|"low"|"medium"|"high"}}``."""
-        return self._per_attribute("hallucination_risk_assessment", question_id, attribute_name)
+        return self._per_item(
+            _template_judgment, "hallucination_risk_assessment", question_id, attribute_name
+        )
 
     def get_attributes_without_excerpts(
         self, question_id: str | None = None
@@ -206,51 +191,33 @@ class RubricJudgmentResults(ResultView):
     def _judged(
         self, question_id: str | None
     ) -> list[tuple[str, VerificationResultDeepJudgmentRubric]]:
-        out = []
-        for result in self.results:
-            dj = result.deep_judgment_rubric
-            if dj is None or not dj.deep_judgment_rubric_performed:
-                continue
-            if question_id is None or result.metadata.question_id == question_id:
-                out.append((result.metadata.result_id, dj))
-        return out
+        return self._sections(_rubric_judgment, question_id)
 
     def get_results_with_rubric_judgment(self) -> list[VerificationResult]:
         """Results whose rubric deep judgment was performed."""
-        return [
-            r
-            for r in self.results
-            if r.deep_judgment_rubric is not None
-            and r.deep_judgment_rubric.deep_judgment_rubric_performed
-        ]
+        return self._results_with(_rubric_judgment)
 
     def get_trait_excerpts(
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, list[dict[str, Any]]]]:
         """``{result_id: {trait: [excerpt, ...]}}``."""
-        return self._per_trait("extracted_rubric_excerpts", question_id, trait_name)
+        return self._per_item(
+            _rubric_judgment, "extracted_rubric_excerpts", question_id, trait_name
+        )
 
     def get_trait_reasoning(
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {trait: reasoning}}``."""
-        return self._per_trait("rubric_trait_reasoning", question_id, trait_name)
+        return self._per_item(_rubric_judgment, "rubric_trait_reasoning", question_id, trait_name)
 
     def get_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, Any]]:
         """``{result_id: {trait: score}}`` of deep-judged traits."""
-        return self._per_trait("deep_judgment_rubric_scores", question_id, trait_name)
-
-    def _per_trait(
-        self, field: str, question_id: str | None, trait_name: str | None
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for result_id, dj in self._judged(question_id):
-            picked = _pick_per_item(getattr(dj, field), trait_name)
-            if picked is not None:
-                out[result_id] = picked
-        return out
+        return self._per_item(
+            _rubric_judgment, "deep_judgment_rubric_scores", question_id, trait_name
+        )
 
     def get_excerpt_count_summary(self) -> dict[str, dict[str, float]]:
         """Per trait: ``{"mean": ..., "min": ..., "max": ..., "total": ...}`` excerpts."""
@@ -283,18 +250,3 @@ class RubricJudgmentResults(ResultView):
             "total_model_calls": calls,
             "traits_without_valid_excerpts": dict(sorted(failed.items())),
         }
-
-    def filter(
-        self,
-        question_ids: Collection[str] | None = None,
-        answering_models: Collection[str] | None = None,
-        parsing_models: Collection[str] | None = None,
-        replicates: Collection[int | None] | None = None,
-    ) -> RubricJudgmentResults:
-        """A view of the matching results (criteria left at None do not filter)."""
-        return self._select(
-            question_ids=question_ids,
-            answering_models=answering_models,
-            parsing_models=parsing_models,
-            replicates=replicates,
-        )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from typing import Annotated, Any, overload
+from typing import Annotated, Any, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -17,7 +17,7 @@ from pydantic import (
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
 from .rubric_view import RubricResults
-from .selection import ModelGrouping, group_results, model_key, select_results
+from .selection import ResultCollection
 from .summary import summarize
 from .template_view import TemplateResults
 
@@ -36,13 +36,14 @@ _Error = Annotated[
 ]
 
 
-class VerificationResultSet(BaseModel):
+class VerificationResultSet(ResultCollection, BaseModel):
     """All results of a run (in any order), plus scenario data when there is any.
 
     Build it whole (``VerificationResultSet(results=[...])``) or incrementally with
     :meth:`add` / :meth:`extend`, which append without re-validating, so a collector
     can assemble 100k results cheaply. Iteration, ``len`` and indexing work on
-    ``results``. ``errors`` holds ``(description, exception)`` pairs; through JSON an
+    ``results``; slicing, :meth:`filter` and the ``group_by_*`` methods give new sets.
+    ``errors`` holds ``(description, exception)`` pairs; through JSON an
     exception travels as ``"TypeName: message"`` and comes back as a :class:`RecordedError`.
 
     Raises:
@@ -76,33 +77,17 @@ class VerificationResultSet(BaseModel):
             for desc, exc in value
         ]
 
-    @classmethod
-    def _wrap(cls, results: list[VerificationResult]) -> VerificationResultSet:
-        # Results are already validated models; skip a second validation pass.
-        return cls.model_construct(results=results)
+    def _spawn(self, results: list[VerificationResult]) -> Self:
+        # Results are already validated models; skip a second validation pass. Scenario
+        # data and errors describe the whole run, so a subset does not carry them.
+        # (pydantic's mypy plugin types model_construct as returning this class, not Self.)
+        return cast(Self, type(self).model_construct(results=results))
 
     # --- container protocol ----------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.results)
 
     def __iter__(self) -> Iterator[VerificationResult]:  # type: ignore[override]
         """Iterate over results (not over fields, unlike a plain pydantic model)."""
         return iter(self.results)
-
-    @overload
-    def __getitem__(self, index: int) -> VerificationResult: ...
-    @overload
-    def __getitem__(self, index: slice) -> VerificationResultSet: ...
-    def __getitem__(self, index: int | slice) -> VerificationResult | VerificationResultSet:
-        """A result by position, or a new set of a slice.
-
-        Raises:
-            IndexError: position out of range.
-        """
-        if isinstance(index, slice):
-            return self._wrap(self.results[index])
-        return self.results[index]
 
     def add(self, result: VerificationResult) -> None:
         """Append one result.
@@ -144,7 +129,7 @@ class VerificationResultSet(BaseModel):
         """Rubric deep-judgment view (one row per trait per excerpt) over all results."""
         return RubricJudgmentResults(self.results)
 
-    # --- filtering and grouping --------------------------------------------------------
+    # --- filtering (grouping comes from ResultCollection) ----------------------------------------------------
 
     def filter(
         self,
@@ -176,36 +161,14 @@ class VerificationResultSet(BaseModel):
                 result.deep_judgment and result.deep_judgment.deep_judgment_performed
             )
 
-        return self._wrap(
-            select_results(
-                self.results,
-                question_ids=question_ids,
-                answering_models=answering_models,
-                parsing_models=parsing_models,
-                replicates=replicates,
-                completed_only=completed_only,
-                extra=sections_ok if has_template or has_rubric or has_judgment else None,
-            )
+        return self._select(
+            question_ids=question_ids,
+            answering_models=answering_models,
+            parsing_models=parsing_models,
+            replicates=replicates,
+            completed_only=completed_only,
+            extra=sections_ok if has_template or has_rubric or has_judgment else None,
         )
-
-    def group_by_question(self) -> dict[str, VerificationResultSet]:
-        """Sets per question id, in first-seen order."""
-        groups = group_results(self.results, lambda r: r.metadata.question_id)
-        return {key: self._wrap(items) for key, items in groups.items()}
-
-    def group_by_model(self, by: ModelGrouping = "answering") -> dict[str, VerificationResultSet]:
-        """Sets per model display string (answering model by default).
-
-        Raises:
-            ValueError: ``by`` is not answering, parsing or both.
-        """
-        groups = group_results(self.results, lambda r: model_key(r, by))
-        return {key: self._wrap(items) for key, items in groups.items()}
-
-    def group_by_replicate(self) -> dict[int | None, VerificationResultSet]:
-        """Sets per replicate number; results without one are under None."""
-        groups = group_results(self.results, lambda r: r.metadata.replicate)
-        return {key: self._wrap(items) for key, items in groups.items()}
 
     # --- summaries ---------------------------------------------------------------------
 
@@ -220,6 +183,3 @@ class VerificationResultSet(BaseModel):
     def get_model_names(self) -> list[str]:
         """Distinct answering model display strings, sorted."""
         return sorted({r.metadata.answering_model for r in self.results})
-
-    def __repr__(self) -> str:
-        return f"VerificationResultSet({len(self.results)} results)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from typing import Any, Self
 
 import pandas as pd
@@ -21,6 +21,11 @@ _SCORE_FIELDS = {
     "metric": "metric_trait_scores",
     "agentic": "agentic_trait_scores",
 }
+
+
+def _rubric(result: VerificationResult) -> VerificationResultRubric | None:
+    rubric = result.rubric
+    return rubric if rubric is not None and rubric.rubric_evaluation_performed else None
 
 
 class RubricResults(ResultView):
@@ -58,31 +63,12 @@ class RubricResults(ResultView):
 
     def get_results_with_rubric(self) -> list[VerificationResult]:
         """Results whose rubric evaluation ran."""
-        return [
-            r for r in self.results if r.rubric is not None and r.rubric.rubric_evaluation_performed
-        ]
-
-    def _rubrics(self, question_id: str | None) -> Iterable[tuple[str, VerificationResultRubric]]:
-        for result in self.results:
-            rubric = result.rubric
-            if rubric is None or not rubric.rubric_evaluation_performed:
-                continue
-            if question_id is None or result.metadata.question_id == question_id:
-                yield result.metadata.result_id, rubric
+        return self._results_with(_rubric)
 
     def _typed(
         self, kind: str, question_id: str | None, trait_name: str | None
     ) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for result_id, rubric in self._rubrics(question_id):
-            scores: dict[str, Any] | None = getattr(rubric, _SCORE_FIELDS[kind])
-            if not scores:
-                continue
-            if trait_name is None:
-                out[result_id] = dict(scores)
-            elif trait_name in scores:
-                out[result_id] = {trait_name: scores[trait_name]}
-        return out
+        return self._per_item(_rubric, _SCORE_FIELDS[kind], question_id, trait_name)
 
     def get_llm_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
@@ -116,39 +102,18 @@ class RubricResults(ResultView):
 
     def get_all_trait_scores(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
         """``{result_id: get_all_trait_scores()}``."""
-        return {rid: rubric.get_all_trait_scores() for rid, rubric in self._rubrics(question_id)}
+        return {
+            rid: rubric.get_all_trait_scores()
+            for rid, rubric in self._sections(_rubric, question_id)
+        }
 
     def get_confusion_matrices(
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, dict[str, list[str]]]]:
         """``{result_id: {trait: {"tp"|"fp"|"fn"|"tn": [items]}}}`` of metric traits."""
-        out: dict[str, dict[str, dict[str, list[str]]]] = {}
-        for result_id, rubric in self._rubrics(question_id):
-            lists = rubric.metric_trait_confusion_lists
-            if not lists:
-                continue
-            if trait_name is None:
-                out[result_id] = dict(lists)
-            elif trait_name in lists:
-                out[result_id] = {trait_name: lists[trait_name]}
-        return out
+        return self._per_item(_rubric, "metric_trait_confusion_lists", question_id, trait_name)
 
-    # --- filtering and summary --------------------------------------------------------
-
-    def filter(
-        self,
-        question_ids: Collection[str] | None = None,
-        answering_models: Collection[str] | None = None,
-        parsing_models: Collection[str] | None = None,
-        replicates: Collection[int | None] | None = None,
-    ) -> RubricResults:
-        """A view of the matching results (criteria left at None do not filter)."""
-        return self._select(
-            question_ids=question_ids,
-            answering_models=answering_models,
-            parsing_models=parsing_models,
-            replicates=replicates,
-        )
+    # --- summary ----------------------------------------------------------------------
 
     def get_trait_summary(self) -> dict[str, Any]:
         """Trait names by type over results whose rubric evaluation ran.

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, Self, TypeVar, overload
 
 from .._identity import ModelIdentity
 from .result import VerificationResult
 
-__all__ = ["ModelGrouping", "group_results", "model_key", "select_results"]
+__all__ = ["ModelGrouping", "ResultCollection", "group_results", "model_key", "select_results"]
 
 K = TypeVar("K", bound=Hashable)
 ModelGrouping = Literal["answering", "parsing", "both"]
@@ -82,3 +82,89 @@ def group_results(
     for result in results:
         groups.setdefault(key(result), []).append(result)
     return groups
+
+
+class ResultCollection:
+    """Length, indexing, selection and grouping for a class holding ``results``.
+
+    The result set and every view inherit it so that each of them answers the same way;
+    a subclass says how to build a subset of itself in :meth:`_spawn`, and every method
+    here that returns results returns such a subset (of the subclass's own type).
+    """
+
+    if TYPE_CHECKING:
+        # Declared for the type checker only: the result set is a pydantic model whose
+        # own field declares it, and a class annotation here would interfere with that.
+        results: list[VerificationResult]
+
+    def _spawn(self, results: list[VerificationResult]) -> Self:
+        """A new collection of this type over ``results``.
+
+        Raises:
+            NotImplementedError: the subclass does not say how.
+        """
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    @overload
+    def __getitem__(self, index: int) -> VerificationResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> Self: ...
+    def __getitem__(self, index: int | slice) -> VerificationResult | Self:
+        """A result by position, or a collection of a slice.
+
+        Raises:
+            IndexError: position out of range.
+        """
+        if isinstance(index, slice):
+            return self._spawn(self.results[index])
+        return self.results[index]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.results)} results)"
+
+    def _select(
+        self,
+        *,
+        question_ids: Collection[str] | None = None,
+        answering_models: Collection[str] | None = None,
+        parsing_models: Collection[str] | None = None,
+        replicates: Collection[int | None] | None = None,
+        completed_only: bool = False,
+        extra: Callable[[VerificationResult], bool] | None = None,
+    ) -> Self:
+        # The public filter methods differ only in their extra criteria; see select_results.
+        return self._spawn(
+            select_results(
+                self.results,
+                question_ids=question_ids,
+                answering_models=answering_models,
+                parsing_models=parsing_models,
+                replicates=replicates,
+                completed_only=completed_only,
+                extra=extra,
+            )
+        )
+
+    def _group(self, key: Callable[[VerificationResult], K]) -> dict[K, Self]:
+        return {k: self._spawn(items) for k, items in group_results(self.results, key).items()}
+
+    def group_by_question(self) -> dict[str, Self]:
+        """Subsets per question id, in first-seen order."""
+        return self._group(lambda r: r.metadata.question_id)
+
+    def group_by_model(self, by: ModelGrouping = "answering") -> dict[str, Self]:
+        """Subsets per model display string (answering model by default), in
+        first-seen order.
+
+        Raises:
+            ValueError: ``by`` is not answering, parsing or both.
+        """
+        return self._group(lambda r: model_key(r, by))
+
+    def group_by_replicate(self) -> dict[int | None, Self]:
+        """Subsets per replicate number, in first-seen order; results without one are
+        under None."""
+        return self._group(lambda r: r.metadata.replicate)

@@ -22,8 +22,9 @@ _RATE = MeanAggregator()
 _SKIP: Any = object()
 
 
-def _performed(result: VerificationResult) -> bool:
-    return result.template is not None and result.template.template_verification_performed
+def _template(result: VerificationResult) -> VerificationResultTemplate | None:
+    template = result.template
+    return template if template is not None and template.template_verification_performed else None
 
 
 class TemplateResults(ResultView):
@@ -51,21 +52,16 @@ class TemplateResults(ResultView):
 
     def get_results_with_template(self) -> list[VerificationResult]:
         """Results whose template verification ran."""
-        return [r for r in self.results if _performed(r)]
+        return self._results_with(_template)
 
     def _collect(
         self, question_id: str | None, pick: Callable[[VerificationResultTemplate], Any]
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for result in self.results:
-            template = result.template
-            if template is None or not template.template_verification_performed:
-                continue
-            if question_id is not None and result.metadata.question_id != question_id:
-                continue
+        for result_id, template in self._sections(_template, question_id):
             found = pick(template)
             if found is not _SKIP:
-                out[result.metadata.result_id] = found
+                out[result_id] = found
         return out
 
     def get_verification_results(self, question_id: str | None = None) -> dict[str, bool | None]:

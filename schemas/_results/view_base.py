@@ -1,21 +1,33 @@
-"""Behaviour shared by the result views: container protocol, filtering, grouping,
-aggregator registries and grouped aggregation over a DataFrame."""
+"""Behaviour shared by the result views: per-result access to a section, filtering and
+grouping (from :class:`ResultCollection`), aggregator registries and grouped
+aggregation over a DataFrame."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import Any, Self, overload
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from typing import Any, Self, TypeVar
 
 import pandas as pd
 
 from .aggregators import AggregatorRegistry, ResultAggregator, default_registry, to_native
 from .result import VerificationResult
-from .selection import ModelGrouping, group_results, model_key, select_results
+from .selection import ResultCollection
 
 __all__ = ["ResultView"]
 
+_Section = TypeVar("_Section")
 
-class ResultView:
+
+def _pick_items(data: Mapping[str, Any] | None, name: str | None) -> dict[str, Any] | None:
+    # None leaves the result out: nothing recorded, or not the item asked for.
+    if not data:
+        return None
+    if name is None:
+        return dict(data)
+    return {name: data[name]} if name in data else None
+
+
+class ResultView(ResultCollection):
     """A read-only window on a list of results with its own aggregator registry.
 
     Views are cheap: they hold a reference list, never copies of results. Filtering and
@@ -27,30 +39,8 @@ class ResultView:
         self.results: list[VerificationResult] = list(results)
         self._registry: AggregatorRegistry = default_registry.copy()
 
-    # --- container protocol ----------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.results)
-
     def __iter__(self) -> Iterator[VerificationResult]:
         return iter(self.results)
-
-    @overload
-    def __getitem__(self, index: int) -> VerificationResult: ...
-    @overload
-    def __getitem__(self, index: slice) -> Self: ...
-    def __getitem__(self, index: int | slice) -> VerificationResult | Self:
-        """A result by position, or a view of a slice.
-
-        Raises:
-            IndexError: position out of range.
-        """
-        if isinstance(index, slice):
-            return self._spawn(self.results[index])
-        return self.results[index]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self.results)} results)"
 
     # --- aggregators ------------------------------------------------------------------
 
@@ -76,44 +66,67 @@ class ResultView:
         view._registry = self._registry.copy()
         return view
 
-    def _select(
+    def filter(
         self,
-        *,
         question_ids: Collection[str] | None = None,
         answering_models: Collection[str] | None = None,
         parsing_models: Collection[str] | None = None,
         replicates: Collection[int | None] | None = None,
-        extra: Callable[[VerificationResult], bool] | None = None,
     ) -> Self:
-        return self._spawn(
-            select_results(
-                self.results,
-                question_ids=question_ids,
-                answering_models=answering_models,
-                parsing_models=parsing_models,
-                replicates=replicates,
-                extra=extra,
-            )
+        """A view of the matching results (criteria left at None do not filter).
+
+        An empty collection matches nothing; models match by display string or bare
+        model name.
+        """
+        return self._select(
+            question_ids=question_ids,
+            answering_models=answering_models,
+            parsing_models=parsing_models,
+            replicates=replicates,
         )
 
-    def group_by_question(self) -> dict[str, Self]:
-        """Views per question id, in first-seen order."""
-        groups = group_results(self.results, lambda r: r.metadata.question_id)
-        return {key: self._spawn(items) for key, items in groups.items()}
+    # --- per-result access ------------------------------------------------------------
 
-    def group_by_model(self, by: ModelGrouping = "answering") -> dict[str, Self]:
-        """Views per model display string (answering by default).
+    def _results_with(
+        self, section: Callable[[VerificationResult], object | None]
+    ) -> list[VerificationResult]:
+        """Results for which ``section`` gives a section (it returns None for the rest)."""
+        return [r for r in self.results if section(r) is not None]
 
-        Raises:
-            ValueError: ``by`` is not answering, parsing or both.
+    def _sections(
+        self,
+        section: Callable[[VerificationResult], _Section | None],
+        question_id: str | None,
+    ) -> list[tuple[str, _Section]]:
+        """``(result_id, section)`` of each result for which ``section`` gives one,
+        only of ``question_id`` unless it is None."""
+        out: list[tuple[str, _Section]] = []
+        for result in self.results:
+            if question_id is not None and result.metadata.question_id != question_id:
+                continue
+            found = section(result)
+            if found is not None:
+                out.append((result.metadata.result_id, found))
+        return out
+
+    def _per_item(
+        self,
+        section: Callable[[VerificationResult], object | None],
+        field: str,
+        question_id: str | None,
+        item_name: str | None,
+    ) -> dict[str, Any]:
+        """``{result_id: {item: value}}`` from the mapping ``field`` of each section.
+
+        With ``item_name`` only that item is kept; a result whose mapping is empty (or
+        lacks ``item_name``) is left out.
         """
-        groups = group_results(self.results, lambda r: model_key(r, by))
-        return {key: self._spawn(items) for key, items in groups.items()}
-
-    def group_by_replicate(self) -> dict[int | None, Self]:
-        """Views per replicate number; results without one are under None."""
-        groups = group_results(self.results, lambda r: r.metadata.replicate)
-        return {key: self._spawn(items) for key, items in groups.items()}
+        out: dict[str, Any] = {}
+        for result_id, found in self._sections(section, question_id):
+            picked = _pick_items(getattr(found, field), item_name)
+            if picked is not None:
+                out[result_id] = picked
+        return out
 
     # --- grouped aggregation ----------------------------------------------------------
 

@@ -227,6 +227,28 @@ def test_slicing_returns_a_set() -> None:
         result_set[5]
 
 
+def test_subsets_of_a_set_leave_run_level_data_behind() -> None:
+    result_set = VerificationResultSet(
+        results=[make("q1"), make("q2", BETA)],
+        scenario_results=[{"scenario_id": "s1"}],
+        errors=[("scenario s2", ValueError("bad edge"))],
+    )
+    assert repr(result_set) == "VerificationResultSet(2 results)"
+    subsets = [
+        result_set[:1],
+        result_set.filter(question_ids=["q1"]),
+        result_set.group_by_question()["q1"],
+        result_set.group_by_model()["langchain:alpha"],
+    ]
+    for subset in subsets:
+        assert isinstance(subset, VerificationResultSet)
+        assert [r.metadata.question_id for r in subset] == ["q1"]
+        assert subset.scenario_results is None and subset.errors is None
+    # a subset is a set of its own: appending to it leaves the original alone
+    subsets[0].add(make("q3"))
+    assert len(result_set) == 2
+
+
 def test_json_schema_builds_for_api_response_models() -> None:
     # An HTTP API may declare the set as its response model; that needs a schema.
     schema = VerificationResultSet.model_json_schema()

@@ -343,6 +343,70 @@ def test_view_filter_and_grouping_keep_custom_aggregators() -> None:
     assert {k: len(v) for k, v in results.group_by_replicate().items()} == {1: 3}
 
 
+@pytest.mark.parametrize(
+    "view_type", [TemplateResults, RubricResults, JudgmentResults, RubricJudgmentResults]
+)
+def test_every_view_slices_filters_and_groups_into_its_own_type(view_type: type[Any]) -> None:
+    view = view_type([make("q1"), make("q2", BETA), make("q1", replicate=2)])
+    assert repr(view) == f"{view_type.__name__}(3 results)"
+    assert type(view[1:]) is view_type and len(view[1:]) == 2
+    filtered = view.filter(question_ids=["q1"], replicates=[2])
+    assert type(filtered) is view_type
+    assert [r.metadata.replicate for r in filtered] == [2]
+    assert len(view.filter(answering_models=[])) == 0  # an empty list matches nothing
+    assert len(view.filter(answering_models=["beta"], parsing_models=["langchain:judge"])) == 1
+    by_question = view.group_by_question()
+    assert list(by_question) == ["q1", "q2"]
+    assert all(type(group) is view_type for group in by_question.values())
+    assert {k: len(v) for k, v in view.group_by_replicate().items()} == {1: 2, 2: 1}
+    assert list(view.group_by_model(by="both")) == [
+        "langchain:alpha / langchain:judge",
+        "langchain:beta / langchain:judge",
+    ]
+
+
+def test_rubric_view_subsets_keep_the_deep_judgment_columns() -> None:
+    view = RubricResults(literal_results().results, include_deep_judgment=True)
+    subsets = [view.filter(question_ids=["q1"]), view[:1], view.group_by_question()["q1"]]
+    for subset in subsets:
+        assert subset.include_deep_judgment
+        assert "trait_reasoning" in subset.to_dataframe().columns
+
+
+def test_per_item_accessors_narrow_by_question_and_item() -> None:
+    rubrics = literal_results()
+    first, second = (r.metadata.result_id for r in rubrics.results[:2])
+    assert rubrics.get_callable_trait_scores(question_id="q1", trait_name="words") == {
+        first: {"words": 120},
+        second: {"words": 80},
+    }
+    assert rubrics.get_callable_trait_scores(question_id="q2") == {}  # q2 has no rubric
+    assert rubrics.get_llm_trait_scores(trait_name="missing") == {}
+    assert list(rubrics.get_all_trait_scores(question_id="q1")) == [first, second]
+
+    judged = judged_results()
+    rid = judged[0].metadata.result_id
+    # an attribute recorded without excerpts is still reported, with its empty list
+    assert judged.get_extracted_excerpts(attribute_name="tissue") == {rid: {"tissue": []}}
+    assert judged.get_attribute_reasoning(question_id="q2") == {}
+    assert list(judged.get_extracted_excerpts()[rid]) == ["gene", "tissue"]
+
+    dj = VerificationResultDeepJudgmentRubric(
+        deep_judgment_rubric_performed=True, deep_judgment_rubric_scores={"clarity": 4}
+    )
+    not_performed = VerificationResultDeepJudgmentRubric(
+        deep_judgment_rubric_performed=False, deep_judgment_rubric_scores={"clarity": 1}
+    )
+    view = RubricJudgmentResults(
+        [make(deep_judgment_rubric=dj), make("q2", deep_judgment_rubric=not_performed)]
+    )
+    assert view.get_trait_scores(trait_name="clarity") == {
+        view[0].metadata.result_id: {"clarity": 4}
+    }
+    assert view.get_trait_reasoning() == {}  # none recorded
+    assert view.get_results_with_rubric_judgment() == [view[0]]
+
+
 def test_empty_views_give_empty_frames_and_aggregates() -> None:
     assert list(TemplateResults([]).to_dataframe().columns) == list(TEMPLATE_FIELD_COLUMNS)
     assert TemplateResults([]).aggregate_pass_rate() == {}
