@@ -10,6 +10,40 @@ from verifleet.schemas import (
     VerificationResultTemplate,
 )
 
+__all__ = ["make_metadata", "make_result"]
+
+
+def make_metadata(
+    question_id: str = "q1",
+    *,
+    answering: ModelIdentity,
+    parsing: ModelIdentity,
+    replicate: int | None = 1,
+    error: str | None = None,
+    execution_time: float = 0.5,
+    timestamp: str = "2026-01-01T00:00:00Z",
+    template_id: str = "t",
+    question_text: str = "?",
+) -> VerificationResultMetadata:
+    """A metadata section that completed unless ``error`` is given; its ``result_id``
+    is derived from the question, models, timestamp and replicate.
+
+    Raises:
+        pydantic.ValidationError: a value the metadata model rejects.
+    """
+    return VerificationResultMetadata(
+        question_id=question_id,
+        template_id=template_id,
+        question_text=question_text,
+        answering=answering,
+        parsing=parsing,
+        replicate=replicate,
+        completed_without_errors=error is None,
+        error=error,
+        execution_time=execution_time,
+        timestamp=timestamp,
+    )
+
 
 def make_result(
     question_id: str = "q1",
@@ -21,23 +55,15 @@ def make_result(
     error: str | None = None,
 ) -> VerificationResult:
     """A template-mode result with the given verdict (or an error)."""
-    a = ModelIdentity(interface="openai_endpoint", model_name=answering)
-    p = ModelIdentity(interface="openai_endpoint", model_name=parsing)
-    ts = "2026-11-22T09:00:00+00:00"
-    meta = VerificationResultMetadata(
-        question_id=question_id,
+    meta = make_metadata(
+        question_id,
+        answering=ModelIdentity(interface="openai_endpoint", model_name=answering),
+        parsing=ModelIdentity(interface="openai_endpoint", model_name=parsing),
+        replicate=replicate,
+        error=error,
+        timestamp="2026-11-22T09:00:00+00:00",
         template_id="t" * 32,
         question_text=f"What is {question_id}?",
-        answering=a,
-        parsing=p,
-        replicate=replicate,
-        completed_without_errors=error is None,
-        error=error,
-        execution_time=0.5,
-        timestamp=ts,
-        result_id=VerificationResultMetadata.compute_result_id(
-            question_id=question_id, answering=a, parsing=p, timestamp=ts, replicate=replicate
-        ),
     )
     template = VerificationResultTemplate(
         raw_llm_response="an answer",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _support.factories import make_metadata
 from pydantic import ValidationError
 
 from verifleet.schemas import (
@@ -12,7 +13,6 @@ from verifleet.schemas import (
     RecordedError,
     VerificationResult,
     VerificationResultDeepJudgment,
-    VerificationResultMetadata,
     VerificationResultRubric,
     VerificationResultSet,
     VerificationResultTemplate,
@@ -36,17 +36,12 @@ def make(
     usage: dict[str, Any] | None = None,
 ) -> VerificationResult:
     return VerificationResult(
-        metadata=VerificationResultMetadata(
-            question_id=qid,
-            template_id="t",
-            question_text="?",
+        metadata=make_metadata(
+            qid,
             answering=answering,
             parsing=parsing,
-            completed_without_errors=ok,
-            error=None if ok else "boom",
-            execution_time=0.5,
-            timestamp="2026-01-01T00:00:00Z",
             replicate=replicate,
+            error=None if ok else "boom",
         ),
         template=(
             None

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from _support.factories import make_metadata
 
 from verifleet.schemas import (
     JudgmentResults,
@@ -18,7 +19,6 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultDeepJudgment,
     VerificationResultDeepJudgmentRubric,
-    VerificationResultMetadata,
     VerificationResultRubric,
     VerificationResultSet,
     VerificationResultTemplate,
@@ -54,16 +54,14 @@ def make(
     **sections: Any,
 ) -> VerificationResult:
     return VerificationResult(
-        metadata=VerificationResultMetadata(
-            question_id=qid,
-            template_id="t",
-            question_text="?",
+        # one second per replicate, so replicates of one question differ in result_id
+        metadata=make_metadata(
+            qid,
             answering=model,
             parsing=JUDGE,
-            completed_without_errors=True,
+            replicate=replicate,
             execution_time=1.0,
             timestamp=f"2026-01-01T00:00:0{replicate or 0}Z",
-            replicate=replicate,
         ),
         template=(
             VerificationResultTemplate(template_verification_performed=True, **template)
