@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import textwrap
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from _support.judges import CallKind, ScriptedCallerBase
 
 from verifleet.pipeline import PipelineResources, UsageTracker
 from verifleet.pipeline._llm_protocol import Message
@@ -94,8 +94,9 @@ class ScriptedModels:
         return ScriptedCaller(model.model_name, self, tracker)
 
 
-class ScriptedCaller:
-    """A ChatCaller that replies from a :class:`ScriptedModels` script."""
+class ScriptedCaller(ScriptedCallerBase):
+    """A ChatCaller that replies from a :class:`ScriptedModels` script and counts
+    tokens for every call that does not fail."""
 
     def __init__(self, model_name: str, script: ScriptedModels, tracker: UsageTracker) -> None:
         self._name = model_name
@@ -107,30 +108,12 @@ class ScriptedCaller:
         return self._name
 
     def _reply(
-        self, messages: Sequence[Message], stage: str, schema: dict[str, Any] | None
+        self, kind: CallKind, messages: list[Message], stage: str, schema: dict[str, Any] | None
     ) -> Reply:
-        self._script.calls.append(Call(self._name, stage, list(messages), schema))
+        self._script.calls.append(Call(self._name, stage, messages, schema))
         reply = self._script.next_reply(self._name, stage)
-        if isinstance(reply, Exception):
-            raise reply
-        self._tracker.record(stage, model=self._name, input_tokens=10, output_tokens=5)
-        return reply
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
-        reply = self._reply(messages, stage, None)
-        assert isinstance(reply, str), f"stage {stage} expected text"
-        return reply
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        reply = self._reply(messages, stage, schema)
-        assert isinstance(reply, dict), f"stage {stage} expected JSON"
+        if not isinstance(reply, Exception):
+            self._tracker.record(stage, model=self._name, input_tokens=10, output_tokens=5)
         return reply
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from _support.judges import CallKind, ScriptedCallerBase
 
 from verifleet.pipeline._llm_protocol import ChatCaller, Message, StructuredOutputError
 
@@ -22,7 +23,7 @@ Reply = dict[str, Any] | str | Exception
 class Call:
     """One recorded judge call."""
 
-    kind: str  # "json" or "text"
+    kind: CallKind
     messages: list[Message]
     stage: str
     schema: dict[str, Any] | None
@@ -36,7 +37,7 @@ class Call:
         return self.messages[-1]["content"]
 
 
-class ScriptedJudge:
+class ScriptedJudge(ScriptedCallerBase):
     """Replays ``replies`` in order; an ``Exception`` reply is raised instead."""
 
     model_name = "scripted-judge"
@@ -45,32 +46,13 @@ class ScriptedJudge:
         self._replies = list(replies)
         self.calls: list[Call] = []
 
-    def _next(self) -> Reply:
+    def _reply(
+        self, kind: CallKind, messages: list[Message], stage: str, schema: dict[str, Any] | None
+    ) -> Reply:
+        self.calls.append(Call(kind, messages, stage, schema))
         if not self._replies:
             raise AssertionError(f"unexpected judge call #{len(self.calls)}: script exhausted")
-        reply = self._replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
-        self.calls.append(Call("text", list(messages), stage, None))
-        reply = self._next()
-        assert isinstance(reply, str), f"text call got a {type(reply).__name__} reply"
-        return reply
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        self.calls.append(Call("json", list(messages), stage, schema))
-        reply = self._next()
-        assert isinstance(reply, dict), f"JSON call got a {type(reply).__name__} reply"
-        return reply
+        return self._replies.pop(0)
 
     @property
     def remaining(self) -> int:
@@ -100,3 +82,12 @@ def test_scripted_judge_raises_queued_errors_and_refuses_extra_calls() -> None:
         judge.invoke_json([], stage="s", schema={})
     with pytest.raises(AssertionError, match="script exhausted"):
         judge.invoke([], stage="s")
+
+
+def test_scripted_judge_refuses_a_reply_of_the_wrong_kind() -> None:
+    judge = ScriptedJudge(["text", {"a": 1}])
+    with pytest.raises(AssertionError, match="JSON call got a str"):
+        judge.invoke_json([], stage="s", schema={})
+    with pytest.raises(AssertionError, match="text call got a dict"):
+        judge.invoke([], stage="s")
+    assert judge.remaining == 0
