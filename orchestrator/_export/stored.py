@@ -23,9 +23,11 @@ path.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,6 +226,26 @@ def _dumped(data: bytes, index: int, job_id: str | None) -> tuple[dict[str, Any]
     return result.model_dump(mode="json"), names
 
 
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a batch is built.
+
+    A batch allocates tens of thousands of containers that all stay alive until it
+    is converted, so the collector keeps promoting them and then walks every live
+    object of the process (~220k after verifleet's imports) for nothing: parsed
+    JSON holds no cycles. Measured here: 15-20% of building a batch. Reference
+    counting still frees everything; the collector is on again afterwards (unless
+    it was off before).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _flat(array: pa.StructArray, names: Sequence[str]) -> dict[str, pa.Array]:
     # flatten() applies the struct's own nulls to its children: a field of an absent
     # section is null, as the row path makes it.
@@ -252,14 +274,15 @@ def stored_batch(pages: Sequence[bytes], job_id: str | None = None) -> pa.Record
     names: list[RowNames] = []
     computed: list[tuple[Any, ...]] = []
     encode = _RESULT_CODEC.encode
-    for index, data in enumerate(pages):
-        dumped, row_names = _dumped(data, index, job_id)
-        computed.append(computed_summary(dumped["template"]))
-        # In place, after computed_summary: it reads free-form fields as values.
-        dumps.append(encode(dumped))
-        names.append(row_names)
     try:
-        return _assemble(dumps, names, computed)
+        with _no_cycle_collection():
+            for index, data in enumerate(pages):
+                dumped, row_names = _dumped(data, index, job_id)
+                computed.append(computed_summary(dumped["template"]))
+                # In place, after computed_summary: it reads free-form fields as values.
+                dumps.append(encode(dumped))
+                names.append(row_names)
+            return _assemble(dumps, names, computed)
     except (OverflowError, pa.ArrowException):
         # A value Arrow refuses that validation may coerce (the shape check does not
         # look at types, e.g. "3" for an int): build the batch the model way, which
