@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/export.py            # 100,000 results
     .venv/bin/python bench/export.py --n 20000
+    .venv/bin/python bench/export.py --from-redis   # a job's Parquet export from Redis
 
 Each phase runs in a fresh child process, so its peak memory is the child's
 ``ru_maxrss`` (the OS high-water mark of resident memory, which also counts Arrow's
@@ -12,6 +13,12 @@ child's resident memory after its imports, i.e. what the phase itself needed.
 Results are generated lazily and deterministically inside the writing child (never
 held all at once); the ``build`` phase measures that generation alone, so the write
 phases' cost net of generation is their time minus the build time.
+
+With ``--from-redis``, the same results are instead written into a private
+redis-server with the store API (as workers store them) and exported as a job
+would be: ``redis-fast`` is ``Job.export`` (stored JSON straight to Arrow),
+``redis-slow`` the validating reference path (see ``bench/_stored.py``;
+``bench/scale.py --export-only`` does the same with smaller, capitals-shaped results).
 
 Nothing here is asserted: the script prints figures and is not part of the tests.
 """
@@ -32,6 +39,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+if __package__ in (None, ""):  # run as a script: python bench/export.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import RedisProc
+from bench._stored import export_in_child, fill_store, run_export
 from verifleet.orchestrator import iter_results, write_results
 from verifleet.schemas import (
     ModelIdentity,
@@ -51,6 +63,7 @@ WORDS = _CORPUS.split()
 POOL_SIZE = 1000
 
 PHASES = ("build", "write-parquet", "read-parquet", "scan-parquet", "write-json", "read-json")
+REDIS_JOB = "export-bench"
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -208,33 +221,74 @@ def _load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+def _print_figures(phase: str, fig: dict[str, float]) -> None:
+    rate = fig["rows"] / fig["seconds"] if fig["seconds"] else float("inf")
+    size = f"{fig['size_mib']:.1f}" if fig["size_mib"] else "-"
+    print(
+        f"{phase:<14}{fig['rows']:>9}{fig['seconds']:>8.1f}{rate:>10.0f}"
+        f"{fig['peak_mib']:>10.0f}{fig['growth_mib']:>8.0f}{size:>10}"
+    )
+
+
+def _redis_phases(n: int) -> None:
+    """Store the results in a private redis-server, then export them both ways."""
+    with RedisProc() as redis_proc, tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        fill_store(redis_proc.url, REDIS_JOB, build_results(n), n)
+        print(
+            f"{'(store)':<14}{n:>9}{time.perf_counter() - start:>8.1f}   written with the store API"
+        )
+        for path in ("fast", "slow"):
+            out = Path(folder) / f"{path}.parquet"
+            fig = export_in_child(__file__, redis_proc.url, REDIS_JOB, out, path)
+            growth = fig["peak_mb"] - fig["imported_mb"]
+            _print_figures(
+                f"redis-{path}",
+                {
+                    "rows": fig["rows"],
+                    "seconds": fig["seconds"],
+                    "peak_mib": fig["peak_mb"],
+                    "growth_mib": growth,
+                    "size_mib": fig["bytes"] / 2**20,
+                },
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="results to generate")
-    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--from-redis", action="store_true", help="export a job's results from Redis instead"
+    )
+    parser.add_argument("--phase", choices=[*PHASES, "export"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--export-path", choices=["fast", "slow"], help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--redis", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.phase == "export":  # child of --from-redis
+        print(json.dumps(run_export(args.redis, args.job, args.out, args.export_path)))
+        return
     if args.phase:  # child mode: one phase, figures as JSON on stdout
         print(json.dumps(run_phase(args.phase, args.n, args.folder)))
         return
 
-    print(f"export benchmark: {args.n} results, each phase in a fresh child process")
+    source = "from Redis" if args.from_redis else "in files"
+    print(f"export benchmark: {args.n} results {source}, each phase in a fresh child process")
     print("memory = child's ru_maxrss (peak RSS); growth = peak - RSS after imports")
     print(f"machine: {os.cpu_count()} CPUs, load average {_load()} at start\n")
     header = f"{'phase':<14}{'rows':>9}{'s':>8}{'rows/s':>10}{'peak MiB':>10}{'growth':>8}{'file MiB':>10}"
     print(header)
-    with tempfile.TemporaryDirectory(prefix="verifleet-bench-") as folder:
-        for phase in PHASES:
-            command = [sys.executable, __file__, "--phase", phase, "--n", str(args.n)]
-            command += ["--folder", folder]
-            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-            fig = json.loads(out.strip().splitlines()[-1])
-            rate = fig["rows"] / fig["seconds"] if fig["seconds"] else float("inf")
-            size = f"{fig['size_mib']:.1f}" if fig["size_mib"] else "-"
-            print(
-                f"{phase:<14}{fig['rows']:>9}{fig['seconds']:>8.1f}{rate:>10.0f}"
-                f"{fig['peak_mib']:>10.0f}{fig['growth_mib']:>8.0f}{size:>10}"
-            )
+    if args.from_redis:
+        _redis_phases(args.n)
+    else:
+        with tempfile.TemporaryDirectory(prefix="verifleet-bench-") as folder:
+            for phase in PHASES:
+                command = [sys.executable, __file__, "--phase", phase, "--n", str(args.n)]
+                command += ["--folder", folder]
+                out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+                _print_figures(phase, json.loads(out.strip().splitlines()[-1]))
     print(f"\nload average {_load()} at the end (other processes share the CPUs)")
 
 

@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/scale.py                                  # 100,000 units
     .venv/bin/python bench/scale.py --questions 2000                 # 20,000 units
+    .venv/bin/python bench/scale.py --export-only 100000 --compare-slow  # export only
 
 The job is ``--questions`` x ``--answering`` models x ``--replicates`` units
 (default 10,000 x 5 x 2 = 100,000), one parsing model, against the instant
@@ -16,9 +17,14 @@ endpoint. Printed figures and their targets:
   ``used_memory`` over the job divided by the results, and the mean compressed
   blob next to it;
 - Parquet export rate (>= 20,000 results/s) and the exporting process's peak
-  resident memory (<= 500 MB), again in a child process;
+  resident memory (<= 500 MB), again in a child process (``--compare-slow``
+  also exports through the validating reference path, for a before/after);
 - each worker's resident memory after a warm-up job and at the end (no growth
   beyond noise).
+
+``--export-only N`` skips the run: it writes N results shaped like this job's
+straight into a private redis-server with the store API (as workers write them;
+see ``bench/_stored.py``) and measures the export alone, in a few minutes.
 
 Peak memory is the child's ``ru_maxrss`` (the OS high-water mark, which also
 counts native buffers). Nothing is asserted; the script prints figures.
@@ -48,6 +54,7 @@ from bench._harness import (
     fleet_config,
     machine_line,
 )
+from bench._stored import capitals_results, export_in_child, fill_store, run_export
 
 TARGETS = {"submit_mb": 200.0, "result_bytes": 2048.0, "export_rate": 20_000.0, "export_mb": 500.0}
 
@@ -90,18 +97,7 @@ def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
 
 def _child_export(args: argparse.Namespace) -> dict[str, Any]:
     """In a fresh process: stream the job's results from Redis into Parquet."""
-    from verifleet.orchestrator._fleet.job import Job
-
-    imported = _rss_now_mb()
-    start = time.perf_counter()
-    rows = Job(args.job, args.redis).export(Path(args.out))
-    return {
-        "rows": rows,
-        "seconds": time.perf_counter() - start,
-        "imported_mb": imported,
-        "peak_mb": _peak_mb(),
-        "bytes": Path(args.out).stat().st_size,
-    }
+    return run_export(args.redis, args.job, Path(args.out), args.export_path)
 
 
 def _in_child(phase: str, *options: str) -> dict[str, Any]:
@@ -238,19 +234,42 @@ def _run(args: argparse.Namespace) -> None:
             + " MB",
             flush=True,
         )
+        _export(redis_proc.url, job.job_id, args.compare_slow)
+    print(f"total    {time.perf_counter() - began:.0f}s")
+
+
+def _export(url: str, job_id: str, compare_slow: bool) -> None:
+    """Export the job in a child process (and by the reference path too)."""
+    for path in ("fast", "slow") if compare_slow else ("fast",):
         with tempfile.TemporaryDirectory() as tmp:
-            out = str(Path(tmp) / "results.parquet")
-            exp = _in_child("export", "--redis", redis_proc.url, "--job", job.job_id, "--out", out)
+            exp = export_in_child(__file__, url, job_id, Path(tmp) / "results.parquet", path)
         rate = exp["rows"] / exp["seconds"]
         print(
-            f"export   {exp['rows']} rows in {exp['seconds']:.1f}s = {rate:.0f} results/s "
+            f"export   [{path}] {exp['rows']} rows in {exp['seconds']:.1f}s = {rate:.0f} results/s "
             f"(target >= {TARGETS['export_rate']:.0f}: "
-            f"{_verdict(rate, TARGETS['export_rate'], at_most=False)}); peak RSS "
-            f"{exp['peak_mb']:.0f} MB ({exp['imported_mb']:.0f} after imports; target <= "
+            f"{_verdict(rate, TARGETS['export_rate'], at_most=False)}); CPU {exp['cpu_s']:.1f}s; "
+            f"peak RSS {exp['peak_mb']:.0f} MB ({exp['imported_mb']:.0f} after imports; target <= "
             f"{TARGETS['export_mb']:.0f}: {_verdict(exp['peak_mb'], TARGETS['export_mb'])}); "
-            f"file {exp['bytes'] / 2**20:.1f} MB",
+            f"file {exp['bytes'] / 2**20:.1f} MB; load {exp['load']:.2f}",
             flush=True,
         )
+
+
+def _export_only(args: argparse.Namespace) -> None:
+    """Store results shaped like the job's with the store API, then export them."""
+    print(machine_line())
+    began = time.perf_counter()
+    with RedisProc() as redis_proc:
+        mem_before = redis_proc.used_memory()
+        results = capitals_results(args.export_only, answering=args.answering)
+        stored = fill_store(redis_proc.url, "export-bench", results, args.export_only)
+        per_result = (redis_proc.used_memory() - mem_before) / stored
+        print(
+            f"store    {stored} results written with the store API in "
+            f"{time.perf_counter() - began:.0f}s ({per_result:.0f} B/result in Redis)",
+            flush=True,
+        )
+        _export(redis_proc.url, "export-bench", args.compare_slow)
     print(f"total    {time.perf_counter() - began:.0f}s")
 
 
@@ -271,7 +290,20 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="before exporting, copy stored results up to this many (export at scale)",
     )
+    parser.add_argument(
+        "--export-only",
+        type=int,
+        default=0,
+        metavar="N",
+        help="no run: store N results like the job's with the store API and export them",
+    )
+    parser.add_argument(
+        "--compare-slow",
+        action="store_true",
+        help="also export through the validating reference path (the pre-fast-path export)",
+    )
     parser.add_argument("--phase", choices=["submit", "export"], help=argparse.SUPPRESS)
+    parser.add_argument("--export-path", choices=["fast", "slow"], help=argparse.SUPPRESS)
     parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
@@ -281,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child_submit(args)))
     elif args.phase == "export":
         print(json.dumps(_child_export(args)))
+    elif args.export_only:
+        _export_only(args)
     else:
         _run(args)
     return 0
