@@ -9,15 +9,9 @@ import pandas as pd
 
 from .result import VerificationResult
 
-__all__ = [
-    "IDENTITY_COLUMNS",
-    "build_frame",
-    "identity_columns",
-    "model_columns",
-    "prompt_columns",
-    "status_columns",
-    "timing_columns",
-]
+__all__ = ["IDENTITY_COLUMNS", "build_frame", "result_columns"]
+
+_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
 
 #: The question a row is about, in the order every per-result frame lists them.
 IDENTITY_COLUMNS: tuple[str, ...] = (
@@ -28,43 +22,29 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "replicate",
 )
 
-_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
 
+def result_columns(result: VerificationResult, index: int) -> dict[str, Any]:
+    """Every per-result column a frame may list, from ``result``'s metadata.
 
-def status_columns(result: VerificationResult) -> dict[str, Any]:
-    """``completed_without_errors`` and ``error``."""
-    meta = result.metadata
-    return {"completed_without_errors": meta.completed_without_errors, "error": meta.error}
-
-
-def identity_columns(result: VerificationResult) -> dict[str, Any]:
-    """The :data:`IDENTITY_COLUMNS` of ``result``, from its metadata."""
-    meta = result.metadata
-    return {name: getattr(meta, name) for name in IDENTITY_COLUMNS}
-
-
-def model_columns(result: VerificationResult) -> dict[str, Any]:
-    """Answering and parsing model display strings."""
-    meta = result.metadata
-    return {"answering_model": meta.answering_model, "parsing_model": meta.parsing_model}
-
-
-def prompt_columns(result: VerificationResult) -> dict[str, Any]:
-    """Answering and parsing system prompts."""
+    Status (``completed_without_errors``, ``error``), :data:`IDENTITY_COLUMNS`,
+    answering and parsing model display strings and system prompts,
+    ``execution_time``, ``timestamp``, ``run_name``, and ``result_index`` (``index``,
+    the result's position in its input). Each frame keeps the ones its column list
+    names: :func:`build_frame` drops the rest.
+    """
     meta = result.metadata
     return {
+        "completed_without_errors": meta.completed_without_errors,
+        "error": meta.error,
+        **{name: getattr(meta, name) for name in IDENTITY_COLUMNS},
+        "answering_model": meta.answering_model,
+        "parsing_model": meta.parsing_model,
         "answering_system_prompt": meta.answering_system_prompt,
         "parsing_system_prompt": meta.parsing_system_prompt,
-    }
-
-
-def timing_columns(result: VerificationResult) -> dict[str, Any]:
-    """``execution_time``, ``timestamp`` and ``run_name``."""
-    meta = result.metadata
-    return {
         "execution_time": meta.execution_time,
         "timestamp": meta.timestamp,
         "run_name": meta.run_name,
+        "result_index": index,
     }
 
 

@@ -7,14 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from .frames_common import (
-    IDENTITY_COLUMNS,
-    build_frame,
-    identity_columns,
-    model_columns,
-    status_columns,
-    timing_columns,
-)
+from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
 from .result import VerificationResult
 
 __all__ = ["JUDGMENT_COLUMNS", "RUBRIC_JUDGMENT_COLUMNS", "judgment_frame", "rubric_judgment_frame"]
@@ -44,16 +37,6 @@ RUBRIC_JUDGMENT_COLUMNS: tuple[str, ...] = (
     "trait_stages_completed", "trait_validation_failed",
     "execution_time", "timestamp", "run_name", "result_index",
 )  # fmt: skip
-
-
-def _identity(result: VerificationResult, index: int) -> dict[str, Any]:
-    return {
-        **status_columns(result),
-        **identity_columns(result),
-        **model_columns(result),
-        **timing_columns(result),
-        "result_index": index,
-    }
 
 
 def _excerpt_columns(index: int | None, excerpt: dict[str, Any] | None) -> dict[str, Any]:
@@ -88,7 +71,7 @@ def judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     for index, result in enumerate(results):
         dj, template = result.deep_judgment, result.template
         base = {
-            **_identity(result, index),
+            **result_columns(result, index),
             "deep_judgment_enabled": bool(dj and dj.deep_judgment_enabled),
             "deep_judgment_performed": bool(dj and dj.deep_judgment_performed),
             "deep_judgment_search_enabled": bool(dj and dj.deep_judgment_search_enabled),
@@ -143,7 +126,7 @@ def rubric_judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame
         risks = dj.rubric_hallucination_risk_assessment or {}
         meta = dj.trait_metadata or {}
         failed = set(dj.traits_without_valid_excerpts or [])
-        base = _identity(result, index)
+        base = result_columns(result, index)
         for trait in dict.fromkeys([*scores, *reasoning, *excerpts]):
             info = meta.get(trait, {})
             found = excerpts.get(trait, [])

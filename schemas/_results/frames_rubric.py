@@ -8,15 +8,7 @@ from typing import Any, Literal, get_args
 
 import pandas as pd
 
-from .frames_common import (
-    IDENTITY_COLUMNS,
-    build_frame,
-    identity_columns,
-    model_columns,
-    prompt_columns,
-    status_columns,
-    timing_columns,
-)
+from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
 from .result import VerificationResult
 from .rubric import VerificationResultRubric
 
@@ -133,14 +125,9 @@ def rubric_frame(
     for index, result in enumerate(results):
         rubric = result.rubric
         base: dict[str, Any] = {
-            **status_columns(result),
-            **identity_columns(result),
-            **model_columns(result),
-            **prompt_columns(result),
-            **timing_columns(result),
+            **result_columns(result, index),
             "rubric_evaluation_performed": rubric.rubric_evaluation_performed if rubric else None,
             "rubric_evaluation_strategy": rubric.rubric_evaluation_strategy if rubric else None,
-            "result_index": index,
         }
         if rubric is None or not rubric.rubric_evaluation_performed:
             rows.append(base)

@@ -7,15 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from .frames_common import (
-    IDENTITY_COLUMNS,
-    build_frame,
-    identity_columns,
-    model_columns,
-    prompt_columns,
-    status_columns,
-    timing_columns,
-)
+from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
 from .result import VerificationResult
 
 __all__ = [
@@ -119,12 +111,9 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     for index, result in enumerate(results):
         template = result.template
         base: dict[str, Any] = {
-            **status_columns(result),
+            **result_columns(result, index),
             "recursion_limit_reached": template.recursion_limit_reached if template else False,
-            **identity_columns(result),
             "answering_mcp_servers": template.answering_mcp_servers if template else None,
-            **model_columns(result),
-            **prompt_columns(result),
             "raw_llm_response": template.raw_llm_response if template else None,
             "verify_result": template.verify_result if template else None,
             "embedding_check_performed": bool(template and template.embedding_check_performed),
@@ -137,8 +126,6 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
             "abstention_override_applied": bool(template and template.abstention_override_applied),
             "regex_validations_performed": bool(template and template.regex_validations_performed),
             "regex_overall_success": template.regex_overall_success if template else None,
-            **timing_columns(result),
-            "result_index": index,
         }
         for name, gt_value, llm_value, match in _field_pairs(result):
             rows.append(
@@ -162,7 +149,7 @@ def template_regex_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     """
     rows: list[dict[str, Any]] = []
     for index, result in enumerate(results):
-        template, meta = result.template, result.metadata
+        template = result.template
         if template is None or not template.regex_validations_performed:
             continue
         details = template.regex_validation_details or {}
@@ -171,11 +158,7 @@ def template_regex_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
             detail = details.get(pattern_name, {})
             rows.append(
                 {
-                    **status_columns(result),
-                    "question_id": meta.question_id,
-                    "template_id": meta.template_id,
-                    "replicate": meta.replicate,
-                    **model_columns(result),
+                    **result_columns(result, index),
                     "pattern_name": pattern_name,
                     "pattern_regex": detail.get("pattern", detail.get("regex")),
                     "matched": matched,
@@ -184,9 +167,6 @@ def template_regex_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
                     "match_end": detail.get("match_end"),
                     "full_match": detail.get("full_match"),
                     "raw_llm_response": template.raw_llm_response,
-                    "timestamp": meta.timestamp,
-                    "run_name": meta.run_name,
-                    "result_index": index,
                 }
             )
     return build_frame(rows, TEMPLATE_REGEX_COLUMNS)
@@ -203,7 +183,7 @@ def template_usage_frame(
     """
     rows: list[dict[str, Any]] = []
     for index, result in enumerate(results):
-        template, meta = result.template, result.metadata
+        template = result.template
         if template is None or not template.usage_metadata:
             continue
         agent = template.agent_metrics or {}
@@ -214,11 +194,7 @@ def template_usage_frame(
             output_details = usage.get("output_token_details") or {}
             rows.append(
                 {
-                    **status_columns(result),
-                    "question_id": meta.question_id,
-                    "template_id": meta.template_id,
-                    "replicate": meta.replicate,
-                    **model_columns(result),
+                    **result_columns(result, index),
                     "usage_stage": stage,
                     "input_tokens": usage.get("input_tokens"),
                     "output_tokens": usage.get("output_tokens"),
@@ -232,9 +208,6 @@ def template_usage_frame(
                     "agent_tool_calls": agent.get("tool_calls"),
                     "agent_tools_used": agent.get("tools_used"),
                     "agent_suspected_failures": agent.get("suspect_failed_tool_calls"),
-                    "timestamp": meta.timestamp,
-                    "run_name": meta.run_name,
-                    "result_index": index,
                 }
             )
     return build_frame(rows, TEMPLATE_USAGE_COLUMNS)

@@ -311,6 +311,71 @@ def test_regex_and_usage_frames() -> None:
     assert rows(totals, ["usage_stage", "total_tokens"]) == [["total", 16]]
 
 
+def test_every_frame_fills_the_result_columns_it_lists_from_metadata() -> None:
+    full = make(
+        "q2",
+        BETA,
+        replicate=2,
+        template={
+            "regex_validations_performed": True,
+            "regex_validation_results": {"has_gene": True},
+            "usage_metadata": {"parsing": {"input_tokens": 3}, "total": {"total_tokens": 3}},
+        },
+        rubric={"llm_trait_scores": {"tone": 1}},
+        deep_judgment=VerificationResultDeepJudgment(
+            deep_judgment_performed=True, extracted_excerpts={"gene": [{"text": "KRAS"}]}
+        ),
+        deep_judgment_rubric=VerificationResultDeepJudgmentRubric(
+            deep_judgment_rubric_performed=True, deep_judgment_rubric_scores={"tone": 1}
+        ),
+    )
+    full.metadata = full.metadata.model_copy(
+        update={
+            "keywords": ["oncology"],
+            "run_name": "nightly",
+            "completed_without_errors": False,
+            "error": "late",
+            "answering_system_prompt": "be brief",
+            "parsing_system_prompt": "be strict",
+        }
+    )
+    meta = full.metadata
+    expected = {
+        "completed_without_errors": False,
+        "error": "late",
+        "question_id": "q2",
+        "template_id": "t",
+        "question_text": "?",
+        "keywords": ["oncology"],
+        "replicate": 2,
+        "answering_model": meta.answering_model,
+        "parsing_model": meta.parsing_model,
+        "answering_system_prompt": "be brief",
+        "parsing_system_prompt": "be strict",
+        "execution_time": 1.0,
+        "timestamp": meta.timestamp,
+        "run_name": "nightly",
+        "result_index": 1,
+    }
+    results = [make("q1"), full]
+    template = TemplateResults(results)
+    frames = {
+        "field": template.to_dataframe(),
+        "regex": template.to_regex_dataframe(),
+        "usage": template.to_usage_dataframe(),
+        "rubric": RubricResults(results).to_dataframe(),
+        "judgment": JudgmentResults(results).to_dataframe(),
+        "rubric_judgment": RubricJudgmentResults(results).to_dataframe(),
+    }
+    for name, frame in frames.items():
+        listed = [column for column in expected if column in frame.columns]
+        assert {"question_id", "replicate", "result_index", "timestamp"} <= set(listed), name
+        mine = frame[frame["result_index"] == 1]
+        assert len(mine) >= 1, name
+        for row in rows(mine, listed):
+            assert row == [expected[column] for column in listed], name
+
+
 def test_template_summary_counts_only_performed_templates() -> None:
     summary = checked_results().get_template_summary()
     assert summary == {
