@@ -4,11 +4,15 @@ Usage::
 
     .venv/bin/python bench/overhead.py            # 500 units, 1 worker, 16 threads
     .venv/bin/python bench/overhead.py --n 2000 --workers 2
+    .venv/bin/python bench/overhead.py --chat-client langchain   # the langchain path
 
 The endpoint answers at once (no latency), so every CPU second spent is
 verifleet's (pipeline, model client, HTTP, Celery, Redis client, compression) or
 the endpoint's, and the endpoint runs in a process of its own, not counted.
-Each unit makes two model calls (answer, parse).
+Each unit makes two model calls (answer, parse). The models are OpenAI-compatible,
+so they go through verifleet's direct HTTP client unless ``--chat-client
+langchain`` sets ``VERIFLEET_CHAT_CLIENT=langchain`` for this process and the
+workers it starts (an A/B of the two paths on the same machine).
 
 The same job runs twice per mode: ``cold`` is the first run, where each
 question's template is compiled and its judge schema built (once per process
@@ -23,6 +27,7 @@ Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,6 +47,7 @@ from bench._harness import (
 )
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.pipeline._llm import CHAT_CLIENT_ENV
 from verifleet.schemas import Benchmark, VerificationConfig
 
 TARGET_MS = 5.0
@@ -95,10 +101,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=16, help="threads per runner/worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--modes", default="local,fleet", help="comma-separated")
+    parser.add_argument(
+        "--chat-client",
+        choices=["direct", "langchain"],
+        default="direct",
+        help="model client path (default: direct HTTP)",
+    )
     args = parser.parse_args(argv)
     modes = {m.strip() for m in args.modes.split(",")}
+    if args.chat_client == "langchain":
+        os.environ[CHAT_CLIENT_ENV] = "langchain"  # inherited by the worker processes
+    else:
+        os.environ.pop(CHAT_CLIENT_ENV, None)
     print(machine_line())
-    print(f"n={args.n} units x 2 calls, instant endpoint, {args.threads} threads", flush=True)
+    print(
+        f"n={args.n} units x 2 calls, instant endpoint, {args.threads} threads, "
+        f"{args.chat_client} chat client",
+        flush=True,
+    )
     bench, answers = capitals(args.n)
     with EndpointProc(answers) as endpoint:
         config = fleet_config(endpoint.base_url, max_concurrency=args.threads)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -391,16 +392,23 @@ def test_every_chatopenai_option_is_classified() -> None:
     assert BODY_OPTIONS.isdisjoint(LANGCHAIN_ONLY_OPTIONS)
 
 
-def test_models_of_one_endpoint_share_one_connection_pool(healthy: RunningEndpoint) -> None:
+def test_models_of_one_endpoint_share_a_client_per_thread(healthy: RunningEndpoint) -> None:
     clients = ChatModelCache()
     for name in ("answerer", "judge"):
         _caller(OpenAIHttpChatCaller, _model(healthy, name), clients=clients).invoke(
             _ask(), stage="answer"
         )
     assert len(clients) == 2  # request settings per model configuration
-    pool = _TRANSPORTS.get(healthy.base_url, "not-needed")
-    assert _TRANSPORTS.get(healthy.base_url.rstrip("/"), "not-needed") is pool
-    assert _TRANSPORTS.get(healthy.base_url, "another-key") is not pool
+    mine = _TRANSPORTS.get(healthy.base_url, "not-needed")
+    assert _TRANSPORTS.get(healthy.base_url, "not-needed") is mine
+    assert _TRANSPORTS.get(healthy.base_url, "another-key") is not mine
+    theirs: list[httpx.Client] = []
+    worker = threading.Thread(
+        target=lambda: theirs.append(_TRANSPORTS.get(healthy.base_url, "not-needed"))
+    )
+    worker.start()
+    worker.join()
+    assert theirs[0] is not mine  # no thread scans another's connections
 
 
 # --- a whole unit through each path -----------------------------------------------------
