@@ -8,7 +8,8 @@ plain HTTP, the default for ``openai_endpoint`` and ``openrouter`` models;
 picks one per model.
 """
 
-from ._caller import CallGate, LangchainChatCaller
+from ._bound import CallGate
+from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
 from ._json import parse_strict, repair_json, schema_errors
 from ._openai_http import (

@@ -8,68 +8,32 @@ same requests without langchain and the OpenAI SDK.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from verifleet.schemas import ModelConfig, RetryPolicy
-
 from .._llm_protocol import Message, ModelCallError
-from ._clients import ChatModelCache
+from ._bound import BoundCaller
 from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
 from ._replies import (
-    JsonReplyCaller,
     parse_like_langchain,
     refused_structured_output,
     response_format_name,
 )
 from ._retry import call_with_retry
-from ._usage import UsageTracker
 
-__all__ = ["CallGate", "LangchainChatCaller"]
+__all__ = ["LangchainChatCaller"]
 
 _log = logging.getLogger(__name__)
-
-CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
-"""Wraps every attempt of a call to ``model``: the endpoint limiters plug in here
-(the workers' Redis gate, the local runner's in-process gate).
-
-The protocol; callers follow it through :mod:`._gate`'s helpers:
-
-- ``gate(model)`` returns a context manager entered around one attempt (the
-  request only, not the backoff sleep between attempts). Entering may block
-  until the endpoint has capacity and may raise :class:`ModelCallError` when it
-  gets none in time; an exception of the attempt passes through it (a gate reads
-  it, e.g. to adapt to a 429).
-- Token budgets, optional: a gate whose ``accepts_token_estimate`` attribute is
-  ``True`` is called ``gate(model, tokens=n)`` instead (``gate_attempt``), ``n``
-  being ``estimate_tokens(model, messages)``, and reserves ``n`` tokens while it
-  waits and runs. If the object it yields has ``record_usage(tokens: int)``, the
-  caller calls it inside the block after a successful attempt with the input +
-  output tokens the provider reported (``report_usage``), and the gate replaces
-  its estimate by that figure on exit. When the provider reports no usage the
-  estimate stands.
-
-Gates written for the first form alone (no ``tokens`` keyword, yielding anything)
-still work unchanged: they get no estimate and no usage.
-"""
 
 
 def _text_of(message: Any) -> str:
     if isinstance(message, BaseMessage):
         return message.text
     return str(message)
-
-
-def no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
-    """The gate of a caller given none: lets every attempt through."""
-    return contextlib.nullcontext()
 
 
 def _json_schema_binding(runnable: Any) -> Any | None:
@@ -93,50 +57,10 @@ def _json_schema_binding(runnable: Any) -> Any | None:
     return None
 
 
-class LangchainChatCaller(JsonReplyCaller):
-    """One model bound to one unit: shared client, own usage tracker, own deadline.
-
-    Args:
-        model: The model configuration.
-        tracker: Where this unit's token usage goes.
-        clients: The per-process client cache.
-        policy: Retry policy for transient errors.
-        request_timeout: Seconds per HTTP request (part of the client cache key).
-        deadline: Absolute ``time.monotonic()`` of the unit deadline, if any.
-        call_gate: Context manager entered around every attempt.
-        sleep: Backoff sleep; injected in tests.
-    """
-
-    def __init__(
-        self,
-        model: ModelConfig,
-        *,
-        tracker: UsageTracker,
-        clients: ChatModelCache,
-        policy: RetryPolicy,
-        request_timeout: float,
-        deadline: float | None = None,
-        call_gate: CallGate | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._model = model
-        self._tracker = tracker
-        self._clients = clients
-        self._policy = policy
-        self._timeout = request_timeout
-        self._deadline = deadline
-        self._gate = call_gate or no_gate
-        self._sleep = sleep
-
-    @property
-    def model_name(self) -> str:
-        """The model's name as recorded in usage metadata."""
-        return self._model.model_name
-
-    @property
-    def tracker(self) -> UsageTracker:
-        """The unit's usage tracker this caller records into."""
-        return self._tracker
+class LangchainChatCaller(BoundCaller):
+    """One model bound to one unit through langchain: shared client, own usage
+    tracker, own deadline. Arguments: those of :class:`BoundCaller`
+    (``request_timeout`` is part of the client cache key)."""
 
     def _client(self) -> BaseChatModel:
         return self._clients.get(self._model, request_timeout=self._timeout)

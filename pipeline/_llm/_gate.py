@@ -1,6 +1,6 @@
 """The caller's side of the :data:`~verifleet.pipeline.CallGate` protocol: the token
 estimate a call reserves, and the usage it reports back (see the ``CallGate``
-docstring in :mod:`._caller` for the protocol itself)."""
+docstring in :mod:`._bound` for the protocol itself)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from verifleet.schemas import ModelConfig
 from .._llm_protocol import Message
 
 if TYPE_CHECKING:
-    from ._caller import CallGate
+    from ._bound import CallGate
 
 __all__ = [
     "DEFAULT_REPLY_TOKENS",

@@ -46,27 +46,24 @@ import os
 import re
 import ssl
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from verifleet.schemas import ModelConfig, RetryPolicy
+from verifleet.schemas import ModelConfig
 
 from .._llm_protocol import Message, ModelCallError
-from ._caller import CallGate, no_gate
-from ._clients import OPENROUTER_BASE_URL, ChatModelCache, resolve_api_key
+from ._bound import BoundCaller
+from ._clients import OPENROUTER_BASE_URL, resolve_api_key
 from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
 from ._replies import (
-    JsonReplyCaller,
     parse_like_langchain,
     refused_structured_output,
     response_format_name,
 )
 from ._retry import call_with_retry
-from ._usage import UsageTracker
 
 __all__ = [
     "CHAT_CLIENT_ENV",
@@ -374,53 +371,11 @@ def _usage_metadata(usage: dict[str, Any] | None) -> dict[str, int] | None:
     }
 
 
-class OpenAIHttpChatCaller(JsonReplyCaller):
-    """One OpenAI-compatible model bound to one unit, over plain HTTP.
-
-    Same arguments and behaviour as :class:`~verifleet.pipeline.LangchainChatCaller`.
-
-    Args:
-        model: The model configuration (``openai_endpoint`` or ``openrouter``).
-        tracker: Where this unit's token usage goes.
-        clients: The per-process client cache (request settings per configuration
-            and the models whose endpoint refused structured output).
-        policy: Retry policy for transient errors.
-        request_timeout: Seconds per HTTP request (connect, write, each read).
-        deadline: Absolute ``time.monotonic()`` of the unit deadline, if any.
-        call_gate: Context manager entered around every attempt.
-        sleep: Backoff sleep; injected in tests.
-    """
-
-    def __init__(
-        self,
-        model: ModelConfig,
-        *,
-        tracker: UsageTracker,
-        clients: ChatModelCache,
-        policy: RetryPolicy,
-        request_timeout: float,
-        deadline: float | None = None,
-        call_gate: CallGate | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._model = model
-        self._tracker = tracker
-        self._clients = clients
-        self._policy = policy
-        self._timeout = request_timeout
-        self._deadline = deadline
-        self._gate = call_gate or no_gate
-        self._sleep = sleep
-
-    @property
-    def model_name(self) -> str:
-        """The model's name as recorded in usage metadata."""
-        return self._model.model_name
-
-    @property
-    def tracker(self) -> UsageTracker:
-        """The unit's usage tracker this caller records into."""
-        return self._tracker
+class OpenAIHttpChatCaller(BoundCaller):
+    """One OpenAI-compatible model (``openai_endpoint`` or ``openrouter``) bound to
+    one unit, over plain HTTP. Arguments and behaviour: those of
+    :class:`~verifleet.pipeline.LangchainChatCaller` (``request_timeout`` applies
+    to connect, write and each read)."""
 
     def _post(
         self,

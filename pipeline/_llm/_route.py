@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from verifleet.schemas import ModelConfig, RetryPolicy
 
-from ._caller import CallGate, LangchainChatCaller
+from ._bound import CallGate
+from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache
 from ._openai_http import OpenAIHttpChatCaller, direct_http_applies
 from ._usage import UsageTracker
