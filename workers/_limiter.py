@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import redis
 
-from verifleet.orchestrator.store import EndpointLimits, is_rate_limited
+from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
@@ -187,7 +187,7 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class RedisCallGate:
+class RedisCallGate(EndpointGate):
     """A ``CallGate`` (see :mod:`verifleet.pipeline`) backed by Redis.
 
     Tokens per minute: a call reserves its estimate (``tokens``; 0 when the caller
@@ -212,9 +212,6 @@ class RedisCallGate:
     leaving the gate.
     """
 
-    #: Callers pass ``tokens=`` (see ``verifleet.pipeline.CallGate``).
-    accepts_token_estimate = True
-
     def __init__(
         self,
         client: redis.Redis,
@@ -224,6 +221,7 @@ class RedisCallGate:
         prefix: str = "vf",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        super().__init__()
         self._client = client
         self._lease_ms = int(lease_seconds * 1000)
         self._max_wait = max_wait
@@ -233,27 +231,11 @@ class RedisCallGate:
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
         self._window = client.register_script(_WINDOW)
-        self._unestimated: set[str] = set()  # endpoints already warned about
 
     def _keys(self, limits: EndpointLimits) -> dict[str, str]:
         base = f"{self._prefix}:limit:{limits.key}"
         names = ("leases", "starts", "cap", "free", "shrunk", "spends", "spent")
         return {name: f"{base}:{name}" for name in names}
-
-    def __call__(
-        self, model: ModelConfig, *, tokens: int | None = None
-    ) -> contextlib.AbstractContextManager[object]:
-        limits = EndpointLimits.of(model)
-        if limits is None:
-            return contextlib.nullcontext()
-        if tokens is None and limits.tokens_per_minute and limits.key not in self._unestimated:
-            self._unestimated.add(limits.key)
-            _log.warning(
-                "a caller of %s passes no token estimate: its calls reserve nothing and "
-                "count only the usage they report against tokens_per_minute",
-                model.model_name,
-            )
-        return self._slot(limits, max(0, tokens or 0))
 
     def spends(self, model: ModelConfig) -> list[Spend]:
         """The calls of ``model``'s endpoint started in the last 60 s by Redis's

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from verifleet.orchestrator.store import EndpointLimits, is_rate_limited
+from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
@@ -72,7 +72,7 @@ class _Slot:
         self.used = max(0, int(tokens))
 
 
-class LocalCallGate:
+class LocalCallGate(EndpointGate):
     """A ``CallGate`` for one process: concurrency cap (adaptive on 429), requests
     per minute and tokens per minute per endpoint.
 
@@ -92,32 +92,14 @@ class LocalCallGate:
             waiting a minute.
     """
 
-    #: Callers pass ``tokens=`` (see ``verifleet.pipeline.CallGate``).
-    accepts_token_estimate = True
-
     def __init__(
         self, *, max_wait: float = 900.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
+        super().__init__()
         self._max_wait = max_wait
         self._clock = clock
         self._cond = threading.Condition()
         self._endpoints: dict[str, _Endpoint] = {}
-        self._unestimated: set[str] = set()  # endpoints already warned about
-
-    def __call__(
-        self, model: ModelConfig, *, tokens: int | None = None
-    ) -> contextlib.AbstractContextManager[object]:
-        limits = EndpointLimits.of(model)
-        if limits is None:
-            return contextlib.nullcontext()
-        if tokens is None and limits.tokens_per_minute and limits.key not in self._unestimated:
-            self._unestimated.add(limits.key)
-            _log.warning(
-                "a caller of %s passes no token estimate: its calls reserve nothing and "
-                "count only the usage they report against tokens_per_minute",
-                model.model_name,
-            )
-        return self._slot(limits, max(0, tokens or 0))
 
     def tokens_in_window(self, model: ModelConfig) -> int:
         """Tokens of ``model``'s endpoint's calls started in the last 60 s (estimates

@@ -7,7 +7,7 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
-from ._limits import EndpointLimits, endpoint_id, is_rate_limited
+from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
 from ._sending import send_units
@@ -17,6 +17,7 @@ from ._units import Unit, expand_units, result_key, unit_key, unit_messages, uni
 __all__ = [
     "DEFAULT_QUEUE",
     "TASK_NAME",
+    "EndpointGate",
     "EndpointLimits",
     "JobKeys",
     "JobProgress",

@@ -21,13 +21,18 @@ and a shrink per 429, 4% of calls got 429 throughout the run, evenly):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
 from verifleet.schemas import ModelConfig
 
-__all__ = ["EndpointLimits", "endpoint_id", "is_rate_limited"]
+__all__ = ["EndpointGate", "EndpointLimits", "endpoint_id", "is_rate_limited"]
+
+_log = logging.getLogger(__name__)
 
 SHRINK = 0.7
 SHRINK_EVERY = 1.0
@@ -102,3 +107,39 @@ class EndpointLimits:
         """The adaptive cap after a success (+1 per ``cap / GROWTH`` successes)."""
         ceiling = float(self.max_concurrency or 1)
         return min(ceiling, cap + GROWTH / max(cap, 1.0))
+
+
+class EndpointGate(ABC):
+    """What the local and the Redis gate share: the ``CallGate`` entry point (see
+    ``verifleet.pipeline.CallGate``) that looks up a model's limits and lets an
+    unlimited model through untouched. Subclasses hold the limits' state and
+    implement :meth:`_slot`; they call ``super().__init__()``.
+    """
+
+    #: Callers pass ``tokens=`` (see ``verifleet.pipeline.CallGate``).
+    accepts_token_estimate = True
+
+    def __init__(self) -> None:
+        self._unestimated: set[str] = set()  # endpoints already warned about
+
+    def __call__(
+        self, model: ModelConfig, *, tokens: int | None = None
+    ) -> contextlib.AbstractContextManager[object]:
+        limits = EndpointLimits.of(model)
+        if limits is None:
+            return contextlib.nullcontext()
+        if tokens is None and limits.tokens_per_minute and limits.key not in self._unestimated:
+            # A caller written before token budgets: warn once per endpoint, not per call.
+            self._unestimated.add(limits.key)
+            _log.warning(
+                "a caller of %s passes no token estimate: its calls reserve nothing and "
+                "count only the usage they report against tokens_per_minute",
+                model.model_name,
+            )
+        return self._slot(limits, max(0, tokens or 0))
+
+    @abstractmethod
+    def _slot(
+        self, limits: EndpointLimits, tokens: int
+    ) -> contextlib.AbstractContextManager[object]:
+        """One call's slot at the endpoint of ``limits``, reserving ``tokens``."""
