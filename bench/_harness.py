@@ -157,6 +157,11 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory in MB (``ru_maxrss``, KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def self_cpu_seconds() -> float:
     """CPU seconds of this process (all threads)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)

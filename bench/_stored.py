@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench._harness import peak_mb, rss_mb
 from verifleet.orchestrator.store import ResultStore, result_key
 from verifleet.schemas import (
     ModelIdentity,
@@ -147,17 +148,6 @@ def _write(store: ResultStore, job_id: str, results: list[VerificationResult]) -
     return len(results)
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _rss_now_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def run_export(url: str, job_id: str, out: Path, path: str) -> dict[str, Any]:
     """In this process: export the job by ``path`` (``fast`` or ``slow``); figures.
 
@@ -167,7 +157,7 @@ def run_export(url: str, job_id: str, out: Path, path: str) -> dict[str, Any]:
     from verifleet.orchestrator import write_results
     from verifleet.orchestrator._fleet.job import Job
 
-    imported = _rss_now_mb()
+    imported = rss_mb(os.getpid())
     job = Job(job_id, url)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime
@@ -183,7 +173,7 @@ def run_export(url: str, job_id: str, out: Path, path: str) -> dict[str, Any]:
         "seconds": seconds,
         "cpu_s": usage.ru_utime + usage.ru_stime - cpu,
         "imported_mb": imported,
-        "peak_mb": _peak_mb(),
+        "peak_mb": peak_mb(),
         "bytes": out.stat().st_size,
         "load": os.getloadavg()[0],
     }

@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,28 +53,19 @@ from bench._harness import (
     capitals,
     fleet_config,
     machine_line,
+    peak_mb,
+    rss_mb,
 )
 from bench._stored import capitals_results, export_in_child, fill_store, run_export
 
 TARGETS = {"submit_mb": 200.0, "result_bytes": 2048.0, "export_rate": 20_000.0, "export_mb": 500.0}
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _rss_now_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
     """In a fresh process: build the benchmark and config, submit, report."""
     from verifleet.orchestrator._fleet.job import Job
 
-    imported = _rss_now_mb()
+    imported = rss_mb(os.getpid())
     start = time.perf_counter()
     bench, _answers = capitals(args.questions)
     del _answers
@@ -91,7 +82,7 @@ def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
         "build_s": built,
         "submit_s": time.perf_counter() - start - built,
         "imported_mb": imported,
-        "peak_mb": _peak_mb(),
+        "peak_mb": peak_mb(),
     }
 
 
