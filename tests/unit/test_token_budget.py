@@ -1,5 +1,6 @@
-"""Tokens-per-minute budgets: the local gate's arithmetic, the estimate rule and the
-caller's side of the gate protocol.
+"""Tokens-per-minute budgets: the local gate's arithmetic and the estimate rule
+(the callers' side of the gate protocol is tested for both callers in
+``test_pipeline_openai_http.py``).
 
 The local gate runs on an injected clock so that a minute passes without waiting
 for it, and with ``max_wait=0`` so that a call that would wait fails at once
@@ -15,16 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._local.limits import LocalCallGate
-from verifleet.pipeline import ChatModelCache, LangchainChatCaller, ModelCallError, UsageTracker
+from verifleet.pipeline import ModelCallError
 from verifleet.pipeline._llm._gate import (
     DEFAULT_REPLY_TOKENS,
     estimate_tokens,
     gate_attempt,
     report_usage,
 )
-from verifleet.schemas import ConfigError, ModelConfig, RetryPolicy, VerificationConfig
+from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig
 
 BUDGET = 100
 
@@ -222,44 +222,6 @@ def test_old_style_gates_get_no_estimate_and_still_work() -> None:
     with gate_attempt(old_gate, model, 123) as slot:
         report_usage(slot, 7)  # nothing to report to: a no-op
     assert seen == [model]
-
-
-def test_the_caller_reserves_its_estimate_and_reports_the_endpoint_usage() -> None:
-    prompt = "z" * 200  # the endpoint counts len // 4 = 50 prompt tokens
-    with run_endpoint_in_thread(EndpointConfig(reply_tokens=20)) as endpoint:
-        model = ModelConfig(
-            model_name="m",
-            interface="openai_endpoint",
-            endpoint_base_url=endpoint.base_url,
-            max_tokens=100,
-            tokens_per_minute=1000,
-        )
-        gate = LocalCallGate(max_wait=0)
-        reserved: list[int] = []
-
-        class Watching:
-            """Records what the caller reserves; admission is the real gate's."""
-
-            accepts_token_estimate = True
-
-            def __call__(
-                self, model: ModelConfig, *, tokens: int | None = None
-            ) -> contextlib.AbstractContextManager[object]:
-                reserved.append(tokens or 0)
-                return gate(model, tokens=tokens)
-
-        caller = LangchainChatCaller(
-            model,
-            tracker=UsageTracker(),
-            clients=ChatModelCache(),
-            policy=RetryPolicy(max_attempts=1),
-            request_timeout=10.0,
-            call_gate=Watching(),
-        )
-        caller.invoke([{"role": "user", "content": prompt}], stage="answer_generation")
-        assert endpoint.stats().calls == 1
-    assert reserved == [50 + 100]  # 200 chars / 4 + max_tokens
-    assert gate.tokens_in_window(model) == 50 + 20  # what the endpoint reported
 
 
 def test_a_config_file_sets_the_budget_and_a_non_positive_one_is_named() -> None:
