@@ -172,6 +172,7 @@ def _run(args: argparse.Namespace) -> None:
         common = ["--redis", redis_proc.url, "--base-url", endpoint.base_url]
         sizes = ["--questions", str(args.questions), "--answering", str(args.answering)]
         sizes += ["--replicates", str(args.replicates)]
+        submitting = time.perf_counter()
         sub = _in_child("submit", *common, *sizes)
         print(
             f"submit   build {sub['build_s']:.1f}s + submit {sub['submit_s']:.1f}s "
@@ -185,7 +186,12 @@ def _run(args: argparse.Namespace) -> None:
         if workers is None:
             return
         job = Job(sub["job_id"], redis_proc.url)
-        start, last, seen, moved = time.perf_counter(), 0.0, -1, time.perf_counter()
+        # The workers start on the first batch while the rest is still being sent,
+        # so the job's wall time and rate count from the start of the submit.
+        at_submit_end = job.progress().done_units
+        start = last = moved = time.perf_counter()
+        seen = -1
+        print(f"  ... {at_submit_end}/{units} units done by the end of the submit", flush=True)
         while not (progress := job.progress()).finished:
             now = time.perf_counter()
             if progress.done_units != seen:
@@ -193,14 +199,15 @@ def _run(args: argparse.Namespace) -> None:
             elif now - moved > 300:
                 raise RuntimeError(f"no unit finished in 300 s; worker logs in {workers.logdir}")
             if now - last >= 30:
-                rate = progress.done_units / (now - start)
+                rate = (progress.done_units - at_submit_end) / (now - start)
                 print(f"  ... {progress.done_units}/{units} units, {rate:.0f} units/s", flush=True)
                 last = now
             time.sleep(1.0)
-        run_s = time.perf_counter() - start
+        job_s = time.perf_counter() - submitting
         print(
-            f"run      {units} units in {run_s:.0f}s = {units / run_s:.0f} units/s, "
-            f"{progress.failed_units} failed units",
+            f"run      {units} units in {job_s:.0f}s from the start of the submit = "
+            f"{units / job_s:.0f} units/s ({(units - at_submit_end) / (time.perf_counter() - start):.0f}"
+            f" units/s after it), {progress.failed_units} failed units",
             flush=True,
         )
         mem_after = redis_proc.used_memory()
