@@ -200,7 +200,12 @@ def _run(args: argparse.Namespace) -> None:
                 raise RuntimeError(f"no unit finished in 300 s; worker logs in {workers.logdir}")
             if now - last >= 30:
                 rate = (progress.done_units - at_submit_end) / (now - start)
-                print(f"  ... {progress.done_units}/{units} units, {rate:.0f} units/s", flush=True)
+                rss = ", ".join(f"{mb:.0f}" for mb in workers.rss_mb())
+                print(
+                    f"  ... {progress.done_units}/{units} units, {rate:.0f} units/s; "
+                    f"workers RSS {rss} MB",
+                    flush=True,
+                )
                 last = now
             time.sleep(1.0)
         job_s = time.perf_counter() - submitting
