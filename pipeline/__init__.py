@@ -20,9 +20,11 @@ does the same for OpenAI-compatible endpoints over plain HTTP and is their defau
 from ._llm import (
     CallGate,
     ChatModelCache,
+    ErrorInfo,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
+    classify_error,
     get_chat_model,
     make_chat_caller,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "CallerFactory",
     "ChatCaller",
     "ChatModelCache",
+    "ErrorInfo",
     "LangchainChatCaller",
     "ManualAnswerError",
     "ManualAnswerStore",
@@ -57,6 +60,7 @@ __all__ = [
     "StructuredOutputError",
     "UsageTracker",
     "VerificationContext",
+    "classify_error",
     "get_chat_model",
     "make_chat_caller",
     "run_unit",

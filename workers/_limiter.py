@@ -10,7 +10,9 @@ skewed clocks agree; a call's estimate is replaced by its reported usage in the
 script that releases its lease. A lease that a dead
 worker never released expires after the request timeout plus a margin, which is
 what "released when a worker dies" means here. The concurrency cap adapts to 429
-answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`).
+answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`), and a 429's
+``Retry-After`` pauses the endpoint for every worker (a key with that expiry,
+checked first by every acquire).
 
 A call that finds the cap full blocks on a Redis list (``BLPOP``) that every
 release pushes to, instead of polling: measured here, threads polling every
@@ -31,7 +33,12 @@ from typing import NamedTuple
 
 import redis
 
-from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
+from verifleet.orchestrator.store import (
+    EndpointGate,
+    EndpointLimits,
+    is_rate_limited,
+    pause_after,
+)
 from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
@@ -41,10 +48,13 @@ _log = logging.getLogger(__name__)
 
 # Check every limit, then take a slot in all of them, in one atomic step.
 # KEYS: leases, starts, adapted cap, spends (call -> start ms), spent (call ->
-# tokens, plus the field '#sum', the total of the calls in the window).
+# tokens, plus the field '#sum', the total of the calls in the window), pause.
 # ARGV: call id, lease ms, cap, rpm, tpm, the call's token estimate.
-# Returns 0 (taken), -1 (cap full) or the ms until the window's oldest call ages out.
+# Returns 0 (taken), -1 (cap full) or the ms until a call may start: the
+# endpoint's pause (a 429's Retry-After) or until the window's oldest call ages out.
 _ACQUIRE = """
+local paused = redis.call('PTTL', KEYS[6])
+if paused > 0 then return paused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap = tonumber(ARGV[3])
@@ -109,11 +119,17 @@ return 0
 
 # Settle the call's tokens, release its lease, wake one waiter and adapt the cap,
 # in one round trip (one per call, on the hot path).
-# KEYS: leases, cap, wake-up list, shrink marker, spent.
+# KEYS: leases, cap, wake-up list, shrink marker, spent, pause.
 # ARGV: call id, configured cap (0: no cap), factor: <1 shrinks (a 429; at most
 # once per marker lifetime, ARGV[5] ms), 0 grows by ARGV[4]/cap (a success), -1
-# leaves the cap alone; ARGV[6]: the call's actual tokens (-1: keep the estimate).
+# leaves the cap alone; ARGV[6]: the call's actual tokens (-1: keep the estimate);
+# ARGV[7]: ms to pause the endpoint (a 429's Retry-After; 0: none), never
+# shortening a longer pause already set.
 _RELEASE = """
+local pause = tonumber(ARGV[7])
+if pause > 0 and redis.call('PTTL', KEYS[6]) < pause then
+  redis.call('SET', KEYS[6], 1, 'PX', pause)
+end
 local used = tonumber(ARGV[6])
 if used >= 0 then
   -- absent once the call's spend aged out of the window: nothing to correct then
@@ -234,7 +250,7 @@ class RedisCallGate(EndpointGate):
 
     def _keys(self, limits: EndpointLimits) -> dict[str, str]:
         base = f"{self._prefix}:limit:{limits.key}"
-        names = ("leases", "starts", "cap", "free", "shrunk", "spends", "spent")
+        names = ("leases", "starts", "cap", "free", "shrunk", "spends", "spent", "pause")
         return {name: f"{base}:{name}" for name in names}
 
     def spends(self, model: ModelConfig) -> list[Spend]:
@@ -268,7 +284,7 @@ class RedisCallGate(EndpointGate):
             tpm,
             tokens,
         ]
-        acquire_keys = [keys[k] for k in ("leases", "starts", "cap", "spends", "spent")]
+        acquire_keys = [keys[k] for k in ("leases", "starts", "cap", "spends", "spent", "pause")]
         give_up = time.monotonic() + self._max_wait
         while True:
             wait_ms = int(self._acquire(keys=acquire_keys, args=args))
@@ -289,18 +305,29 @@ class RedisCallGate(EndpointGate):
                 self._sleep(min(wait_ms / 1000, 0.25, left) * (0.5 + random.random()))
         factor: float = 0.0  # grow, unless the call ends in anything but success
         rate_limited = False
+        pause_ms = 0
         try:
             yield slot
         except BaseException as exc:
-            # A 429 shrinks the cap; any other failure releases without adapting.
+            # A 429 shrinks the cap (and its Retry-After pauses the endpoint); any
+            # other failure releases without adapting.
             rate_limited = is_rate_limited(exc)
             factor = EndpointLimits.shrink_factor if rate_limited else -1.0
+            pause_ms = int(pause_after(exc) * 1000)
             raise
         finally:
             # -1 keeps the estimate: the provider said nothing about this call.
             used = 0 if rate_limited else (slot.used if slot.used is not None else -1)
-            if cap or (tpm and used >= 0):
+            if cap or (tpm and used >= 0) or pause_ms:
                 self._release(
-                    keys=[keys[k] for k in ("leases", "cap", "free", "shrunk", "spent")],
-                    args=[slot.call, cap, factor, EndpointLimits.growth, self._shrink_ms, used],
+                    keys=[keys[k] for k in ("leases", "cap", "free", "shrunk", "spent", "pause")],
+                    args=[
+                        slot.call,
+                        cap,
+                        factor,
+                        EndpointLimits.growth,
+                        self._shrink_ms,
+                        used,
+                        pause_ms,
+                    ],
                 )

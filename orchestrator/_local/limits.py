@@ -11,7 +11,12 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
+from verifleet.orchestrator.store import (
+    EndpointGate,
+    EndpointLimits,
+    is_rate_limited,
+    pause_after,
+)
 from verifleet.pipeline import ModelCallError
 from verifleet.schemas import ModelConfig
 
@@ -38,6 +43,7 @@ class _Endpoint:
     cap: float
     in_flight: int = 0
     shrunk_at: float = float("-inf")
+    paused_until: float = float("-inf")  # a 429's Retry-After, for every caller
     starts: deque[float] = field(default_factory=deque)
     spends: deque[_Spend] = field(default_factory=deque)
     tokens_used: int = 0  # sum of the live spends' tokens
@@ -85,6 +91,9 @@ class LocalCallGate(EndpointGate):
     answered 429 used no tokens; any other failure keeps its estimate, since the
     provider may have done the work.
 
+    A 429 with ``Retry-After`` pauses the endpoint: no call to it starts until
+    then (:func:`~verifleet.orchestrator.store.pause_after`).
+
     Args:
         max_wait: Seconds a call may wait for capacity before it fails with
             :class:`ModelCallError` (0: fail at once instead of waiting).
@@ -122,6 +131,8 @@ class LocalCallGate(EndpointGate):
     def _wait_for(self, state: _Endpoint, now: float, tokens: int) -> float:
         """Seconds until a call reserving ``tokens`` may start (0: now)."""
         limits = state.limits
+        if now < state.paused_until:
+            return state.paused_until - now
         if limits.max_concurrency and state.in_flight >= max(1, int(state.cap)):
             return 0.05
         state.prune(now)
@@ -139,13 +150,16 @@ class LocalCallGate(EndpointGate):
         with self._cond:
             state = self._state(limits)
             while (wait := self._wait_for(state, self._clock(), tokens)) > 0:
-                if self._clock() + min(wait, 0.05) > give_up:
+                left = give_up - self._clock()
+                if left <= 0:
                     raise ModelCallError(
                         f"no capacity on the endpoint within {self._max_wait:.0f}s",
                         transient=True,
                         attempts=0,
                     )
-                self._cond.wait(timeout=min(wait, 1.0))
+                # Never past give_up: a wait of a whole RPM window or a pause must
+                # not stretch max_wait.
+                self._cond.wait(timeout=min(wait, 1.0, left))
             now = self._clock()
             state.in_flight += 1
             if limits.requests_per_minute:
@@ -163,6 +177,7 @@ class LocalCallGate(EndpointGate):
                     state.settle(spend, 0)
                     # Once per window: the calls in flight all get 429 together.
                     now = self._clock()
+                    state.paused_until = max(state.paused_until, now + pause_after(exc))
                     if limits.max_concurrency and now - state.shrunk_at >= limits.shrink_every:
                         state.cap, state.shrunk_at = limits.shrink(state.cap), now
                 elif slot.used is not None:

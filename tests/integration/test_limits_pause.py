@@ -1,0 +1,112 @@
+"""A 429's ``Retry-After`` pauses the whole endpoint, for every caller.
+
+The 429s are raised inside the gate by hand, as the exception the direct HTTP
+caller raises for such a reply (:class:`EndpointStatusError` around a real
+``httpx.Response``): the test needs the reply at one exact moment, which a real
+endpoint does not give on demand. The fleet gates are two ``RedisCallGate``
+objects on separate Redis connections, i.e. what two worker processes hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import httpx
+import pytest
+import redis
+
+from verifleet.orchestrator._local.limits import LocalCallGate
+from verifleet.orchestrator.store import MAX_PAUSE, pause_after
+from verifleet.pipeline import CallGate, ModelCallError
+from verifleet.pipeline._llm import EndpointStatusError
+from verifleet.schemas import ModelConfig
+from verifleet.workers._limiter import RedisCallGate
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "vfpause"
+MODEL = ModelConfig.parse("http://127.0.0.1:9/v1#m", max_concurrency=4)
+OTHER = ModelConfig.parse("http://127.0.0.1:9/v1#other", max_concurrency=4)
+
+
+def _reply(status: int, **headers: str) -> EndpointStatusError:
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    return EndpointStatusError(httpx.Response(status, headers=headers, request=request), None)
+
+
+def _admits(gate: CallGate, model: ModelConfig) -> bool:
+    try:
+        with gate(model):
+            return True
+    except ModelCallError:
+        return False
+
+
+def _answered(gate: CallGate, error: EndpointStatusError) -> None:
+    with pytest.raises(EndpointStatusError), gate(MODEL):
+        raise error
+
+
+def _pair(redis_url: str, kind: str) -> tuple[CallGate, CallGate]:
+    """Two callers of one endpoint: two workers' gates, or one local gate twice."""
+    if kind == "local":
+        gate = LocalCallGate(max_wait=0.2)
+        return gate, gate
+
+    def worker_gate() -> RedisCallGate:
+        client = redis.Redis.from_url(redis_url)
+        return RedisCallGate(client, lease_seconds=30, max_wait=0.2, prefix=PREFIX)
+
+    return worker_gate(), worker_gate()
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_retry_after_stops_every_caller_of_that_endpoint(redis_url: str, kind: str) -> None:
+    first, second = _pair(redis_url, kind)
+    assert _admits(second, MODEL)
+    _answered(first, _reply(429, **{"retry-after": "30"}))
+    assert not _admits(second, MODEL)  # the other worker waits too ...
+    assert not _admits(first, MODEL)
+    assert _admits(second, OTHER)  # ... for that endpoint only
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_the_pause_ends_when_the_server_said(redis_url: str, kind: str) -> None:
+    first, second = _pair(redis_url, kind)
+    _answered(first, _reply(429, **{"retry-after-ms": "400"}))
+    assert not _admits(second, MODEL)
+    time.sleep(0.6)
+    assert _admits(second, MODEL)
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_no_pause_without_retry_after_or_for_other_errors(redis_url: str, kind: str) -> None:
+    first, second = _pair(redis_url, kind)
+    _answered(first, _reply(429))
+    _answered(first, _reply(503, **{"retry-after": "30"}))
+    assert _admits(second, MODEL)
+
+
+def test_a_later_shorter_retry_after_does_not_shorten_the_pause(redis_url: str) -> None:
+    first, second = _pair(redis_url, "fleet")
+    # second's call is in flight when first's gets the long pause, then its own
+    # 429 asks for a short one.
+    with pytest.raises(EndpointStatusError), second(MODEL):
+        _answered(first, _reply(429, **{"retry-after": "30"}))
+        raise _reply(429, **{"retry-after-ms": "100"})
+    time.sleep(0.3)
+    assert not _admits(second, MODEL)
+    client = redis.Redis.from_url(redis_url)
+    with contextlib.closing(client):
+        (key,) = client.keys(f"{PREFIX}:limit:*:pause")
+        assert 25_000 < client.pttl(key) <= 30_000
+
+
+def test_pause_after_reads_retry_after_of_429s_and_caps_it() -> None:
+    assert pause_after(_reply(429, **{"retry-after": "7"})) == 7.0
+    assert pause_after(_reply(429, **{"retry-after-ms": "1500"})) == 1.5
+    assert pause_after(_reply(429, **{"retry-after": "86400"})) == MAX_PAUSE
+    assert pause_after(_reply(429)) == 0.0
+    assert pause_after(_reply(500, **{"retry-after": "7"})) == 0.0
+    assert pause_after(None) == 0.0
