@@ -18,13 +18,13 @@ does the same for OpenAI-compatible endpoints over plain HTTP and is their defau
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
+    MAX_ENDPOINT_PAUSE,
     CallGate,
     ChatModelCache,
-    ErrorInfo,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
-    classify_error,
+    endpoint_pause,
     get_chat_model,
     make_chat_caller,
 )
@@ -40,13 +40,13 @@ from ._run import run_unit
 from ._stage import Stage, StageFailure
 
 __all__ = [
+    "MAX_ENDPOINT_PAUSE",
     "AgentRunner",
     "CachedAnswer",
     "CallGate",
     "CallerFactory",
     "ChatCaller",
     "ChatModelCache",
-    "ErrorInfo",
     "LangchainChatCaller",
     "ManualAnswerError",
     "ManualAnswerStore",
@@ -60,7 +60,7 @@ __all__ = [
     "StructuredOutputError",
     "UsageTracker",
     "VerificationContext",
-    "classify_error",
+    "endpoint_pause",
     "get_chat_model",
     "make_chat_caller",
     "run_unit",

@@ -37,9 +37,8 @@ from verifleet.orchestrator.store import (
     EndpointGate,
     EndpointLimits,
     is_rate_limited,
-    pause_after,
 )
-from verifleet.pipeline import ModelCallError
+from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
 
 __all__ = ["RedisCallGate", "Spend"]
@@ -313,7 +312,7 @@ class RedisCallGate(EndpointGate):
             # other failure releases without adapting.
             rate_limited = is_rate_limited(exc)
             factor = EndpointLimits.shrink_factor if rate_limited else -1.0
-            pause_ms = int(pause_after(exc) * 1000)
+            pause_ms = int(endpoint_pause(exc) * 1000)
             raise
         finally:
             # -1 keeps the estimate: the provider said nothing about this call.

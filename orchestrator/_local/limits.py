@@ -15,9 +15,8 @@ from verifleet.orchestrator.store import (
     EndpointGate,
     EndpointLimits,
     is_rate_limited,
-    pause_after,
 )
-from verifleet.pipeline import ModelCallError
+from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
 
 __all__ = ["LocalCallGate"]
@@ -92,7 +91,7 @@ class LocalCallGate(EndpointGate):
     provider may have done the work.
 
     A 429 with ``Retry-After`` pauses the endpoint: no call to it starts until
-    then (:func:`~verifleet.orchestrator.store.pause_after`).
+    then (:func:`~verifleet.pipeline.endpoint_pause`).
 
     Args:
         max_wait: Seconds a call may wait for capacity before it fails with
@@ -177,7 +176,7 @@ class LocalCallGate(EndpointGate):
                     state.settle(spend, 0)
                     # Once per window: the calls in flight all get 429 together.
                     now = self._clock()
-                    state.paused_until = max(state.paused_until, now + pause_after(exc))
+                    state.paused_until = max(state.paused_until, now + endpoint_pause(exc))
                     if limits.max_concurrency and now - state.shrunk_at >= limits.shrink_every:
                         state.cap, state.shrunk_at = limits.shrink(state.cap), now
                 elif slot.used is not None:

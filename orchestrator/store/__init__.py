@@ -7,14 +7,7 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
-from ._limits import (
-    MAX_PAUSE,
-    EndpointGate,
-    EndpointLimits,
-    endpoint_id,
-    is_rate_limited,
-    pause_after,
-)
+from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
 from ._sending import send_units
@@ -23,7 +16,6 @@ from ._units import Unit, expand_units, result_key, unit_key, unit_messages, uni
 
 __all__ = [
     "DEFAULT_QUEUE",
-    "MAX_PAUSE",
     "TASK_NAME",
     "EndpointGate",
     "EndpointLimits",
@@ -37,7 +29,6 @@ __all__ = [
     "endpoint_id",
     "expand_units",
     "is_rate_limited",
-    "pause_after",
     "result_key",
     "send_units",
     "unit_key",

@@ -30,14 +30,7 @@ from typing import ClassVar
 
 from verifleet.schemas import ModelConfig
 
-__all__ = [
-    "MAX_PAUSE",
-    "EndpointGate",
-    "EndpointLimits",
-    "endpoint_id",
-    "is_rate_limited",
-    "pause_after",
-]
+__all__ = ["EndpointGate", "EndpointLimits", "endpoint_id", "is_rate_limited"]
 
 _log = logging.getLogger(__name__)
 
@@ -45,11 +38,6 @@ SHRINK = 0.7
 SHRINK_EVERY = 1.0
 GROWTH = 0.1
 MIN_CAP = 1.0
-
-#: The longest pause one ``Retry-After`` imposes on an endpoint (seconds): a
-#: header asking for more, or a bogus date, must not idle a fleet for hours; the
-#: calls themselves still wait the full time the server asked for.
-MAX_PAUSE = 300.0
 
 
 def endpoint_id(model: ModelConfig) -> str:
@@ -66,23 +54,6 @@ def is_rate_limited(exc: BaseException | None) -> bool:
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
     return status == 429
-
-
-def pause_after(exc: BaseException | None) -> float:
-    """Seconds every caller of the endpoint should hold off after ``exc``: the
-    ``Retry-After`` (or ``retry-after-ms``) of a 429, at most :data:`MAX_PAUSE`;
-    0.0 for anything else or a 429 without one.
-
-    A server that says when to come back says it for the endpoint, not for the one
-    call that asked, so both gates stop starting calls to it until then.
-    """
-    if not is_rate_limited(exc):
-        return 0.0
-    # Imported here: the store's other users do not need the model-call layer.
-    from verifleet.pipeline import classify_error
-
-    assert exc is not None  # is_rate_limited(None) is False
-    return min(classify_error(exc).retry_after or 0.0, MAX_PAUSE)
 
 
 @dataclass(frozen=True)

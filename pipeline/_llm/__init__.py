@@ -19,12 +19,19 @@ from ._openai_http import (
     OpenAIHttpChatCaller,
     direct_http_applies,
 )
-from ._retry import ErrorInfo, call_with_retry, classify_error
+from ._retry import (
+    MAX_ENDPOINT_PAUSE,
+    ErrorInfo,
+    call_with_retry,
+    classify_error,
+    endpoint_pause,
+)
 from ._route import make_chat_caller
 from ._usage import UsageTracker
 
 __all__ = [
     "CHAT_CLIENT_ENV",
+    "MAX_ENDPOINT_PAUSE",
     "CallGate",
     "ChatModelCache",
     "EndpointReplyError",
@@ -36,6 +43,7 @@ __all__ = [
     "call_with_retry",
     "classify_error",
     "direct_http_applies",
+    "endpoint_pause",
     "get_chat_model",
     "make_chat_caller",
     "parse_strict",

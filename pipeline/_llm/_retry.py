@@ -23,7 +23,18 @@ from verifleet.schemas import RetryPolicy
 
 from .._llm_protocol import ModelCallError
 
-__all__ = ["ErrorInfo", "call_with_retry", "classify_error"]
+__all__ = [
+    "MAX_ENDPOINT_PAUSE",
+    "ErrorInfo",
+    "call_with_retry",
+    "classify_error",
+    "endpoint_pause",
+]
+
+#: The longest pause one ``Retry-After`` imposes on a whole endpoint (seconds): a
+#: header asking for more, or a bogus date, must not idle a fleet for hours; the
+#: 429'd call itself still waits the full time the server asked for.
+MAX_ENDPOINT_PAUSE = 300.0
 
 _log = logging.getLogger(__name__)
 
@@ -83,6 +94,19 @@ def _parse_retry_after(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def endpoint_pause(exc: BaseException | None) -> float:
+    """Seconds every caller of an endpoint should hold off after ``exc``: the
+    ``Retry-After`` (or ``retry-after-ms``) of a 429, at most
+    :data:`MAX_ENDPOINT_PAUSE`; 0.0 for anything else or a 429 without one.
+
+    A server that says when to come back says it for the endpoint, not for the one
+    call that asked; the endpoint gates apply it to every caller.
+    """
+    if exc is None or _status_of(exc) != 429:
+        return 0.0
+    return min(_parse_retry_after(_headers_of(exc)) or 0.0, MAX_ENDPOINT_PAUSE)
 
 
 def _status_text(status: int) -> str:

@@ -17,8 +17,7 @@ import pytest
 import redis
 
 from verifleet.orchestrator._local.limits import LocalCallGate
-from verifleet.orchestrator.store import MAX_PAUSE, pause_after
-from verifleet.pipeline import CallGate, ModelCallError
+from verifleet.pipeline import MAX_ENDPOINT_PAUSE, CallGate, ModelCallError, endpoint_pause
 from verifleet.pipeline._llm import EndpointStatusError
 from verifleet.schemas import ModelConfig
 from verifleet.workers._limiter import RedisCallGate
@@ -103,10 +102,10 @@ def test_a_later_shorter_retry_after_does_not_shorten_the_pause(redis_url: str) 
         assert 25_000 < client.pttl(key) <= 30_000
 
 
-def test_pause_after_reads_retry_after_of_429s_and_caps_it() -> None:
-    assert pause_after(_reply(429, **{"retry-after": "7"})) == 7.0
-    assert pause_after(_reply(429, **{"retry-after-ms": "1500"})) == 1.5
-    assert pause_after(_reply(429, **{"retry-after": "86400"})) == MAX_PAUSE
-    assert pause_after(_reply(429)) == 0.0
-    assert pause_after(_reply(500, **{"retry-after": "7"})) == 0.0
-    assert pause_after(None) == 0.0
+def test_endpoint_pause_reads_retry_after_of_429s_and_caps_it() -> None:
+    assert endpoint_pause(_reply(429, **{"retry-after": "7"})) == 7.0
+    assert endpoint_pause(_reply(429, **{"retry-after-ms": "1500"})) == 1.5
+    assert endpoint_pause(_reply(429, **{"retry-after": "86400"})) == MAX_ENDPOINT_PAUSE
+    assert endpoint_pause(_reply(429)) == 0.0
+    assert endpoint_pause(_reply(500, **{"retry-after": "7"})) == 0.0
+    assert endpoint_pause(None) == 0.0
