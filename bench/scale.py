@@ -208,11 +208,12 @@ def _run(args: argparse.Namespace) -> None:
                 )
                 last = now
             time.sleep(1.0)
-        job_s = time.perf_counter() - submitting
+        end = time.perf_counter()
+        job_s, after_s = end - submitting, end - start
         print(
             f"run      {units} units in {job_s:.0f}s from the start of the submit = "
-            f"{units / job_s:.0f} units/s ({(units - at_submit_end) / (time.perf_counter() - start):.0f}"
-            f" units/s after it), {progress.failed_units} failed units",
+            f"{units / job_s:.0f} units/s ({(units - at_submit_end) / after_s:.0f} units/s "
+            f"after it), {progress.failed_units} failed units",
             flush=True,
         )
         mem_after = redis_proc.used_memory()

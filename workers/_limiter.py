@@ -33,11 +33,7 @@ from typing import NamedTuple
 
 import redis
 
-from verifleet.orchestrator.store import (
-    EndpointGate,
-    EndpointLimits,
-    is_rate_limited,
-)
+from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
 

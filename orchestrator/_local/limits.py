@@ -11,11 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from verifleet.orchestrator.store import (
-    EndpointGate,
-    EndpointLimits,
-    is_rate_limited,
-)
+from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
 

@@ -63,9 +63,9 @@ class TemplateCache:
     defaults hold a worker's cache under ~40 MiB whatever the job; with the
     earlier 2,048 / 8,192 a worker grew by ~340 MB over 10,000 templates before
     the bound was reached. Jobs send a question's units together (question-major
-    order), so a worker's working set is a few questions at a time and 1,024 keeps
-    every hit; an evicted template is simply compiled again when next needed
-    (~4 ms).
+    order), so a worker needs a few questions at a time; callers that visit
+    questions in random order over more than 1,024 templates (rollout scoring of a
+    large benchmark) recompile evicted ones, ~1-4 ms each.
     """
 
     def __init__(self, max_templates: int = 1024, max_bound: int = 1024) -> None:
