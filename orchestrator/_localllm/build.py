@@ -6,7 +6,15 @@ source distribution from PyPI, so the only network access is that one download
 ``llama-server`` target is built, with every option that would fetch something at
 configure or build time switched off. The binary is statically linked against
 llama.cpp and cached under ``$XDG_CACHE_HOME`` (or ``~/.cache``)
-``/verifleet/llama-server-<version>/bin/``; later calls reuse it. A file lock keeps
+``/verifleet/llama-server-<version>-<options hash>/bin/``; later calls reuse it.
+
+The build is portable, never ``-march=native``: ggml's native build compiles every
+instruction set the build machine has, including the AMX path, which crashes on
+Intel CPUs with AMX when it repacks the bundled Q4_1 model. The options name an
+explicit feature set instead (:func:`build_options`): AVX2/FMA/F16C/BMI2 where the
+CPU has them, SSE4.2 or nothing otherwise, never AVX-512 or AMX. Their hash is part
+of the cache directory's name, so a binary built with other options (an old native
+build, or a build on a CPU of another tier) is rebuilt, not reused. A file lock keeps
 two processes (two test sessions, two CLI runs) from building at once: the second
 waits and then finds the first one's binary.
 """
@@ -15,8 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -34,6 +44,7 @@ __all__ = [
     "LLAMA_CPP_PYTHON_VERSION",
     "LLAMA_SERVER_ENV",
     "SDIST_ENV",
+    "build_options",
     "ensure_llama_server",
     "find_llama_server",
     "llama_server_cache_dir",
@@ -64,16 +75,82 @@ CMAKE_OPTIONS: tuple[str, ...] = (
     # LLGuidance is an ExternalProject cloned from git; llama.cpp's own grammar
     # engine already implements json_schema structured output.
     "-DLLAMA_LLGUIDANCE=OFF",
+    # Portable code: the instruction sets come from build_options(), never from
+    # -march=native (which brings in AMX and AVX-512 paths; see the module doc).
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_AVX512=OFF",
+    "-DGGML_AVX512_VBMI=OFF",
+    "-DGGML_AVX512_VNNI=OFF",
+    "-DGGML_AVX512_BF16=OFF",
+    "-DGGML_AMX_TILE=OFF",
+    "-DGGML_AMX_INT8=OFF",
+    "-DGGML_AMX_BF16=OFF",
+)
+
+
+def _isa(**enabled: bool) -> tuple[str, ...]:
+    names = ("sse42", "avx", "avx2", "fma", "f16c", "bmi2")
+    return tuple(f"-DGGML_{n.upper()}={'ON' if enabled.get(n) else 'OFF'}" for n in names)
+
+
+# x86-64 feature tiers, best first: (cpuinfo flags required, ggml options). The
+# first is x86-64-v3 (every x86 CPU since Haswell / Zen 1); the last runs anywhere.
+_X86_TIERS: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = (
+    (
+        frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "bmi2"}),
+        _isa(sse42=True, avx=True, avx2=True, fma=True, f16c=True, bmi2=True),
+    ),
+    (
+        frozenset({"sse4_2"}),
+        _isa(sse42=True),
+    ),
+    (
+        frozenset(),
+        _isa(),
+    ),
 )
 
 _BINARY = "llama-server"
 _PERCENT = re.compile(r"^\[\s*(\d+)%\]")
 
 
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags of this machine's first CPU (empty off Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+def build_options(flags: frozenset[str] | None = None) -> tuple[str, ...]:
+    """The CMake options for this machine: :data:`CMAKE_OPTIONS` plus, on x86-64,
+    the best portable feature tier the CPU supports (never AVX-512 or AMX).
+
+    Args:
+        flags: CPU flags as in ``/proc/cpuinfo``; default: this machine's.
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return CMAKE_OPTIONS
+    have = cpu_flags() if flags is None else flags
+    tier = next(options for needed, options in _X86_TIERS if needed <= have)
+    return CMAKE_OPTIONS + tier
+
+
+def _options_key(options: tuple[str, ...]) -> str:
+    return hashlib.sha256("\n".join(options).encode()).hexdigest()[:10]
+
+
 def llama_server_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/verifleet/llama-server-<version>``."""
+    """``$XDG_CACHE_HOME`` (or ``~/.cache``)
+    ``/verifleet/llama-server-<version>-<hash of the build options>``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "verifleet" / f"llama-server-{LLAMA_CPP_PYTHON_VERSION}"
+    name = f"llama-server-{LLAMA_CPP_PYTHON_VERSION}-{_options_key(build_options())}"
+    return Path(base) / "verifleet" / name
 
 
 def find_llama_server() -> Path | None:
@@ -175,6 +252,7 @@ def _build(cache: Path, generator: list[str], jobs: int, out: TextIO) -> Path:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     log_path = cache / "build.log"
+    options = build_options()
     _say(out, f"building llama-server (llama-cpp-python {LLAMA_CPP_PYTHON_VERSION} sources)")
     _say(out, f"this takes about 10-12 minutes on 2 cores, once; log: {log_path}")
     with log_path.open("w", encoding="utf-8") as log:
@@ -183,7 +261,7 @@ def _build(cache: Path, generator: list[str], jobs: int, out: TextIO) -> Path:
         build_dir = work / "build"
         _say(out, "configuring (cmake)")
         _run(
-            ["cmake", "-S", str(source), "-B", str(build_dir), *generator, *CMAKE_OPTIONS],
+            ["cmake", "-S", str(source), "-B", str(build_dir), *generator, *options],
             log,
             log_path,
             out,
@@ -204,7 +282,7 @@ def _build(cache: Path, generator: list[str], jobs: int, out: TextIO) -> Path:
     shutil.copy2(built, partial)
     os.replace(partial, target)  # atomic: a concurrent finder never sees half a file
     seconds = round(time.monotonic() - started)
-    info = {"version": LLAMA_CPP_PYTHON_VERSION, "cmake_options": CMAKE_OPTIONS, "seconds": seconds}
+    info = {"version": LLAMA_CPP_PYTHON_VERSION, "cmake_options": options, "seconds": seconds}
     (cache / "bin" / "BUILD_INFO.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
     _say(out, f"built {target} in {seconds // 60} min {seconds % 60} s")

@@ -155,7 +155,9 @@ def test_cache_location_and_binary_override(
 ) -> None:
     monkeypatch.delenv("VERIFLEET_LLAMA_SERVER", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert llama_server_cache_dir() == tmp_path / "verifleet" / "llama-server-0.3.36"
+    cache = llama_server_cache_dir()
+    assert cache.parent == tmp_path / "verifleet"
+    assert cache.name.startswith("llama-server-0.3.36-")
     assert find_llama_server() is None
     not_executable = tmp_path / "plain-file"
     not_executable.write_text("")
@@ -224,13 +226,16 @@ def fake_toolchain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_build_extracts_configures_installs_and_caches(fake_toolchain: Path) -> None:
     progress = io.StringIO()
     binary = ensure_llama_server(jobs=3, progress=progress)
-    cache = fake_toolchain / "cache" / "verifleet" / "llama-server-0.3.36"
+    cache = llama_server_cache_dir()
 
     assert binary == cache / "bin" / "llama-server"
     assert subprocess.run([binary], capture_output=True, text=True).stdout == "built\n"
     configure, build = (fake_toolchain / "cmake-calls.txt").read_text().splitlines()
     assert "llama_cpp_python-0.3.36/vendor/llama.cpp -B" in configure
     for option in ("-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"):
+        assert option in configure.split()
+    # Portable code only: no -march=native, never the AMX or AVX-512 paths.
+    for option in ("-DGGML_NATIVE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AVX512=OFF"):
         assert option in configure.split()
     assert build.endswith("--target llama-server -j 3")
     info = json.loads((cache / "bin" / "BUILD_INFO.json").read_text())
@@ -256,7 +261,7 @@ def test_failed_build_reports_the_log_and_installs_nothing(
     monkeypatch.setenv("CMAKE_FAIL", "1")
     with pytest.raises(LocalLLMError, match="fake compiler failure") as caught:
         ensure_llama_server(progress=io.StringIO())
-    cache = fake_toolchain / "cache" / "verifleet" / "llama-server-0.3.36"
+    cache = llama_server_cache_dir()
     assert caught.value.log_path == str(cache / "build.log")
     assert "fake compiler failure" in (cache / "build.log").read_text()
     assert find_llama_server() is None
