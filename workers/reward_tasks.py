@@ -20,6 +20,7 @@ from collections import OrderedDict
 import zstandard
 from pydantic import TypeAdapter, ValidationError
 
+from verifleet.limits import RedisCallGate
 from verifleet.orchestrator.reward import (
     REWARD_TASK_NAME,
     InvalidRequestError,
@@ -35,7 +36,6 @@ from verifleet.orchestrator.reward import (
 from verifleet.orchestrator.store import ResultStore
 from verifleet.pipeline import PipelineResources
 
-from ._limiter import RedisCallGate
 from ._settings import WorkerSettings
 from .app import app
 from .tasks import _until_redis_answers

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import redis
 from celery import Task, signals
 
+from verifleet.limits import RedisCallGate
 from verifleet.orchestrator.store import (
     TASK_NAME,
     JobStatus,
@@ -34,7 +35,6 @@ from verifleet.orchestrator.store import (
 from verifleet.pipeline import PipelineResources, run_unit
 
 from ._jobs import JobCache
-from ._limiter import RedisCallGate
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from ._stalls import StallDetector

@@ -31,7 +31,13 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
-    worker.add_argument("--concurrency", type=int, default=32, help="units at once (threads)")
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=128,
+        help="most units at once (threads; default 128): the fleet-wide adaptive window "
+        "of each endpoint decides how many of them call it",
+    )
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")

@@ -7,7 +7,6 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
-from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
 from ._sending import send_units
@@ -17,8 +16,6 @@ from ._units import Unit, expand_units, result_key, unit_key, unit_messages, uni
 __all__ = [
     "DEFAULT_QUEUE",
     "TASK_NAME",
-    "EndpointGate",
-    "EndpointLimits",
     "JobKeys",
     "JobProgress",
     "JobStatus",
@@ -26,9 +23,7 @@ __all__ = [
     "ResultStore",
     "Unit",
     "UnitRef",
-    "endpoint_id",
     "expand_units",
-    "is_rate_limited",
     "result_key",
     "send_units",
     "unit_key",

@@ -423,7 +423,7 @@ def test_every_verifleet_variable_set_is_one_the_package_or_the_file_reads() -> 
     # A misspelt setting (VERIFLEET_REDIS_URI) is silently ignored at run time.
     sources = "\n".join(
         p.read_text(encoding="utf-8")
-        for folder in ("verifleet", "schemas", "pipeline", "workers", "orchestrator")
+        for folder in ("verifleet", "schemas", "pipeline", "workers", "orchestrator", "limits")
         for p in (ROOT / folder).rglob("*.py")
     )
     unit_texts = {p.name: p.read_text(encoding="utf-8") for p in SYSTEMD.glob("*.service")}

@@ -13,6 +13,7 @@ PACKAGES = [
     "verifleet.pipeline",
     "verifleet.workers",
     "verifleet.orchestrator",
+    "verifleet.limits",
 ]
 
 
