@@ -22,11 +22,11 @@ congestion signal:
   remembered as the endpoint's *peak*;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
-- **probing**: from ``peak - 1`` on, +0.01 per round trip, faster the longer it
-  holds (+0.1 per slot gained): one slot above ``peak - 1`` takes ~24 round
-  trips, since every 429 carrying ``Retry-After`` pauses the endpoint for
-  everyone, while a capacity that really grew is found fast once probing
-  succeeds (35 slots above take ~60 round trips);
+- **probing**: from ``peak - 1`` on, +0.005 per round trip, faster the longer
+  it holds (+0.05 per slot gained): one slot above ``peak - 1`` takes ~48 round
+  trips (24 s at 0.5 s a call), since every 429 carrying ``Retry-After`` pauses
+  the endpoint for everyone, while a capacity that really grew is still found
+  (35 slots above take ~120 round trips);
 - the window only grows while at least half of it is in use, so a light load
   never builds a window it has not tried;
 - it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
@@ -87,8 +87,8 @@ class AdaptivePolicy:
     initial: float = 16.0
     backoff: float = 0.9
     hold: float = 1.0
-    probe: float = 0.01
-    probe_gain: float = 0.1
+    probe: float = 0.005
+    probe_gain: float = 0.05
     latency_tolerance: float = 2.0
     latency_floor: float = 0.05
     smoothing: float = 0.1

@@ -19,7 +19,11 @@ from verifleet.orchestrator.store import DEFAULT_QUEUE
 
 from .._fleet.job import redis_url_from
 
-__all__ = ["flower_command", "register"]
+__all__ = ["DEFAULT_CONCURRENCY", "flower_command", "register"]
+
+#: Threads of a worker process: enough that the fleet-wide adaptive window, not
+#: the thread count, decides how many calls an endpoint gets.
+DEFAULT_CONCURRENCY = 128
 
 
 def register(commands: Any) -> None:
@@ -34,8 +38,9 @@ def register(commands: Any) -> None:
     worker.add_argument(
         "--concurrency",
         type=int,
-        default=128,
-        help="most units at once (threads; default 128): the fleet-wide adaptive window "
+        default=DEFAULT_CONCURRENCY,
+        help=f"most units at once (threads; default {DEFAULT_CONCURRENCY}): the fleet-wide "
+        "adaptive window "
         "of each endpoint decides how many of them call it",
     )
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")

@@ -60,11 +60,11 @@ def test_recovery_is_fast_below_the_last_peak_and_probing_slow_above_it() -> Non
     while window.size < 66:  # at the peak: a slot only after many round trips
         _succeed(window, int(window.size), in_flight=int(window.size))
         probing += 1
-    assert probing >= 20
+    assert probing >= 40
     while window.size < 100:  # ... faster the longer the endpoint takes more
         _succeed(window, int(window.size), in_flight=int(window.size))
         probing += 1
-    assert probing <= 60
+    assert probing <= 130
 
 
 def test_a_sustained_latency_rise_is_pushback_and_one_stalled_call_is_not() -> None:
