@@ -40,8 +40,14 @@ def read_parquet_rows(path: PathLike, rows: Sequence[int]) -> list[VerificationR
         present = set(parquet.schema_arrow.names)
         columns = [column.name for column in SOURCE_COLUMNS if column.name in present]
         groups: dict[int, list[dict[str, object]]] = {}
+        # Decoding rewrites a row's nested values in place, so each row is decoded
+        # once; a repeated position gets a copy of the same result.
+        decoded: dict[int, VerificationResult] = {}
         out = []
         for position in rows:
+            if position in decoded:
+                out.append(decoded[position].model_copy(deep=True))
+                continue
             if not 0 <= position < total:
                 raise export_error(path, f"no row {position}: the file has {total} rows")
             group = bisect.bisect_right(ends, position)
@@ -53,7 +59,8 @@ def read_parquet_rows(path: PathLike, rows: Sequence[int]) -> list[VerificationR
                 groups[group] = table.to_pylist()
             start = ends[group] - sizes[group]
             try:
-                out.append(row_to_result(groups[group][position - start]))
+                decoded[position] = row_to_result(groups[group][position - start])
             except ValueError as exc:
                 raise export_error(path, f"row {position} is not a valid result: {exc}") from exc
+            out.append(decoded[position])
         return out
