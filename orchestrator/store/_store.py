@@ -400,9 +400,7 @@ class ResultStore:
             return []
         blobs: Any = self.client.hmget(self.keys(job_id).results, list(keys))
         return [
-            None
-            if blob is None
-            else VerificationResult.model_validate_json(self._decompress(blob))
+            None if blob is None else VerificationResult.model_validate_json(self._decompress(blob))
             for blob in blobs
         ]
 
