@@ -10,4 +10,5 @@ bash scripts/install.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy -p verifleet
+.venv/bin/python scripts/check_layers.py >/dev/null || .venv/bin/python scripts/check_layers.py
 exec .venv/bin/python -m pytest "$@"

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, unit_messages
 from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
+from verifleet.store import ResultStore, unit_messages
 
 from .broker import Broker
 
@@ -158,7 +158,7 @@ def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: i
     Raises:
         KeyError: no such job.
     """
-    from verifleet.orchestrator.store import JobStatus
+    from verifleet.store import JobStatus
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)
