@@ -18,7 +18,6 @@ from _support.mcp_server import McpServer, mcp_server
 
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus
 from verifleet.schemas import (
     AgenticRubricTrait,
     Benchmark,
@@ -28,6 +27,7 @@ from verifleet.schemas import (
     VerificationConfig,
     VerificationResult,
 )
+from verifleet.store import JobStatus
 
 __all__ = ["mcp_server"]
 
