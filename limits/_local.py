@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 import threading
 import time
 from collections import deque
@@ -19,8 +18,6 @@ from ._policy import POLICY, AdaptivePolicy, EndpointLimits, Window
 from ._protocol import NoCapacityError, Slot
 
 __all__ = ["LocalCallGate"]
-
-_log = logging.getLogger(__name__)
 
 _WINDOW = 60.0
 

@@ -23,7 +23,8 @@ import redis
 from celery import Task, signals
 
 from verifleet.limits import RedisCallGate
-from verifleet.orchestrator.store import (
+from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.store import (
     TASK_NAME,
     JobStatus,
     Liveness,
@@ -32,7 +33,6 @@ from verifleet.orchestrator.store import (
     unit_key,
     unit_result_keys,
 )
-from verifleet.pipeline import PipelineResources, run_unit
 
 from ._jobs import JobCache
 from ._reaper import LivenessThread, process_owner_id
@@ -185,6 +185,7 @@ def run_unit_task(
         spec.config,
         replicate=replicate,
         rubric=spec.benchmark.rubric_for(unit.question),
+        dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
         resources=state.resources,
         deadline=deadline,
     )

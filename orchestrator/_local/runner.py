@@ -13,7 +13,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
 from verifleet.limits import LocalCallGate, endpoint_id
-from verifleet.orchestrator.store import Unit, expand_units, unit_result_keys
 from verifleet.pipeline import PipelineResources, run_unit
 from verifleet.schemas import (
     Benchmark,
@@ -22,6 +21,7 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultMetadata,
 )
+from verifleet.store import Unit, expand_units, unit_result_keys
 
 __all__ = ["LocalRunner", "failed_unit_results"]
 
@@ -144,6 +144,7 @@ class LocalRunner:
                 self.config,
                 replicate=unit.replicate,
                 rubric=self.benchmark.rubric_for(unit.question),
+                dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
                 resources=self.resources,
             )
         except Exception as exc:  # the unit fails, the job goes on

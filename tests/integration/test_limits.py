@@ -19,10 +19,10 @@ from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thre
 from verifleet.limits import AdaptivePolicy, LocalCallGate, NoCapacityError, RedisCallGate
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus
 from verifleet.pipeline import CallGate
 from verifleet.pipeline._llm._gate import gate_attempt
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
 

@@ -25,10 +25,10 @@ from verifleet.limits import (
 )
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus
 from verifleet.pipeline import PipelineResources
 from verifleet.pipeline._llm._gate import gate_attempt
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
 
