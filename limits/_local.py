@@ -198,7 +198,9 @@ class LocalCallGate(EndpointGate):
             state.settle(spend, 0)  # a refused call used nothing
             state.paused_until = max(state.paused_until, now + slot.pause)
             if state.limits.adaptive:
-                state.window.pushed_back(in_flight=state.in_flight, now=now, policy=self._policy)
+                state.window.pushed_back(
+                    in_flight=state.in_flight, now=now, policy=self._policy, started=started
+                )
             return
         if slot.used is not None:
             state.settle(spend, slot.used)

@@ -17,8 +17,9 @@ congestion signal:
 - **pushback** is a 429 answer, or the smoothed latency rising above twice the
   lowest seen (and by at least :attr:`AdaptivePolicy.latency_floor`: a queueing
   server answers later instead of refusing). The window drops to 0.9 x the calls
-  in flight at that moment, at most once per second (the calls in flight when an
-  endpoint starts refusing all get 429 together), and that in-flight count is
+  in flight at that moment, once for all the calls admitted before it (the calls
+  in flight when an endpoint starts refusing all get 429 together; a refusal of
+  a call admitted after it shrinks again), and that in-flight count is
   remembered as the endpoint's *peak*;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
@@ -72,8 +73,8 @@ class AdaptivePolicy:
     Attributes:
         initial: The window before anything was learned about an endpoint.
         backoff: On pushback, the window becomes this times the calls in flight.
-        hold: Seconds between two decreases at least (and at least one smoothed
-            latency): the calls in flight at a refusal all come back refused.
+        hold: Seconds between two decreases by the latency signal at least
+            (and at least one smoothed latency: it lags).
         probe: Window growth per round trip at the last pushback's level.
         probe_gain: Extra growth per round trip for each slot gained above it.
         latency_tolerance: Pushback when the smoothed latency exceeds this
@@ -155,9 +156,23 @@ class Window:
             size += (policy.probe + policy.probe_gain * (size - (self.peak - 1))) / size
         self.size = min(size, float(ceiling))
 
-    def pushed_back(self, *, in_flight: int, now: float, policy: AdaptivePolicy) -> None:
-        """The endpoint refused (429) or queued one of ``in_flight`` calls."""
-        if now - self.shrunk_at < max(policy.hold, self.smooth or 0.0):
+    def pushed_back(
+        self, *, in_flight: int, now: float, policy: AdaptivePolicy, started: float | None = None
+    ) -> None:
+        """The endpoint refused (429) a call that started at ``started``, or
+        queued (``started`` None: the latency signal) one of ``in_flight`` calls.
+
+        A refusal counts when its call started after the last decrease: the
+        calls admitted under the old window come back refused together, and
+        only one decrease is due for them, while a refusal of a call admitted
+        under the new window says it is still too large. The latency signal
+        lags (it is smoothed), so it counts once per ``hold`` (at least one
+        smoothed latency).
+        """
+        if started is None:
+            if now - self.shrunk_at < max(policy.hold, self.smooth or 0.0):
+                return
+        elif started < self.shrunk_at:
             return
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)

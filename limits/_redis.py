@@ -228,5 +228,6 @@ class RedisCallGate(EndpointGate):
                         pause_ms,
                         adaptive,
                         *self._policy_args,
+                        self._lease_ms,
                     ],
                 )

@@ -92,7 +92,8 @@ return 0
 # tokens (-1: keep the estimate), [6] ms to pause the endpoint (never shortening
 # a longer pause already set), [7] adaptive (1/0), [8..16] the policy: initial,
 # backoff, hold ms, probe, probe gain, latency tolerance, latency floor ms,
-# smoothing, drift.
+# smoothing, drift; [17] the lease ms (the lease's score minus it is when the
+# call started, by Redis's clock).
 # Returns the window after this call ('' when there is none).
 RELEASE = """
 local pause = tonumber(ARGV[6])
@@ -112,6 +113,10 @@ local cap = tonumber(ARGV[2])
 if cap <= 0 then return '' end
 -- the calls in flight, this one included (its lease may have expired already)
 local n = redis.call('ZCARD', KEYS[1])
+local lease = redis.call('ZSCORE', KEYS[1], ARGV[1])
+-- an expired lease: the call is old news, its refusal shrinks nothing
+local started = -1e18
+if lease then started = tonumber(lease) - tonumber(ARGV[17]) end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then n = n + 1 end
 redis.call('LPUSH', KEYS[3], 1)
 -- a wake-up only prompts one more acquire attempt: a few stale ones are harmless
@@ -138,7 +143,7 @@ if outcome == 0 then
     smooth = smooth + (math.min(lat, 2 * limit) - smooth) * tonumber(ARGV[15])
   end
   if smooth > math.max(tonumber(ARGV[13]) * base, base + tonumber(ARGV[14])) then
-    outcome = 1
+    outcome = 3
   elseif n >= size / 2 then
     if peak == nil then
       size = size + 1
@@ -150,12 +155,18 @@ if outcome == 0 then
     size = math.min(size, cap)
   end
 end
+-- a refusal counts when its call started after the last decrease; the latency
+-- signal (3) once per hold
+local shrink = false
 if outcome == 1 then
-  if shrunk == nil or now - shrunk >= math.max(tonumber(ARGV[10]), smooth or 0) then
-    size = math.max(1, tonumber(ARGV[9]) * math.min(size, n))
-    peak = n
-    shrunk = now
-  end
+  shrink = shrunk == nil or started >= shrunk
+elseif outcome == 3 then
+  shrink = shrunk == nil or now - shrunk >= math.max(tonumber(ARGV[10]), smooth or 0)
+end
+if shrink then
+  size = math.max(1, tonumber(ARGV[9]) * math.min(size, n))
+  peak = n
+  shrunk = now
 end
 redis.call('HSET', KEYS[2], 'size', tostring(size))
 if peak ~= nil then redis.call('HSET', KEYS[2], 'peak', tostring(peak)) end

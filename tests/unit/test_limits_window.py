@@ -38,19 +38,29 @@ def test_never_above_the_ceiling() -> None:
     assert Window(size=50.0).limit(8) == 8  # a lowered ceiling applies at once
 
 
-def test_a_burst_of_pushbacks_shrinks_once_to_nine_tenths_of_the_calls_in_flight() -> None:
+def test_refusals_of_calls_admitted_before_a_decrease_shrink_once() -> None:
     window = Window(size=80.0)
     for _ in range(10):  # the calls in flight at a refusal all come back refused
-        window.pushed_back(in_flight=66, now=100.0, policy=POLICY)
+        window.pushed_back(in_flight=66, now=100.0, started=99.5, policy=POLICY)
     assert window.size == pytest.approx(0.9 * 66)
     assert window.peak == 66
-    window.pushed_back(in_flight=50, now=100.0 + POLICY.hold, policy=POLICY)  # a new refusal
+    # a call admitted under the new window refused too: still too large
+    window.pushed_back(in_flight=50, now=100.2, started=100.1, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 50)
+
+
+def test_the_latency_signal_shrinks_once_per_hold() -> None:
+    window = Window(size=80.0, smooth=0.1)
+    window.pushed_back(in_flight=60, now=10.0, policy=POLICY)
+    window.pushed_back(in_flight=50, now=10.0 + POLICY.hold / 2, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 60)
+    window.pushed_back(in_flight=50, now=10.0 + POLICY.hold, policy=POLICY)
     assert window.size == pytest.approx(0.9 * 50)
 
 
 def test_recovery_is_fast_below_the_last_peak_and_probing_slow_above_it() -> None:
     window = Window(size=80.0)
-    window.pushed_back(in_flight=66, now=0.0, policy=POLICY)  # 59.4, peak 66
+    window.pushed_back(in_flight=66, now=0.0, started=0.0, policy=POLICY)  # 59.4, peak 66
     rounds = 0
     while window.size < 65:  # below peak - 1: about +1 per window's worth of successes
         _succeed(window, int(window.size), in_flight=int(window.size))
