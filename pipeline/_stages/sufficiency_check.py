@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from verifleet.schemas import VerificationConfig, judge_json_schema
+from verifleet.schemas import VerificationConfig
 
 from .._checks import detect_sufficiency
 from .._context import VerificationContext
@@ -28,19 +28,19 @@ class SufficiencyCheckStage(Stage):
 
     def should_run(self, ctx: VerificationContext) -> bool:
         return (
-            ctx.raw_answer_cls is not None
+            ctx.template is not None
             and not ctx.recursion_limit_reached
             and not ctx.trace_validation_failed
             and not ctx.abstention.detected
         )
 
     def run(self, ctx: VerificationContext) -> None:
-        assert ctx.raw_answer_cls is not None  # guaranteed by should_run
+        assert ctx.template is not None  # guaranteed by should_run
         outcome = detect_sufficiency(
             ctx.judge,
             question=ctx.question_text,
             response=ctx.raw_llm_response,
-            schema=judge_json_schema(ctx.raw_answer_cls),
+            schema=ctx.template.judge_schema(),
             instructions=ctx.prompts.sufficiency_detection,
         )
         record = ctx.sufficiency
