@@ -16,6 +16,7 @@ ROOTS = {
     "verifleet.workers": "workers",
     "verifleet.orchestrator": "orchestrator",
     "verifleet.sandbox": "sandbox",
+    "verifleet.viewer": "viewer",
 }
 
 
