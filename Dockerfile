@@ -33,6 +33,8 @@ COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/
 COPY sandbox/ sandbox/
+COPY store/ store/
+COPY reward/ reward/
 COPY viewer/ viewer/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding

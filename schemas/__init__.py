@@ -29,6 +29,7 @@ from ._config import (
     RetryPolicy,
     VerificationConfig,
 )
+from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 
 # --- templates (BaseAnswer, VerifiedField, validation) --------------------------
 from ._templates import (
@@ -156,6 +157,7 @@ __all__ = [
     "BooleanMatch",
     "CallableTrait",
     "CodeCheckers",
+    "ConfigCompatibilityWarning",
     "ConfigError",
     "ContainsAll",
     "ContainsAny",
@@ -253,6 +255,7 @@ __all__ = [
     "register_aggregator",
     "run_regex_checks",
     "strategy_label",
+    "unwrap_preset",
     "use_code_checkers",
     "validate_answer_template",
 ]

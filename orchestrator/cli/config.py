@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig
+from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig, unwrap_preset
 
 __all__ = ["add_config_arguments", "build_config", "local_model_needed", "missing_credentials"]
 
@@ -89,7 +89,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of VerificationConfig fields")
-    return data
+    # A preset saved by the original framework wraps the fields in "config".
+    return unwrap_preset(data)
 
 
 def _models(specs: list[str], local_spec: str | None, flag: str) -> list[ModelConfig]:

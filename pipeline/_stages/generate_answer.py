@@ -42,7 +42,7 @@ class GenerateAnswerStage(Stage):
         shown = 0
         try:
             if model.interface == "manual":
-                answer = ctx.resources.manual.answer_for(model, ctx.question_id)
+                answer = ctx.resources.manual.answer_for(model, ctx.question_id, ctx.question.text)
             else:
                 messages, shown = _prompt(ctx)
                 answer = _ask(ctx, messages, agent=bool(servers))
