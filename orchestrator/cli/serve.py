@@ -28,9 +28,9 @@ from verifleet.reward import (
 )
 from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
 
-from ._sandbox import add_sandbox_argument, start_sandbox
 from .._fleet.submit import template_problems
 from ..serve import DEFAULT_MAX_BODY_BYTES, create_app
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
 __all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
