@@ -38,7 +38,7 @@ _FLAGS = (
     "completed", "template", "embedding", "embedding_override", "regex", "abstention",
     "abstention_detected", "abstention_override", "sufficiency", "insufficient",
     "sufficiency_override", "recursion_limit", "rubric", "deep_judgment",
-    "deep_judgment_rubric", "has_trace",
+    "deep_judgment_rubric",
 )  # fmt: skip
 _VERDICTS = frozenset({"pass", "fail", "none", "error"})
 
@@ -121,6 +121,14 @@ class ResultIndex:
 
     def __len__(self) -> int:
         return len(self._rows)
+
+    def add_rows(self, rows: list[tuple[Any, ...]], traits: list[tuple[Any, ...]]) -> None:
+        """Append ready-made :data:`SUMMARY_FIELDS` rows and :data:`TRAIT_FIELDS` rows
+        (the Parquet reader builds them from columns without building results)."""
+        with self._lock:
+            self._rows.extend(rows)
+            self._traits.extend(traits)
+            self._frame = self._trait_frame = None
 
     def add(self, results: Iterable[VerificationResult], start: int | None = None) -> int:
         """Index ``results``, numbering them from ``start`` (default: the next row).
