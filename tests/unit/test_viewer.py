@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 
 from verifleet.orchestrator import read_parquet_rows, read_results, write_results
 from verifleet.schemas import ExportError, VerificationResultSet
-from verifleet.viewer._parquet_index import parquet_rows
 from verifleet.viewer import (
     FileRun,
     ResultIndex,
@@ -27,6 +26,7 @@ from verifleet.viewer import (
     template_summary,
     wilson_interval,
 )
+from verifleet.viewer._parquet_index import parquet_rows
 
 
 def _index(results: list) -> ResultIndex:  # type: ignore[type-arg]
@@ -187,3 +187,18 @@ def test_parquet_columns_index_equals_the_result_by_result_index(
     pd.testing.assert_frame_equal(from_columns.frame, from_models.frame)
     pd.testing.assert_frame_equal(from_columns.trait_frame, from_models.trait_frame)
     assert overview(from_columns) == overview(from_models)
+
+
+def test_appending_while_read_equals_indexing_at_once() -> None:
+    # A live job's index grows between reads; the frames and the memoised overview
+    # must match an index built from all results in one go.
+    results = full_run(40)
+    growing = ResultIndex()
+    growing.add(results[:15])
+    first = growing.memo("overview", overview)
+    assert first["summary"]["num_results"] == len(growing.frame[growing.frame["template"]])
+    growing.add(results[15:])
+    whole = _index(results)
+    pd.testing.assert_frame_equal(growing.frame, whole.frame)
+    pd.testing.assert_frame_equal(growing.trait_frame, whole.trait_frame)
+    assert growing.memo("overview", overview) == overview(whole) != first
