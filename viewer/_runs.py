@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 
 from verifleet.orchestrator import iter_results, read_parquet_rows, resolve_format
-from verifleet.orchestrator.store import ResultStore
 from verifleet.schemas import ExportError, VerificationResult
+from verifleet.store import ResultStore
 
 from ._errors import ViewerError
 from ._index import ResultIndex

@@ -34,8 +34,8 @@ from typing import Any
 import pyarrow as pa
 import pydantic_core
 
-from verifleet.orchestrator.store import result_key
 from verifleet.schemas import ModelIdentity, VerificationResult, compute_unit_key
+from verifleet.store import result_key
 
 from .arrow_types import FieldCodec, codec_for_model
 from .layout import (
@@ -177,7 +177,7 @@ def _fast_names(dumped: Any, job_id: str | None) -> RowNames | None:
         return None
     key = None
     if job_id is not None:
-        # The fields of orchestrator.store.result_key, read from the dump; the
+        # The fields of store.result_key, read from the dump; the
         # equality tests against the model path catch any drift between the two.
         key = compute_unit_key(
             job_id=job_id,

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, unit_messages
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -18,6 +17,7 @@ from verifleet.schemas import (
     VerificationConfig,
     validate_answer_template,
 )
+from verifleet.store import ResultStore, unit_messages
 
 from .broker import Broker
 
@@ -216,7 +216,7 @@ def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: i
     Raises:
         KeyError: no such job.
     """
-    from verifleet.orchestrator.store import JobStatus
+    from verifleet.store import JobStatus
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)
