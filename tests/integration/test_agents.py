@@ -19,9 +19,11 @@ from _support.mcp_server import McpServer, mcp_server
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.schemas import (
+    AgenticRubricTrait,
     Benchmark,
     ModelConfig,
     Question,
+    Rubric,
     VerificationConfig,
     VerificationResult,
 )
@@ -48,7 +50,10 @@ def _template(expected: int) -> str:
 
 
 QUESTIONS = {
-    "tool": ('How long is BCL2? [tool:gene_length {"gene": "BCL2"}]', 239),
+    "tool": (
+        'How long is BCL2? [tool:gene_length {"gene": "BCL2"}] [check:gene_length {"gene": "BCL2"}]',
+        239,
+    ),
     "failing-tool": (
         'How long is XYZ, plus 1+2? [tool:gene_length {"gene": "XYZ"}] [tool:add {"a": 1, "b": 2}]',
         3,
@@ -58,11 +63,32 @@ QUESTIONS = {
 }
 
 
-def _benchmark() -> Benchmark:
+def _benchmark(served: ServedApp, tools_url: str) -> Benchmark:
+    # The "tool" question also has an agentic trait: an investigating agent with its
+    # own MCP tools and turn limit checks the answer; the judge extracts the verdict.
+    investigator = ModelConfig(
+        model_name="investigator",
+        interface="openai_endpoint",
+        endpoint_base_url=f"{served.url}/v1",
+        mcp_urls_dict={"tools": tools_url},
+    )
+    checked = AgenticRubricTrait(
+        name="length_checked",
+        kind="boolean",
+        description="Check the stated protein length with the gene_length tool.",
+        max_turns=3,
+        model_override=investigator,
+    )
     return Benchmark(
         name="agents",
         questions=[
-            Question(id=qid, question=text, raw_answer=str(value), answer_template=_template(value))
+            Question(
+                id=qid,
+                question=text,
+                raw_answer=str(value),
+                answer_template=_template(value),
+                question_rubric=Rubric(agentic_traits=[checked]) if qid == "tool" else None,
+            )
             for qid, (text, value) in QUESTIONS.items()
         ],
     )
@@ -104,6 +130,7 @@ def _config(served: ServedApp, tools_url: str) -> VerificationConfig:
             ModelConfig(model_name="judge", interface="openai_endpoint", endpoint_base_url=base)
         ],
         abstention_enabled=True,
+        evaluation_mode="template_and_rubric",
         max_concurrency=4,
     )
 
@@ -150,6 +177,14 @@ def _check(results: list[VerificationResult]) -> None:
     assert tool.used_full_trace is False and tool.trace_extraction_error is None
     assert template.abstention_check_performed and template.abstention_detected is False
 
+    # The agentic trait: investigated with its own tools, scored, its trace kept.
+    rubric = tool.rubric
+    assert rubric is not None and rubric.agentic_trait_scores == {"length_checked": True}
+    investigation = (rubric.agentic_trait_investigation_traces or {})["length_checked"]
+    assert "evaluation agent" in investigation  # its own system prompt
+    assert '"name": "gene_length"' in investigation and "The result is 239." in investigation
+    assert usage["rubric_evaluation"]["total_tokens"] > 0
+
     failing = live["failing-tool"].template
     assert failing is not None and failing.verify_result is True
     assert failing.agent_metrics is not None
@@ -183,12 +218,14 @@ def test_agents_locally(
     endpoint: tuple[ServedApp, ScriptedEndpoint], mcp_server: McpServer
 ) -> None:
     served, state = endpoint
-    state.max_in_flight = 0
+    state.max_in_flight.clear()
     config = _config(served, mcp_server.url)
-    results = [r for _unit, rs in LocalRunner(_benchmark(), config).run() for r in rs]
+    results = [
+        r for _unit, rs in LocalRunner(_benchmark(served, mcp_server.url), config).run() for r in rs
+    ]
     _check(results)
     # max_concurrency=1 on the answering model held for its agents' calls too.
-    assert state.max_in_flight == 1
+    assert state.max_in_flight["scripted"] == 1
 
 
 def test_agents_on_a_two_worker_fleet(
@@ -198,18 +235,18 @@ def test_agents_on_a_two_worker_fleet(
     mcp_server: McpServer,
 ) -> None:
     served, state = endpoint
-    state.max_in_flight = 0
+    state.max_in_flight.clear()
     config = _config(served, mcp_server.url)
     fleet.start_worker("w1", concurrency=4)
     fleet.start_worker("w2", concurrency=4)
     fleet.wait_ready(["w1", "w2"])
     # The MCP addresses travel in the job's config; the workers reach the server.
-    job = Job.submit(_benchmark(), config, redis_url)
+    job = Job.submit(_benchmark(served, mcp_server.url), config, redis_url)
     progress = job.wait(timeout=120)
     assert progress.status == JobStatus.DONE
     results: list[Any] = list(job.result_set())
     _check(results)
     # The Redis limiter capped the agents' calls across both workers.
-    assert state.max_in_flight == 1
+    assert state.max_in_flight["scripted"] == 1
     for name in ("w1", "w2"):
         assert fleet.workers[name].poll() is None, f"{name} died"
