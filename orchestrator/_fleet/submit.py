@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
+from verifleet.errors import JobRejectedError
 from verifleet.sandbox import default_pool
 from verifleet.schemas import (
     Benchmark,
-    ConfigError,
     RubricError,
     TemplateValidationError,
     VerificationConfig,
@@ -28,19 +28,6 @@ __all__ = [
     "template_problems",
     "validate_job",
 ]
-
-
-class JobRejectedError(ConfigError):
-    """A job failed validation; nothing was enqueued.
-
-    Attributes:
-        problems: Every problem found, one message each.
-    """
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        listing = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"job rejected, {len(problems)} problem(s):\n{listing}")
 
 
 class SubmitReport(BaseModel):
