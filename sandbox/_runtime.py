@@ -30,11 +30,16 @@ from verifleet.schemas import (
     parsed_llm_fields,
 )
 
+from ._errors import SandboxError
+
 __all__ = ["RequestError", "Runtime"]
 
 
-class RequestError(Exception):
-    """A request failed in a way the host reports as ``kind`` (no traceback crosses)."""
+class RequestError(SandboxError):
+    """A request failed in a way the host reports as ``kind`` (no traceback crosses).
+
+    Raised and caught inside the executor only; the host sees ``kind`` and
+    ``message`` as JSON."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

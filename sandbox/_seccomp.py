@@ -17,6 +17,8 @@ import errno
 import os
 from typing import Any
 
+from ._errors import SandboxUnavailable
+
 __all__ = ["SeccompUnavailable", "install_filter"]
 
 _LIBRARY = "libseccomp.so.2"
@@ -113,7 +115,7 @@ DENIED_SYSCALLS: tuple[str, ...] = (
 NOSYS_SYSCALLS: tuple[str, ...] = ("clone3", "openat2")
 
 
-class SeccompUnavailable(RuntimeError):
+class SeccompUnavailable(SandboxUnavailable):
     """libseccomp is missing or the kernel refused the filter."""
 
 
