@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pydantic_core
 
+from verifleet.errors import StoredResultError
 from verifleet.schemas import ModelIdentity, VerificationResult, compute_unit_key
 from verifleet.store import result_key
 
@@ -50,18 +51,6 @@ from .layout import (
 )
 
 __all__ = ["StoredResultError", "stored_batch", "validated_row"]
-
-
-class StoredResultError(ValueError):
-    """A stored result is not valid JSON or not a valid result.
-
-    Attributes:
-        index: The result's position in the page given to :func:`stored_batch`.
-    """
-
-    def __init__(self, index: int, problem: str) -> None:
-        super().__init__(problem)
-        self.index = index
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ or to end with an empty message on demand). Locally and on a two-worker fleet.""
 
 from __future__ import annotations
 
+import sys
 import textwrap
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from _support.mcp_server import McpServer, mcp_server
 
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.pipeline import PipelineResources, run_unit
 from verifleet.schemas import (
     AgenticRubricTrait,
     Benchmark,
@@ -250,3 +254,35 @@ def test_agents_on_a_two_worker_fleet(
     assert state.max_in_flight["scripted"] == 1
     for name in ("w1", "w2"):
         assert fleet.workers[name].poll() is None, f"{name} died"
+
+
+def test_stdio_server_when_the_operator_allows_it(
+    endpoint: tuple[ServedApp, ScriptedEndpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served, _state = endpoint
+    script = Path(__file__).resolve().parents[1] / "_support" / "mcp_stdio.py"
+    model = ModelConfig(
+        model_name="scripted",
+        interface="openai_endpoint",
+        endpoint_base_url=f"{served.url}/v1",
+        mcp_urls_dict={"tools": f"stdio:{sys.executable} {script}"},
+    )
+    judge = ModelConfig(
+        model_name="judge", interface="openai_endpoint", endpoint_base_url=f"{served.url}/v1"
+    )
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[judge])
+    text, value = QUESTIONS["failing-tool"]
+    question = Question(id="q", question=text, raw_answer="3", answer_template=_template(value))
+    monkeypatch.setenv("VERIFLEET_MCP_ALLOW_STDIO", "1")
+    [result] = run_unit(
+        question,
+        model,
+        [judge],
+        config,
+        replicate=None,
+        resources=PipelineResources(),
+        deadline=time.monotonic() + 60,
+    )
+    assert result.metadata.error is None
+    assert result.template is not None and result.template.verify_result is True
+    assert (result.template.agent_metrics or {})["tools_used"] == ["add", "gene_length"]
