@@ -463,8 +463,10 @@ def test_documented_endpoint_limits_config_is_a_valid_config() -> None:
     text = (ROOT / "docs" / "fleet.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
     config = VerificationConfig.build(**yaml.safe_load(block))
-    limited = [m for m in config.answering_models + config.parsing_models if m.max_concurrency]
-    assert limited and any(m.requests_per_minute for m in limited)
+    models = config.answering_models + config.parsing_models
+    assert any(m.max_concurrency for m in models)
+    assert any(m.requests_per_minute and m.tokens_per_minute for m in models)
+    assert all(m.adaptive_concurrency for m in models)  # the default, not switched off
 
 
 # ---------------------------------------------------------------- the readers themselves
