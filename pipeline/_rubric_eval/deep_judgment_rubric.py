@@ -17,9 +17,11 @@ Search-enhanced hallucination assessment is not available (no search tool is
 wired in): a trait that asks for it is evaluated without it and its metadata says
 so.
 
-Failure behaviour: a reply that never matches the schema during excerpt
-extraction counts as a failed attempt; during scoring it leaves the trait unscored
-(``error`` in the metadata, not auto-failed). :class:`ModelCallError` propagates.
+Failure behaviour, as in the original framework: a reply that never matches the
+schema during excerpt extraction counts as a failed attempt; a score that cannot
+be extracted, or a judge call that fails for good (:class:`ModelCallError`),
+**auto-fails** the trait like a missing excerpt (no score, ``error`` in its
+metadata, listed in ``traits_without_valid_excerpts``). The other traits go on.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifleet.pipeline._llm_protocol import ChatCaller, StructuredOutputError
+from verifleet.pipeline._llm_protocol import ChatCaller, ModelCallError, StructuredOutputError
 
 from .dj_settings import DeepJudgmentSettings
 from .excerpts import split_excerpts
@@ -82,11 +84,27 @@ def judge_trait_deeply(
     settings: DeepJudgmentSettings,
     instructions: Sequence[str | None] = (),
 ) -> TraitJudgment:
-    """Run the deep-judgment stages for ``trait``.
+    """Run the deep-judgment stages for ``trait``; never raises for the judge's
+    failures: a judge call that fails for good auto-fails the trait (its metadata
+    keeps the stages completed before and the error), as in the original."""
+    try:
+        return _judge(judge, question, response, trait, settings, instructions)
+    except ModelCallError as exc:
+        error = f"judge call failed: {exc}"
+        logger.warning("rubric trait '%s' auto-fails: %s", trait.name, error)
+        failed = TraitJudgment(auto_failed=True, error=error)
+        failed.metadata = {"stages_completed": [], "model_calls": 0, "error": error}
+        return failed
 
-    Raises:
-        ModelCallError: a judge call failed for good.
-    """
+
+def _judge(
+    judge: ChatCaller,
+    question: str,
+    response: str,
+    trait: LLMTraitLike,
+    settings: DeepJudgmentSettings,
+    instructions: Sequence[str | None],
+) -> TraitJudgment:
     outcome = TraitJudgment(
         metadata={
             "stages_completed": [],
@@ -133,8 +151,9 @@ def judge_trait_deeply(
         outcome.value = coerce_trait_value(trait, reply.get("score"))
     except (StructuredOutputError, InvalidTraitValue) as exc:
         outcome.error = f"score extraction failed: {exc}"
+        outcome.auto_failed = True
         meta["error"] = outcome.error
-        logger.warning("rubric trait '%s': %s", trait.name, outcome.error)
+        logger.warning("rubric trait '%s' auto-fails: %s", trait.name, outcome.error)
         return outcome
     meta["stages_completed"].append("score_extraction")
     return outcome
