@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from test_rubric_eval_fakes import ScriptedJudge, bad_json
 
+from verifleet.pipeline._llm_protocol import ModelCallError
 from verifleet.pipeline._rubric_eval import (
     DeepJudgmentSettings,
     RubricOutcome,
@@ -15,7 +16,6 @@ from verifleet.pipeline._rubric_eval import (
     excerpt_similarity,
     resolve_deep_judgment,
 )
-from verifleet.pipeline._llm_protocol import ModelCallError
 from verifleet.schemas import ConfigError, LLMRubricTrait, ModelConfig, Rubric, VerificationConfig
 
 RESPONSE = (
