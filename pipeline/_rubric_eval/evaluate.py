@@ -19,7 +19,7 @@ from verifleet.schemas import (
     VerificationResultRubric,
 )
 
-from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
+from .deep_judgment_rubric import SearchSource, TraitJudgment, judge_trait_deeply
 from .deterministic import evaluate_callable_traits, evaluate_regex_traits
 from .dj_settings import DeepJudgmentSettings, resolve_deep_judgment
 from .dynamic import AGENTIC_SKIP_REASON, DynamicResolution, check_name_conflicts, resolve_dynamic
@@ -43,6 +43,7 @@ def evaluate_rubric(
     config: VerificationConfig,
     question_id: str,
     dynamic_rubric: DynamicRubric | None = None,
+    search: SearchSource | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 
@@ -57,6 +58,9 @@ def evaluate_rubric(
             prompt instructions).
         question_id: Selects question-specific deep-judgment settings.
         dynamic_rubric: A :class:`~verifleet.schemas.DynamicRubric`, if any.
+        search: Gives the search function of deep-judgment traits with search
+            enabled (called once, when the first such trait needs it); None: such
+            traits are judged without search and their metadata says why.
 
     Returns:
         The result sections plus per-trait failures and skips. A trait the judge
@@ -115,6 +119,7 @@ def evaluate_rubric(
         deep,
         instructions=(rubric_text, prompts.deep_judgment if prompts else None),
         into=llm,
+        search=search,
     )
 
     metric = evaluate_metric_traits(
@@ -167,6 +172,7 @@ def _judge_deeply(
     *,
     instructions: tuple[str | None, ...],
     into: LLMTraitScores,
+    search: SearchSource | None = None,
 ) -> dict[str, TraitJudgment]:
     # Deep-judgment scores join the ordinary LLM scores: llm_trait_scores holds
     # every LLM trait, whichever way it was judged.
@@ -179,6 +185,7 @@ def _judge_deeply(
             trait=trait,
             settings=settings,
             instructions=instructions,
+            search=search,
         )
         judgments[trait.name] = judgment
         into.model_calls += int(judgment.metadata["model_calls"])

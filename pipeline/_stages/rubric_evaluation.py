@@ -46,6 +46,7 @@ class RubricEvaluationStage(Stage):
             config=ctx.config,
             question_id=ctx.question_id,
             dynamic_rubric=ctx.dynamic_rubric,
+            search=lambda: ctx.resources.search_for(ctx.config, rubric=True),
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
