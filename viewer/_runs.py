@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from verifleet.orchestrator import iter_results, read_parquet_rows, resolve_format
-from verifleet.orchestrator.store import ResultStore
 from verifleet.schemas import VerificationResult
+from verifleet.store import ResultStore
 
 from ._errors import ViewerError
 from ._index import ResultIndex

@@ -18,19 +18,18 @@ from typing import Any
 
 import redis
 
-from verifleet.orchestrator.reward import (
-    DEFAULT_MAX_BODY_BYTES,
+from verifleet.reward import (
     MemoryJudgeCache,
     RedisJudgeCache,
     RewardConfig,
     RewardScorer,
-    create_app,
     load_reward_config,
     reward_resources,
 )
 from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
 
 from .._fleet.submit import template_problems
+from ..serve import DEFAULT_MAX_BODY_BYTES, create_app
 from .config import LOCAL, missing_credentials
 
 __all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE
+from verifleet.store import DEFAULT_QUEUE
 
 from .._fleet.job import redis_url_from
 
