@@ -27,8 +27,8 @@ TAVILY_URL = "https://api.tavily.com"
 _RETRIED = {429, 500, 502, 503, 504}
 
 
-class _QueryFailed(Exception):
-    """One query got no usable reply (the batch goes on)."""
+class _QueryFailed(SearchError):
+    """One query got no usable reply (caught inside the batch, which goes on)."""
 
 
 class TavilySearch:
