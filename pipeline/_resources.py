@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
+from verifleet.sandbox import SandboxPool, default_pool
+from verifleet.schemas import ModelConfig, VerificationConfig
 
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
@@ -57,13 +58,14 @@ class AgentRunner(Protocol):
 
 @dataclass
 class PipelineResources:
-    """Caches one process reuses across units: chat clients, compiled templates,
-    recorded answers, the embedding model. Create it once per process
+    """Caches one process reuses across units: chat clients, the sandbox pool that
+    runs template code, recorded answers, the embedding model. Create it once per process
     (:meth:`default`) and pass it to every :func:`~verifleet.pipeline.run_unit`.
 
     Attributes:
         clients: Chat models, one per model configuration.
-        templates: Compiled answer classes, one per template id.
+        sandbox: The executors that run template and callable-trait code
+            (templates are compiled there, once per executor per template id).
         manual: Pre-recorded answer files of ``manual`` models.
         embedder: Loads the embedding model by name (cached by the callee).
         call_gate: Entered around every model call attempt (the workers' Redis
@@ -78,7 +80,7 @@ class PipelineResources:
     """
 
     clients: ChatModelCache = field(default_factory=ChatModelCache)
-    templates: TemplateCache = field(default_factory=default_template_cache)
+    sandbox: SandboxPool = field(default_factory=default_pool)
     manual: ManualAnswerStore = field(default_factory=ManualAnswerStore)
     embedder: Callable[[str], EmbeddingModel] = EmbeddingModel.get
     call_gate: CallGate | None = None

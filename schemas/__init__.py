@@ -116,6 +116,9 @@ from ._rubric import (
 )
 from ._benchmark import Benchmark, Question, dump_benchmark, load_benchmark
 
+# --- where checks run template / trait code (the sandbox installs its own) -------
+from ._checkers import CodeCheckers, check_callable_trait, check_template, use_code_checkers
+
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
     AggregatorRegistry,
@@ -155,6 +158,7 @@ __all__ = [
     "BenchmarkLoadError",
     "BooleanMatch",
     "CallableTrait",
+    "CodeCheckers",
     "ConfigCompatibilityWarning",
     "ConfigError",
     "ContainsAll",
@@ -229,6 +233,8 @@ __all__ = [
     "apply_normalizer",
     "apply_normalizers",
     "build_answer",
+    "check_callable_trait",
+    "check_template",
     "compute_metrics",
     "compute_template_id",
     "compute_unit_key",
@@ -254,5 +260,6 @@ __all__ = [
     "run_regex_checks",
     "strategy_label",
     "unwrap_preset",
+    "use_code_checkers",
     "validate_answer_template",
 ]

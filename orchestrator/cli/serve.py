@@ -30,6 +30,7 @@ from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load
 
 from .._fleet.submit import template_problems
 from ..serve import DEFAULT_MAX_BODY_BYTES, create_app
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
 __all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
@@ -48,6 +49,7 @@ examples:
 
 def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags ``serve`` and ``reward`` share."""
+    add_sandbox_argument(parser)
     parser.add_argument(
         "--parsing",
         nargs="+",
@@ -176,6 +178,7 @@ def register(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         benchmark, reward = scorer.benchmark, scorer.reward_config

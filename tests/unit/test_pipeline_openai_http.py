@@ -41,7 +41,7 @@ from verifleet.pipeline._llm._openai_http import (
     EndpointReplyError,
     _reply,
 )
-from verifleet.schemas import ModelConfig, RetryPolicy, TemplateCache, VerificationConfig
+from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
 QUESTION = "Which gene encodes the anti-apoptotic protein?"
 PARSE_KEY = "PARSE-AS-JSON"
@@ -436,7 +436,7 @@ def test_run_unit_gives_equal_results_through_either_path(healthy: RunningEndpoi
             for name in ("answerer", "judge")
         )
         config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
-        resources = PipelineResources(templates=TemplateCache())
+        resources = PipelineResources()
         kind = type(resources.caller(judge, tracker=UsageTracker(), config=config))
         assert kind is (OpenAIHttpChatCaller if path == "direct" else LangchainChatCaller)
         healthy.reset()
