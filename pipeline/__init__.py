@@ -13,20 +13,26 @@ it with a per-process client cache, retries with backoff for transient errors,
 JSON replies (native structured output or prompted, re-asked once, repaired) and
 per-stage token accounting (:class:`UsageTracker`). :class:`OpenAIHttpChatCaller`
 does the same for OpenAI-compatible endpoints over plain HTTP and is their default
-(``VERIFLEET_CHAT_CLIENT=langchain`` turns it off); :func:`make_chat_caller` picks.
+(``ModelConfig.chat_client`` chooses). Model interfaces are registered by name
+(:func:`register_interface`); :func:`make_chat_caller` builds a model's caller
+through its interface.
 """
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
     MAX_ENDPOINT_PAUSE,
+    CallerOptions,
     CallGate,
     ChatModelCache,
+    InterfaceFactory,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
     endpoint_pause,
     get_chat_model,
     make_chat_caller,
+    register_interface,
+    registered_interfaces,
 )
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
@@ -56,8 +62,10 @@ __all__ = [
     "CachedAnswer",
     "CallGate",
     "CallerFactory",
+    "CallerOptions",
     "ChatCaller",
     "ChatModelCache",
+    "InterfaceFactory",
     "LangchainChatCaller",
     "LocalSearch",
     "ManualAnswerError",
@@ -80,6 +88,8 @@ __all__ = [
     "endpoint_pause",
     "get_chat_model",
     "make_chat_caller",
+    "register_interface",
+    "registered_interfaces",
     "run_unit",
     "search_function",
 ]
