@@ -172,7 +172,7 @@ class Window:
         if started is None:
             if now - self.shrunk_at < max(policy.hold, self.smooth or 0.0):
                 return
-        elif started < self.shrunk_at:
+        elif started <= self.shrunk_at:
             return
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)

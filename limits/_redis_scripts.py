@@ -159,7 +159,7 @@ end
 -- signal (3) once per hold
 local shrink = false
 if outcome == 1 then
-  shrink = shrunk == nil or started >= shrunk
+  shrink = shrunk == nil or started > shrunk
 elseif outcome == 3 then
   shrink = shrunk == nil or now - shrunk >= math.max(tonumber(ARGV[10]), smooth or 0)
 end
