@@ -14,6 +14,7 @@ from pydantic import (
     field_validator,
 )
 
+from .._scenario import ScenarioExecutionResult
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
 from .rubric_view import RubricResults
@@ -53,7 +54,7 @@ class VerificationResultSet(ResultCollection, BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     results: list[VerificationResult] = Field(default_factory=list)
-    scenario_results: list[Any] | None = None
+    scenario_results: list[ScenarioExecutionResult] | None = None
     errors: list[tuple[str, _Error]] | None = None
 
     @field_validator("errors", mode="before")
