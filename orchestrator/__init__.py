@@ -10,6 +10,7 @@ from ._export import (
     iter_parquet,
     iter_results,
     read_results,
+    read_scenario_results,
     resolve_format,
     write_results,
 )
@@ -38,6 +39,7 @@ __all__: list[str] = [
     "iter_results",
     "llama_server_cache_dir",
     "read_results",
+    "read_scenario_results",
     "resolve_format",
     "write_results",
 ]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, unit_messages
+from verifleet.orchestrator.store import ResultStore, count_units, unit_messages
 from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
 
 from .broker import Broker
@@ -90,14 +90,21 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
     resolve.
     """
     problems: list[str] = []
-    if not benchmark.questions:
-        problems.append("the benchmark has no questions")
+    if not benchmark.questions and not benchmark.scenarios:
+        problems.append("the benchmark has no questions and no scenarios")
     problems.extend(_validate_in_chunks(benchmark))
     if config.template_stages_enabled:
         problems.extend(
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
             for q in benchmark.questions
             if not q.has_template
+        )
+        problems.extend(
+            f"scenario {s.id}, node {n.id}: evaluation mode '{config.evaluation_mode}' "
+            "needs an answer template"
+            for s in benchmark.scenarios
+            for n in s.nodes
+            if not n.question.has_template
         )
     if config.rubric_stages_enabled:
         names: set[str] = set()
@@ -138,17 +145,26 @@ def submit_job(
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
-    units = len(benchmark.questions) * len(config.answering_models) * config.replicate_count
+    units = count_units(benchmark, config)
     store.create_job(
         job_id,
         benchmark_json=benchmark.model_dump_json(),
         config_json=config.model_dump_json(),
         total_units=units,
         name=name or benchmark.name,
+        total_scenarios=len(benchmark.scenarios)
+        * len(config.answering_models)
+        * config.replicate_count,
     )
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
-        job_id=job_id, units=sent, expected_results=sent * len(config.parsing_models)
+        job_id=job_id,
+        units=sent,
+        # Scenario turns add results beyond these: how many depends on the paths taken.
+        expected_results=len(benchmark.questions)
+        * len(config.answering_models)
+        * config.replicate_count
+        * len(config.parsing_models),
     )
 
 

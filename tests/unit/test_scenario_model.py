@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from _support.scenarios import template
 
-from tests._support.scenarios import template
 from verifleet.schemas import (
     END,
     BenchmarkLoadError,

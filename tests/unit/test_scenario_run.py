@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from tests._support.scenarios import (
+from _support.scenarios import (
     ANSWERS,
     Q_GOOD,
     Q_PRAISE,
     scenario_benchmark,
     scenario_config,
 )
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.pipeline import PipelineResources, run_scenario
 from verifleet.schemas import ScenarioExecutionError, TemplateCache
 
