@@ -13,6 +13,7 @@ from .api import (
 )
 from .layout import RESULT_ARROW_SCHEMA
 from .parquet import ParquetResultWriter, iter_parquet, write_stored_parquet
+from .rows import read_parquet_rows
 from .scenarios import SCENARIO_METADATA_KEY, read_scenario_results, scenario_errors
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ResultFormat",
     "iter_parquet",
     "iter_results",
+    "read_parquet_rows",
     "read_results",
     "read_scenario_results",
     "resolve_format",
