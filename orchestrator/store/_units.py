@@ -19,6 +19,7 @@ __all__ = [
     "count_units",
     "expand_scenario_units",
     "expand_units",
+    "keyed_question_id",
     "result_key",
     "scenario_result_keys",
     "scenario_unit_key",
@@ -80,11 +81,24 @@ def scenario_unit_key(unit: ScenarioUnit, *, job_id: str = "") -> str:
     )
 
 
+def keyed_question_id(
+    question_id: str, scenario_id: str | None, turn: int | None, node: str | None
+) -> str:
+    """The question id a result's key is computed from: the question's own, or for
+    a scenario turn one naming the scenario, the turn and the node (a node visited
+    twice gives two keys)."""
+    if scenario_id is None:
+        return question_id
+    return f"scenario:{scenario_id}/{turn}/{node}"
+
+
 def _turn_key(result: VerificationResult, job_id: str) -> str:
     meta = result.metadata
     return compute_unit_key(
         job_id=job_id,
-        question_id=f"scenario:{meta.scenario_id}/{meta.scenario_turn}/{meta.scenario_node}",
+        question_id=keyed_question_id(
+            meta.question_id, meta.scenario_id, meta.scenario_turn, meta.scenario_node
+        ),
         template_id=meta.template_id,
         answering_key=meta.answering.canonical_key,
         parsing_key=meta.parsing.canonical_key,
