@@ -200,6 +200,7 @@ def test_yaml_example_loads_and_round_trips(tmp_path: Path) -> None:
     assert [n.id for n in scenario.nodes] == ["ask_gene", "ask_tissue", "retry_gene"]
     assert scenario.max_turns == 4
     assert scenario.node("ask_tissue").state_update[0].source == "parsed.cancer"
+    assert [e.is_fallback for e in scenario.outgoing("ask_gene")] == [False, True]
     copy = tmp_path / "copy.yaml"
     dump_benchmark(benchmark, copy)
     assert load_benchmark(copy) == benchmark

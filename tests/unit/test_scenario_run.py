@@ -4,7 +4,9 @@ turn, and the conversation handed to the answering model."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from _support.scenarios import (
@@ -17,7 +19,9 @@ from _support.scenarios import (
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.pipeline import PipelineResources, run_scenario
-from verifleet.schemas import ScenarioExecutionError, TemplateCache
+from verifleet.schemas import ScenarioExecutionError, TemplateCache, load_benchmark
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +125,32 @@ def test_answering_model_sees_the_earlier_turns(endpoint: RunningEndpoint) -> No
     assert second[-3]["content"] == Q_GOOD
     assert second[-2]["content"] == "The gene is BCL2."
     assert second[-1]["content"] == Q_PRAISE
+
+
+def test_the_documented_example_takes_the_fallback_then_the_branch() -> None:
+    """docs/scenarios.md's scripted run: a wrong gene, the retry, the follow-up."""
+    answers = json.loads((EXAMPLES / "scripted-answers.json").read_text())
+    scenario = load_benchmark(EXAMPLES / "benchmark.yaml").scenarios[0]
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as scripted:
+        config = scenario_config(scripted.base_url)
+        run = run_scenario(
+            scenario,
+            config.answering_models[0],
+            config.parsing_models,
+            config,
+            replicate=None,
+            resources=PipelineResources(templates=TemplateCache()),
+        )
+    outcome = run.scenario_result
+    assert outcome is not None and outcome.status == "completed"
+    assert outcome.path == ["ask_gene", "retry_gene", "ask_tissue"]
+    assert outcome.outcome_results == {
+        "reached_followup": True,
+        "first_try": False,
+        "wrong_turns": 1,
+    }
+    assert outcome.final_state["accumulated"] == {
+        "genes": ["TP53", "BCL2"],
+        "retries": 1,
+        "cancers": ["follicular lymphoma"],
+    }
