@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from verifleet.sandbox import TemplateEvaluation, TemplateHandle
 from verifleet.schemas import (
-    BaseAnswer,
+    DynamicRubric,
     ModelConfig,
     PromptConfig,
     Question,
@@ -73,6 +74,8 @@ class VerificationContext:
     judge: ChatCaller
     resources: PipelineResources
     rubric: Rubric | None = None
+    # Global and question dynamic rubrics merged (None: none).
+    dynamic_rubric: DynamicRubric | None = None
     replicate: int | None = None
     deadline: float | None = None
     usage: UsageTracker = field(default_factory=UsageTracker)
@@ -87,8 +90,8 @@ class VerificationContext:
     warnings: list[str] = field(default_factory=list)
 
     # --- template (stage 1) -------------------------------------------------------
-    raw_answer_cls: type[BaseAnswer] | None = None
-    answer_cls: type[BaseAnswer] | None = None
+    #: The validated template as the sandbox described it (no template code here).
+    template: TemplateHandle | None = None
 
     # --- guards (stages 3-4) --------------------------------------------------------
     trace_validation_failed: bool = False
@@ -99,7 +102,8 @@ class VerificationContext:
     embedding: EmbeddingRecord = field(default_factory=EmbeddingRecord)
 
     # --- parsing and verification (stages 7-8) ---------------------------------------
-    parsed_answer: BaseAnswer | None = None
+    #: The judge's output validated and verified by the template, in the sandbox.
+    parsed_answer: TemplateEvaluation | None = None
     parsed_llm_response: dict[str, Any] | None = None
     parsed_gt_response: dict[str, Any] | None = None
     template_verification_performed: bool = False
@@ -107,6 +111,7 @@ class VerificationContext:
     field_verification_result: bool | None = None
     verify_granular_result: Any = None
     field_verification_error: str | None = None
+    template_validation_error: str | None = None
     field_results: dict[str, bool] | None = None
     composition_strategy: str | None = None
     regex: RegexOutcome | None = None

@@ -6,15 +6,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
+from verifleet.sandbox import SandboxPool, default_pool
+from verifleet.schemas import ModelConfig, VerificationConfig
 
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
 from ._checks import EmbeddingModel, SearchFunction
 from ._llm import CallGate, ChatModelCache, UsageTracker, make_chat_caller
 from ._llm_protocol import ChatCaller, Message
+
+if TYPE_CHECKING:
+    from ._agents import McpAgentRunner
 
 __all__ = ["AgentRunner", "CallerFactory", "PipelineResources"]
 
@@ -35,7 +39,10 @@ class CallerFactory(Protocol):
 class AgentRunner(Protocol):
     """Answers with a tool-using (MCP) agent; returns the trace as a CachedAnswer.
 
-    verifleet ships no MCP runtime; a deployment that has one plugs it in here.
+    The built-in one is :class:`~verifleet.pipeline._agents.McpAgentRunner`; a
+    deployment with another runtime plugs it in as ``PipelineResources.agent``.
+    It records the agent's token usage into ``tracker`` under
+    ``answer_generation`` and raises on failure (the unit records the error).
     """
 
     def __call__(
@@ -44,24 +51,28 @@ class AgentRunner(Protocol):
         messages: Sequence[Message],
         *,
         tracker: UsageTracker,
+        config: VerificationConfig,
         deadline: float | None,
     ) -> CachedAnswer: ...
 
 
 @dataclass
 class PipelineResources:
-    """Caches one process reuses across units: chat clients, compiled templates,
-    recorded answers, the embedding model. Create it once per process
+    """Caches one process reuses across units: chat clients, the sandbox pool that
+    runs template code, recorded answers, the embedding model. Create it once per process
     (:meth:`default`) and pass it to every :func:`~verifleet.pipeline.run_unit`.
 
     Attributes:
         clients: Chat models, one per model configuration.
-        templates: Compiled answer classes, one per template id.
+        sandbox: The executors that run template and callable-trait code
+            (templates are compiled there, once per executor per template id).
         manual: Pre-recorded answer files of ``manual`` models.
         embedder: Loads the embedding model by name (cached by the callee).
         call_gate: Entered around every model call attempt (the workers' Redis
             limiter); None for no gate.
-        agent: Runs MCP agents; None when no agent runtime is installed.
+        agent: Runs MCP agents; None for the built-in runtime
+            (:meth:`agent_runner`), built on first use with this object's
+            clients and call gate.
         search: Web search for deep judgment's hallucination check; None when no
             search tool is installed (search-enabled deep judgment then fails).
         caller_factory: Replaces the built-in callers (tests script the models).
@@ -69,7 +80,7 @@ class PipelineResources:
     """
 
     clients: ChatModelCache = field(default_factory=ChatModelCache)
-    templates: TemplateCache = field(default_factory=default_template_cache)
+    sandbox: SandboxPool = field(default_factory=default_pool)
     manual: ManualAnswerStore = field(default_factory=ManualAnswerStore)
     embedder: Callable[[str], EmbeddingModel] = EmbeddingModel.get
     call_gate: CallGate | None = None
@@ -77,6 +88,9 @@ class PipelineResources:
     search: SearchFunction | None = None
     caller_factory: CallerFactory | None = None
     sleep: Callable[[float], None] = time.sleep
+
+    _builtin_agent: McpAgentRunner | None = field(default=None, init=False, repr=False)
+    _agent_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     _default: ClassVar[PipelineResources | None] = None
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
@@ -114,3 +128,19 @@ class PipelineResources:
             call_gate=self.call_gate,
             sleep=self.sleep,
         )
+
+    def agent_runner(self) -> AgentRunner:
+        """``agent`` when set, else the built-in runtime (:meth:`agent_runtime`)."""
+        return self.agent if self.agent is not None else self.agent_runtime()
+
+    def agent_runtime(self) -> McpAgentRunner:
+        """The built-in MCP agent runtime, built on first use (one per resources
+        object, sharing its chat clients and call gate). Agentic rubric traits
+        always investigate with it."""
+        with self._agent_lock:
+            if self._builtin_agent is None:
+                # Imported on first use: units without agents never load the MCP stack.
+                from ._agents import McpAgentRunner
+
+                self._builtin_agent = McpAgentRunner(clients=self.clients, call_gate=self.call_gate)
+            return self._builtin_agent

@@ -29,6 +29,7 @@ from ._config import (
     RetryPolicy,
     VerificationConfig,
 )
+from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 
 # --- templates (BaseAnswer, VerifiedField, validation) --------------------------
 from ._templates import (
@@ -139,6 +140,9 @@ from ._scenario import (
     resolve_path,
 )
 
+# --- where checks run template / trait code (the sandbox installs its own) -------
+from ._checkers import CodeCheckers, check_callable_trait, check_template, use_code_checkers
+
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
     AggregatorRegistry,
@@ -182,7 +186,9 @@ __all__ = [
     "BenchmarkLoadError",
     "BooleanMatch",
     "CallableTrait",
+    "CodeCheckers",
     "Condition",
+    "ConfigCompatibilityWarning",
     "ConfigError",
     "ContainsAll",
     "ContainsAny",
@@ -272,6 +278,8 @@ __all__ = [
     "apply_normalizer",
     "apply_normalizers",
     "build_answer",
+    "check_callable_trait",
+    "check_template",
     "compute_metrics",
     "compute_template_id",
     "compute_unit_key",
@@ -295,5 +303,7 @@ __all__ = [
     "resolve_path",
     "run_regex_checks",
     "strategy_label",
+    "unwrap_preset",
+    "use_code_checkers",
     "validate_answer_template",
 ]

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import redis
 from celery import Task, signals
 
-from verifleet.orchestrator.store import (
+from verifleet.pipeline import PipelineResources, run_scenario, run_unit
+from verifleet.store import (
     SCENARIO_TASK_NAME,
     TASK_NAME,
     TASK_NAMES,
@@ -36,7 +37,6 @@ from verifleet.orchestrator.store import (
     unit_key,
     unit_result_keys,
 )
-from verifleet.pipeline import PipelineResources, run_scenario, run_unit
 
 from ._jobs import JobCache
 from ._limiter import RedisCallGate
@@ -190,6 +190,7 @@ def run_unit_task(
         spec.config,
         replicate=replicate,
         rubric=spec.benchmark.rubric_for(unit.question),
+        dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
         resources=state.resources,
         deadline=deadline,
     )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import gc
 import secrets
-import sys
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, count_units, unit_messages
-from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
+from verifleet.errors import JobRejectedError
+from verifleet.sandbox import default_pool
+from verifleet.schemas import (
+    Benchmark,
+    RubricError,
+    TemplateValidationError,
+    VerificationConfig,
+)
+from verifleet.store import ResultStore, count_units, unit_messages
 
 from .broker import Broker
 
@@ -20,21 +25,9 @@ __all__ = [
     "new_job_id",
     "resume_job",
     "submit_job",
+    "template_problems",
     "validate_job",
 ]
-
-
-class JobRejectedError(ConfigError):
-    """A job failed validation; nothing was enqueued.
-
-    Attributes:
-        problems: Every problem found, one message each.
-    """
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        listing = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"job rejected, {len(problems)} problem(s):\n{listing}")
 
 
 class SubmitReport(BaseModel):
@@ -43,6 +36,8 @@ class SubmitReport(BaseModel):
     job_id: str
     units: int
     expected_results: int
+    failing_questions: list[str] = []
+    """Questions enqueued although their template will fail them (one message each)."""
 
 
 def new_job_id() -> str:
@@ -50,56 +45,54 @@ def new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-# Compiled templates register their module in sys.modules (see
-# verifleet.schemas._templates.sandbox), so validating a big benchmark would keep
-# every compiled class alive: measured here, ~17 KB per template, and a
-# 10,000-question submit peaked at 352 MB instead of ~190 MB.
-_TEMPLATE_MODULE_PREFIX = "verifleet_template_"
-_VALIDATE_CHUNK = 500
+def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
+    """``benchmark.validate()`` without templates, then each template checked in a
+    sandbox executor (never compiled in this process; the executors' caches are
+    bounded, so a big benchmark costs this process only the descriptions).
 
-
-def _validate_in_chunks(benchmark: Benchmark) -> list[str]:
-    """``benchmark.validate()``, a chunk of questions at a time, dropping the template
-    modules each chunk registered, so memory stays at one chunk's classes.
-
-    Modules that existed before (a template this process also runs) are kept.
-    Problems reported by every chunk alike (the global rubric's) are listed once.
+    Returns:
+        The problems other than templates, and ``{question id: message}`` for
+        each question whose template does not compile or is refused.
     """
-    problems: dict[str, None] = {}
-    questions = benchmark.questions
-    for start in range(0, max(len(questions), 1), _VALIDATE_CHUNK):
-        chunk = benchmark.model_copy(
-            update={"questions": questions[start : start + _VALIDATE_CHUNK]}
-        )
-        before = set(sys.modules)
+    problems = list(dict.fromkeys(benchmark.validate(templates=False)))
+    templates: dict[str, str] = {}
+    pool = default_pool()
+    for q in benchmark.questions:
+        if not q.has_template:
+            continue
         try:
-            problems.update(dict.fromkeys(chunk.validate()))
-        finally:
-            for name in set(sys.modules) - before:
-                if name.startswith(_TEMPLATE_MODULE_PREFIX):
-                    del sys.modules[name]
-            gc.collect()  # pydantic classes are cycles: only a full collection frees them
-    return list(problems)
+            pool.validate_template(q.answer_template or "", question_id=q.id)
+        except TemplateValidationError as exc:
+            templates[q.id] = f"question {q.id}: template: {exc.problem}"
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            if not node.question.has_template:
+                continue
+            where = f"scenario {scenario.id}, node {node.id}"
+            try:
+                pool.validate_template(
+                    node.question.answer_template or "", question_id=node.question.id
+                )
+            except TemplateValidationError as exc:
+                templates[where] = f"{where}: template: {exc.problem}"
+    return problems, templates
 
 
-def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
-    """Every reason the job cannot run, as messages (empty: ready).
-
-    Checks each template compiles (template modes), each question's rubrics merge,
-    that rubric modes have traits to evaluate and that ``rubric_trait_names``
-    resolve.
-    """
+def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[list[str], list[str]]:
+    """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
     if not benchmark.questions and not benchmark.scenarios:
         problems.append("the benchmark has no questions and no scenarios")
-    problems.extend(_validate_in_chunks(benchmark))
+    others, templates = _validate(benchmark)
+    problems.extend(others)
+    failing = list(templates.values())
     if config.template_stages_enabled:
-        problems.extend(
+        failing.extend(
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
             for q in benchmark.questions
             if not q.has_template
         )
-        problems.extend(
+        failing.extend(
             f"scenario {s.id}, node {n.id}: evaluation mode '{config.evaluation_mode}' "
             "needs an answer template"
             for s in benchmark.scenarios
@@ -110,11 +103,12 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
         names: set[str] = set()
         for q in benchmark.questions:
             try:
-                rubric = benchmark.rubric_for(q)
+                rubrics = (benchmark.rubric_for(q), benchmark.dynamic_rubric_for(q))
             except RubricError:
                 continue  # already reported by benchmark.validate()
-            if rubric is not None:
-                names.update(rubric.get_trait_names())
+            for rubric in rubrics:
+                if rubric is not None:
+                    names.update(rubric.get_trait_names())
         if not names:
             problems.append(
                 f"evaluation mode '{config.evaluation_mode}' needs rubric traits; the benchmark has none"
@@ -122,7 +116,34 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
         unknown = sorted(set(config.rubric_trait_names or []) - names)
         if unknown:
             problems.append(f"rubric_trait_names: unknown trait(s) {', '.join(unknown)}")
-    return problems
+    return problems, failing
+
+
+def template_problems(benchmark: Benchmark, config: VerificationConfig | None = None) -> list[str]:
+    """One message per question whose template will fail it: it does not compile,
+    is refused, or (with a ``config`` that runs template stages) is missing.
+
+    Unless a caller asks for strictness these fail their own question only (the
+    pipeline records the error in its results); see :func:`validate_job`.
+    """
+    if config is None:
+        return list(_validate(benchmark)[1].values())
+    return _job_problems(benchmark, config)[1]
+
+
+def validate_job(
+    benchmark: Benchmark, config: VerificationConfig, *, strict: bool = True
+) -> list[str]:
+    """Every reason the job cannot run, as messages (empty: ready).
+
+    Checks each template compiles (template modes), each question's rubrics merge,
+    that rubric modes have traits to evaluate and that ``rubric_trait_names``
+    resolve. With ``strict=False`` a question whose template does not compile,
+    is refused or is missing is not a reason: that question fails alone when it
+    runs (:func:`template_problems` lists them), as ``verifleet run`` does.
+    """
+    problems, failing = _job_problems(benchmark, config)
+    return problems + failing if strict else problems
 
 
 def submit_job(
@@ -134,14 +155,22 @@ def submit_job(
     job_id: str | None = None,
     name: str = "",
     batch_size: int = 500,
+    strict: bool = False,
 ) -> SubmitReport:
     """Validate, store once, and enqueue every unit of a job.
+
+    A question whose template does not compile, is refused or is missing is
+    enqueued like the others and fails alone (its results carry the error); the
+    report lists them in ``failing_questions``. ``strict=True`` rejects the
+    whole job for them instead.
 
     Raises:
         JobRejectedError: listing every problem; nothing is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
-    problems = validate_job(benchmark, config)
+    problems, failing = _job_problems(benchmark, config)
+    if strict:
+        problems, failing = problems + failing, []
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
@@ -165,6 +194,7 @@ def submit_job(
         * len(config.answering_models)
         * config.replicate_count
         * len(config.parsing_models),
+        failing_questions=failing,
     )
 
 
@@ -174,7 +204,7 @@ def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: i
     Raises:
         KeyError: no such job.
     """
-    from verifleet.orchestrator.store import JobStatus
+    from verifleet.store import JobStatus
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)

@@ -6,9 +6,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from verifleet.orchestrator.store import result_key
 from verifleet.pipeline import ScenarioRun
 from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
+from verifleet.store import result_key
 
 from .journal import Journal, journal_path
 from .runner import scenario_done_key

@@ -12,13 +12,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
-from verifleet.orchestrator.store import (
-    ScenarioUnit,
-    Unit,
-    expand_scenario_units,
-    expand_units,
-    unit_result_keys,
-)
 from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
 from verifleet.schemas import (
     Benchmark,
@@ -26,6 +19,13 @@ from verifleet.schemas import (
     VerificationConfig,
     VerificationResult,
     VerificationResultMetadata,
+)
+from verifleet.store import (
+    ScenarioUnit,
+    Unit,
+    expand_scenario_units,
+    expand_units,
+    unit_result_keys,
 )
 
 from .limits import LocalCallGate
@@ -185,6 +185,7 @@ class LocalRunner:
                 self.config,
                 replicate=unit.replicate,
                 rubric=self.benchmark.rubric_for(unit.question),
+                dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
                 resources=self.resources,
             )
         except Exception as exc:  # the unit fails, the job goes on

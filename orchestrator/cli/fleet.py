@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from verifleet.orchestrator.store import JobProgress, ResultStore
 from verifleet.schemas import ConfigError, load_benchmark
+from verifleet.store import JobProgress, ResultStore
 
 from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from
 from .._fleet.submit import submit_job
 from ._console import make_console
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import add_config_arguments, build_config
 
 __all__ = ["register"]
@@ -42,6 +44,13 @@ def register(commands: Any) -> None:
     _redis_arg(submit)
     submit.add_argument("--job-id", help="choose the job id (default: generated)")
     submit.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
+    submit.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject the whole job when a question's template does not compile or is refused "
+        "(default: that question fails alone, with its error in its results)",
+    )
+    add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
     jobs = commands.add_parser("jobs", help="list jobs, newest first")
@@ -82,14 +91,28 @@ def _progress(store: ResultStore, job_id: str) -> JobProgress:
 
 def _submit(args: argparse.Namespace) -> int:
     url = redis_url_from(args.redis)
-    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    # Templates are checked by submit_job: a broken one fails its own question
+    # (or, with --strict, rejects the job), as `verifleet run` does.
+    benchmark = load_benchmark(
+        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+    )
+    start_sandbox(args)  # templates are validated in sandbox executors
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)
     try:
-        report = submit_job(benchmark, config, store=store, broker=broker, job_id=args.job_id)
+        report = submit_job(
+            benchmark,
+            config,
+            store=store,
+            broker=broker,
+            job_id=args.job_id,
+            strict=args.strict,
+        )
     finally:
         broker.close()
+    for problem in report.failing_questions:
+        print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     print(
         f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results expected)"
     )

@@ -22,9 +22,10 @@ from typing import Any
 
 import redis
 
-from verifleet.orchestrator.reward import LineError, score_rollouts_fleet, score_rollouts_local
+from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_local
 from verifleet.schemas import ConfigError
 
+from ._sandbox import start_sandbox
 from .serve import add_reward_arguments, reward_setup
 
 __all__ = ["register"]
@@ -75,6 +76,7 @@ def _report_line(entry: LineError) -> None:
 def _reward(args: argparse.Namespace) -> int:
     if not args.rollouts.is_file():
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
+    start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         if args.redis:

@@ -18,18 +18,19 @@ from typing import Any
 
 import redis
 
-from verifleet.orchestrator.reward import (
-    DEFAULT_MAX_BODY_BYTES,
+from verifleet.reward import (
     MemoryJudgeCache,
     RedisJudgeCache,
     RewardConfig,
     RewardScorer,
-    create_app,
     load_reward_config,
     reward_resources,
 )
-from verifleet.schemas import ConfigError, ModelConfig, load_benchmark
+from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
 
+from .._fleet.submit import template_problems
+from ..serve import DEFAULT_MAX_BODY_BYTES, create_app
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
 __all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
@@ -48,6 +49,7 @@ examples:
 
 def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags ``serve`` and ``reward`` share."""
+    add_sandbox_argument(parser)
     parser.add_argument(
         "--parsing",
         nargs="+",
@@ -66,6 +68,12 @@ def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
         "--trust-callables",
         action="store_true",
         help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse the benchmark when a question's template does not compile or is refused "
+        "(default: that question's rollouts fail, with the error in their results)",
     )
 
 
@@ -110,11 +118,26 @@ def reward_setup(
     its judge-call cache is shared through Redis when ``redis_url`` is set. A
     ``local`` judge runs until ``stack`` closes.
 
+    A question whose template does not compile or is refused fails alone: its
+    requests get results carrying the error (and the config's error reward);
+    ``--strict`` refuses the benchmark instead.
+
     Raises:
-        BenchmarkLoadError: the benchmark cannot be loaded.
+        BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
+            template does not compile or is refused.
         ConfigError: a bad model spec or reward config, or a missing API key.
     """
-    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    benchmark = load_benchmark(
+        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+    )
+    failing = template_problems(benchmark)
+    if failing and args.strict:
+        raise BenchmarkLoadError(
+            f"{len(failing)} template problem(s):\n  " + "\n  ".join(failing),
+            path=str(args.benchmark),
+        )
+    for problem in failing:
+        print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:
@@ -155,6 +178,7 @@ def register(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         benchmark, reward = scorer.benchmark, scorer.reward_config

@@ -15,9 +15,10 @@ import os
 import sys
 from typing import Any
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE
+from verifleet.store import DEFAULT_QUEUE
 
 from .._fleet.job import redis_url_from
+from ._sandbox import add_sandbox_argument, start_sandbox
 
 __all__ = ["flower_command", "register"]
 
@@ -35,6 +36,7 @@ def register(commands: Any) -> None:
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
+    add_sandbox_argument(worker)
     worker.set_defaults(handler=_worker)
 
     flower = commands.add_parser("flower", help="start Flower for the fleet")
@@ -53,6 +55,8 @@ def register(commands: Any) -> None:
 def _worker(args: argparse.Namespace) -> int:
     # The app reads its settings from the environment when it is imported.
     os.environ["VERIFLEET_REDIS_URL"] = redis_url_from(args.redis)
+    # Refuse to consume tasks on a machine that lacks the configured isolation.
+    start_sandbox(args)
     from verifleet.workers.app import app
 
     argv = [

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from verifleet.schemas import VerificationConfig
 
 from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
+from .._rubric_eval.deterministic import CallableRunner
 from .._stage import Stage
 from ._common import evaluation_text
+from ._investigate import TraitInvestigator
 
 __all__ = ["RubricEvaluationStage"]
 
 
 class RubricEvaluationStage(Stage):
-    """Evaluates LLM, regex, callable and metric traits (and dynamic ones) on the
-    full trace or the final AI message. Independent of template verification:
+    """Evaluates LLM, regex, callable, metric and agentic traits (and dynamic ones)
+    on the full trace or the final AI message (agentic traits: an investigating
+    agent, see :class:`~._investigate.TraitInvestigator`). Independent of template verification:
     it runs after an abstention too. Skipped when trace validation failed and
     only the final AI message may be used. Non-fatal: on failure the rubric
     section stays empty and a WARNING is logged."""
@@ -45,8 +48,22 @@ class RubricEvaluationStage(Stage):
             rubric=ctx.rubric,
             config=ctx.config,
             question_id=ctx.question_id,
-            dynamic_rubric=ctx.question.question_dynamic_rubric,
+            dynamic_rubric=ctx.dynamic_rubric,
+            investigate=TraitInvestigator(ctx),
+            run_callable=_sandbox_runner(ctx),
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
         ctx.traits_without_valid_excerpts = outcome.traits_without_valid_excerpts
+
+
+def _sandbox_runner(ctx: VerificationContext) -> CallableRunner:
+    """Runs callable traits in the sandbox: only the trait's JSON form (source,
+    or a pickled blob with its ``trusted`` flag) crosses; unpickling and running
+    happen in an executor."""
+    pool = ctx.resources.sandbox
+
+    def run(trait: Any, text: str) -> Any:
+        return pool.run_trait(trait.model_dump(mode="json"), text)
+
+    return run

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from .._checkers import check_callable_trait, check_template
 from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
 from .._scenario import ScenarioDefinition
-from .._templates import validate_answer_template
 from ._question import Question
 
 __all__ = ["Benchmark"]
@@ -115,26 +115,30 @@ class Benchmark(BaseModel):
             )
         return found
 
-    def validate(self) -> list[str]:  # type: ignore[override]
+    def validate(self, *, templates: bool = True) -> list[str]:  # type: ignore[override]
         """Every problem that would stop this benchmark from running, as messages.
 
-        Checks each answer template (``validate_answer_template``), each callable
-        trait (compiles, or pickled and trusted) and each question's merged
-        rubrics. Nothing is raised: an empty list means ready. (Overrides
-        pydantic v1's deprecated classmethod of the same name.)
+        Checks each answer template (``check_template``: in a sandbox executor
+        once :mod:`verifleet.sandbox` is imported; not when ``templates`` is
+        False), each callable trait (compiles, or pickled and trusted; same
+        place) and each question's merged rubrics. Nothing is raised: an empty
+        list means ready. (Overrides pydantic v1's deprecated classmethod of the
+        same name.)
         """
         problems: list[str] = []
         for qid, rubric in self.all_rubrics():
             where = f"question {qid}" if qid else "global rubric"
             for trait in rubric.callable_traits:
+                if not trait.has_code:
+                    continue  # a checkpoint trait without code fails when evaluated
                 try:
-                    trait.load_function()
+                    check_callable_trait(trait)
                 except (RubricError, UntrustedCodeError) as exc:
                     problems.append(f"{where}: {exc}")
         for q in self.questions:
-            if q.has_template:
+            if templates and q.has_template:
                 try:
-                    validate_answer_template(q.answer_template or "", question_id=q.id)
+                    check_template(q.answer_template or "", question_id=q.id)
                 except TemplateValidationError as exc:
                     problems.append(f"question {q.id}: template: {exc.problem}")
             try:
@@ -145,9 +149,9 @@ class Benchmark(BaseModel):
         for scenario in self.scenarios:
             for node in scenario.nodes:
                 where = f"scenario {scenario.id}, node {node.id}"
-                if node.question.has_template:
+                if templates and node.question.has_template:
                     try:
-                        validate_answer_template(
+                        check_template(
                             node.question.answer_template or "", question_id=node.question.id
                         )
                     except TemplateValidationError as exc:

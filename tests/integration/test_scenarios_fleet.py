@@ -15,7 +15,7 @@ from _support.scenarios import ANSWERS, scenario_benchmark, scenario_config
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.orchestrator.store import JobStatus, result_key
+from verifleet.store import JobStatus, result_key
 
 pytestmark = pytest.mark.integration
 

@@ -41,7 +41,7 @@ from verifleet.pipeline._llm._openai_http import (
     EndpointReplyError,
     _reply,
 )
-from verifleet.schemas import ModelConfig, RetryPolicy, TemplateCache, VerificationConfig
+from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
 QUESTION = "Which gene encodes the anti-apoptotic protein?"
 PARSE_KEY = "PARSE-AS-JSON"
@@ -437,7 +437,7 @@ def test_run_unit_gives_equal_results_through_either_path(
             monkeypatch.setenv(CHAT_CLIENT_ENV, "langchain")
         else:
             monkeypatch.delenv(CHAT_CLIENT_ENV, raising=False)
-        resources = PipelineResources(templates=TemplateCache())
+        resources = PipelineResources()
         kind = type(resources.caller(judge, tracker=UsageTracker(), config=config))
         assert kind is (OpenAIHttpChatCaller if path == "direct" else LangchainChatCaller)
         healthy.reset()

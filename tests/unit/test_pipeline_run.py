@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -229,9 +230,27 @@ def test_manual_missing_question_is_an_error_in_that_result(tmp_path: Path) -> N
     path = tmp_path / "answers.json"
     path.write_text(json.dumps({"other": "x"}))
     [result] = _run(ScriptedModels({}), answering=_manual(path))
+    text_key = hashlib.md5(make_question().text.encode()).hexdigest()
     assert result.metadata.error == (
-        f"answer generation failed: no pre-recorded answer for question 'q1' in {path}"
+        "answer generation failed: no pre-recorded answer for question 'q1' "
+        f"or its text's MD5 '{text_key}' in {path}"
     )
+
+
+def test_manual_answers_keyed_by_md5_of_the_question_text(tmp_path: Path) -> None:
+    # The original framework keys manual traces by the MD5 of the question text.
+    question = make_question()
+    path = tmp_path / "answers.json"
+    key = hashlib.md5(question.text.encode("utf-8")).hexdigest()
+    path.write_text(json.dumps({key: "It is BCL2."}))
+    script = ScriptedModels({"judge": {"parsing": [{"gene": "BCL2"}]}})
+    [result] = _run(script, answering=_manual(path), question=question)
+    assert result.metadata.error is None
+    assert result.template is not None and result.template.raw_llm_response == "It is BCL2."
+    # The question id wins when both keys are present.
+    path.write_text(json.dumps({key: "by text", "q1": "by id"}))
+    answer = ManualAnswerStore().answer_for(_manual(path), "q1", question.text)
+    assert answer.raw_llm_response == "by id"
 
 
 def test_manual_file_errors_are_clear(tmp_path: Path) -> None:
@@ -304,7 +323,7 @@ def test_regex_only_template_needs_no_judge(answer: str, verified: bool) -> None
 
 def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     from verifleet.pipeline import PipelineResources
-    from verifleet.schemas import TemplateCache, VerificationConfig
+    from verifleet.schemas import VerificationConfig
 
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     model = ModelConfig(model_name="some/model", interface="openrouter")
@@ -315,7 +334,7 @@ def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPat
         config.parsing_models,
         config,
         replicate=None,
-        resources=PipelineResources(templates=TemplateCache()),
+        resources=PipelineResources(),
     )
     assert result.metadata.error == (
         "answer generation failed: missing API key for model 'some/model' (openrouter): "
@@ -347,11 +366,12 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from verifleet.pipeline import PipelineResources
-    from verifleet.schemas import Question, TemplateCache
+    from verifleet.sandbox import SandboxPool
+    from verifleet.schemas import Question
 
     resources = PipelineResources(
-        templates=TemplateCache(),
         caller_factory=lambda model, *, tracker, config, deadline: _EchoCaller(model, tracker),
+        sandbox=SandboxPool(),
     )
     config = make_config()
 
@@ -377,4 +397,5 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
         assert result.template.parsed_llm_response == {"gene": gene}
         assert result.template.usage_metadata is not None
         assert result.template.usage_metadata["total"]["total_tokens"] == 4
-    assert resources.templates.stats().templates == len(genes)
+    # Each (template, question) was described by an executor exactly once.
+    assert resources.sandbox.stats().described == len(genes)

@@ -19,7 +19,7 @@ from _support.scenarios import (
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.pipeline import PipelineResources, run_scenario
-from verifleet.schemas import ScenarioExecutionError, TemplateCache, load_benchmark
+from verifleet.schemas import ScenarioExecutionError, load_benchmark
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
@@ -40,7 +40,7 @@ def _run(endpoint: RunningEndpoint, scenario_id: str):  # type: ignore[no-untype
         config.parsing_models,
         config,
         replicate=1,
-        resources=PipelineResources(templates=TemplateCache()),
+        resources=PipelineResources(),
     )
 
 
@@ -139,7 +139,7 @@ def test_the_documented_example_takes_the_fallback_then_the_branch() -> None:
             config.parsing_models,
             config,
             replicate=None,
-            resources=PipelineResources(templates=TemplateCache()),
+            resources=PipelineResources(),
         )
     outcome = run.scenario_result
     assert outcome is not None and outcome.status == "completed"

@@ -21,13 +21,17 @@ from pydantic import BaseModel, ConfigDict
 
 from verifleet import __version__
 from verifleet.pipeline import PipelineResources
+from verifleet.reward import (
+    EquivalenceVerdict,
+    InvalidRequestError,
+    RewardBreakdown,
+    RewardConfig,
+    RewardMode,
+    RewardScorer,
+    UnknownQuestionError,
+    VerifyRequest,
+)
 from verifleet.schemas import Benchmark, ModelConfig, VerificationResult
-
-from ._compose import RewardBreakdown
-from ._config import RewardConfig, RewardMode
-from ._request import InvalidRequestError, UnknownQuestionError, VerifyRequest
-from ._scorer import RewardScorer
-from ._swap import EquivalenceVerdict
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "HealthResponse", "VerifyResponse", "create_app"]
 
