@@ -45,6 +45,17 @@ from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
 from ._stage import Stage, StageFailure
 
+# --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
+from ._search import (
+    LocalSearch,
+    SearchError,
+    SearchHit,
+    SearchProvider,
+    TavilySearch,
+    build_search_provider,
+    search_function,
+)
+
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
     "AgentRunner",
@@ -56,22 +67,29 @@ __all__ = [
     "ChatModelCache",
     "InterfaceFactory",
     "LangchainChatCaller",
+    "LocalSearch",
     "ManualAnswerError",
     "ManualAnswerStore",
     "Message",
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "SearchError",
+    "SearchHit",
+    "SearchProvider",
     "Stage",
     "StageFailure",
     "StageOrchestrator",
     "StructuredOutputError",
+    "TavilySearch",
     "UsageTracker",
     "VerificationContext",
+    "build_search_provider",
     "endpoint_pause",
     "get_chat_model",
     "make_chat_caller",
     "register_interface",
     "registered_interfaces",
     "run_unit",
+    "search_function",
 ]

@@ -358,6 +358,7 @@ class DeepJudgmentTraitConfig(BaseModel):
 
 
 _ENV_BOOL = {"1", "true", "yes", "on"}
+_SEARCH_TOOLS = ("tavily", "local")
 
 
 class VerificationConfig(BaseModel):
@@ -398,7 +399,12 @@ class VerificationConfig(BaseModel):
     deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
     deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
     deep_judgment_search_enabled: bool = False
+    # Search providers (template and rubric deep judgment): "tavily" (web, needs
+    # TAVILY_API_KEY) or "local" (BM25 over deep_judgment_search_documents, offline).
     deep_judgment_search_tool: str = "tavily"
+    deep_judgment_search_documents: str | None = None
+    deep_judgment_search_max_results: int = Field(default=3, ge=1, le=20)
+    deep_judgment_search_url: str | None = None
 
     deep_judgment_rubric_mode: Literal["disabled", "enable_all", "use_checkpoint", "custom"] = (
         "disabled"
@@ -466,10 +472,24 @@ class VerificationConfig(BaseModel):
             raise ValueError(
                 "deep_judgment_rubric_config: required when deep_judgment_rubric_mode='custom'"
             )
-        if self.deep_judgment_search_enabled and self.deep_judgment_search_tool.lower() != "tavily":
-            raise ValueError(
-                f"deep_judgment_search_tool: unknown search tool '{self.deep_judgment_search_tool}'"
-            )
+        for name in ("deep_judgment_search_tool", "deep_judgment_rubric_search_tool"):
+            tool = str(getattr(self, name)).strip().lower()
+            if tool not in _SEARCH_TOOLS:
+                raise ValueError(
+                    f"{name}: unknown search tool '{getattr(self, name)}' "
+                    f"(known: {', '.join(_SEARCH_TOOLS)})"
+                )
+            if (
+                tool == "local"
+                and not self.deep_judgment_search_documents
+                and (
+                    self.deep_judgment_search_enabled or name == "deep_judgment_rubric_search_tool"
+                )
+            ):
+                raise ValueError(
+                    f"deep_judgment_search_documents: {name} 'local' needs a document "
+                    "collection (a folder of .txt/.md files or a .jsonl file)"
+                )
         return self
 
     @classmethod
