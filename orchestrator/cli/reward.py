@@ -23,6 +23,7 @@ from typing import Any
 import redis
 
 from verifleet.orchestrator.reward import LineError, score_rollouts_fleet, score_rollouts_local
+from verifleet.orchestrator.store import mask_password
 from verifleet.schemas import ConfigError
 
 from .serve import add_reward_arguments, reward_setup
@@ -88,7 +89,9 @@ def _reward(args: argparse.Namespace) -> int:
                     on_error=_report_line,
                 )
             except redis.ConnectionError as exc:
-                raise ConfigError(f"cannot reach Redis at {args.redis}: {exc}") from None
+                raise ConfigError(
+                    f"cannot reach Redis at {mask_password(args.redis)}: {exc}"
+                ) from None
         else:
             report = score_rollouts_local(
                 args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line

@@ -37,7 +37,14 @@ from ._request import (
     request_answer,
     request_kind,
 )
-from ._service import DEFAULT_MAX_BODY_BYTES, HealthResponse, VerifyResponse, create_app
+from ._service import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
+    HEALTH_PATH,
+    HealthResponse,
+    VerifyResponse,
+    create_app,
+)
 from ._fleet import (
     REWARD_TASK_NAME,
     FleetStalledError,
@@ -55,6 +62,8 @@ from ._swap import EquivalenceVerdict, judge_equivalence
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "HEALTH_PATH",
     "LINE_FIELD",
     "REWARD_TASK_NAME",
     "AgentResponse",
