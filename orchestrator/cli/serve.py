@@ -6,6 +6,12 @@ full verification result. The response is verified as given: no answer is
 generated. ``--reward-config`` chooses binary, continuous or hybrid rewards (see
 docs/reward.md); ``--redis`` shares the judge-call cache between service
 replicas so every replica gives a response the same reward.
+
+Beyond this machine, set ``VERIFLEET_SERVE_TOKEN`` (every route but ``GET /health``
+then needs ``Authorization: Bearer <token>``) and put a TLS reverse proxy in front:
+the server refuses a non-loopback ``--host`` without a token unless
+``--insecure-no-auth`` is given. Bodies over ``--max-body-bytes`` get 413, requests
+still scoring after ``--request-timeout`` seconds get 504.
 """
 
 from __future__ import annotations
