@@ -15,6 +15,7 @@ ROOTS = {
     "verifleet.pipeline": "pipeline",
     "verifleet.workers": "workers",
     "verifleet.orchestrator": "orchestrator",
+    "verifleet.viewer": "viewer",
 }
 
 

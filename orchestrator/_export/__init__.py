@@ -13,6 +13,7 @@ from .api import (
 )
 from .layout import RESULT_ARROW_SCHEMA
 from .parquet import ParquetResultWriter, iter_parquet, write_stored_parquet
+from .rows import read_parquet_rows
 
 __all__ = [
     "RESULT_ARROW_SCHEMA",
@@ -21,6 +22,7 @@ __all__ = [
     "ResultFormat",
     "iter_parquet",
     "iter_results",
+    "read_parquet_rows",
     "read_results",
     "resolve_format",
     "write_results",

@@ -23,6 +23,7 @@ import httpx
 from .build import ensure_llama_server
 from .errors import LocalLLMError
 from .model import DEFAULT_MODEL_NAME, find_model_file
+from .smoke import runtime_args
 
 __all__ = ["LocalLLMServer"]
 
@@ -68,6 +69,10 @@ class LocalLLMServer:
         log_path: Where the server writes its log; default: a temporary file that
             is deleted after a clean stop and kept (and named in the error) on failure.
         extra_args: More ``llama-server`` arguments, appended last.
+
+    When ``binary`` is not given, the found or built binary is smoke-checked on
+    first use on this machine (:func:`~.smoke.runtime_args`), and started with the
+    runtime options that check chose (:attr:`runtime_args`).
     """
 
     def __init__(
@@ -99,6 +104,8 @@ class LocalLLMServer:
         self._extra_args = extra_args
         self._proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        #: Options the smoke check added (e.g. ``--no-repack``); () when none.
+        self.runtime_args: tuple[str, ...] = ()
 
     # --- addresses ---------------------------------------------------------------
 
@@ -145,8 +152,12 @@ class LocalLLMServer:
         """
         if self._proc is not None:
             return self
-        binary = self._binary or ensure_llama_server()
         model = self._model_path or find_model_file()
+        if self._binary is not None:
+            binary = self._binary
+        else:
+            binary = ensure_llama_server()
+            self.runtime_args = runtime_args(binary, model_path=model)
         if self._log_path is None:
             handle, name = tempfile.mkstemp(prefix="verifleet-llama-server-", suffix=".log")
             os.close(handle)
@@ -212,6 +223,7 @@ class LocalLLMServer:
             # plenty for a 135M model and polite on a shared machine.
             *("--cache-ram", "256"),
             "--metrics",
+            *self.runtime_args,
             *self._extra_args,
         ]
 

@@ -16,11 +16,11 @@ import redis
 from verifleet import __version__
 from verifleet.schemas import VerifleetError
 
-from . import fleet, llm, reward, run, serve, worker
+from . import fleet, llm, reward, run, serve, view, worker
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (run, fleet, worker, llm, serve, reward)
+_COMMANDS = (run, fleet, worker, llm, serve, reward, view)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,8 @@
 
 ``verifleet llm build`` compiles llama.cpp's ``llama-server`` once from the pinned
 source distribution into the user's cache directory (about 10–12 minutes on two
-cores); ``verifleet llm serve`` starts it with SmolLM2-135M-Instruct on 127.0.0.1
+cores) and checks once that it answers a completion on this machine (adding
+``--no-repack`` if it crashes without); ``verifleet llm serve`` starts it with SmolLM2-135M-Instruct on 127.0.0.1
 and prints the model spec to pass to ``--answering`` / ``--parsing``.
 """
 
@@ -32,9 +33,12 @@ def register(commands: Any) -> None:
 
 
 def _build(_args: argparse.Namespace) -> int:
-    from verifleet.orchestrator import ensure_llama_server
+    from verifleet.orchestrator._localllm import ensure_llama_server, runtime_args
 
-    print(ensure_llama_server())
+    binary = ensure_llama_server()
+    # The smoke check: one completion, retried with safe options if the binary crashes.
+    extra = runtime_args(binary)
+    print(f"{binary} (runtime options: {' '.join(extra) or 'none'})")
     return 0
 
 

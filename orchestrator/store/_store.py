@@ -384,6 +384,32 @@ class ResultStore:
             if cursor == 0:
                 return
 
+    def result_keys(self, job_id: str) -> list[str]:
+        """The keys of every result stored so far (HKEYS; no result is read).
+
+        A live viewer diffs this list against what it has seen to fetch only new
+        results with :meth:`get_results`.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        return [_text(key) for key in self.client.hkeys(self.keys(job_id).results)]
+
+    def get_results(self, job_id: str, keys: Sequence[str]) -> list[VerificationResult | None]:
+        """The stored results under ``keys`` (HMGET), None where a key has none.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+            pydantic.ValidationError: a stored result no longer validates.
+        """
+        if not keys:
+            return []
+        blobs: Any = self.client.hmget(self.keys(job_id).results, list(keys))
+        return [
+            None if blob is None else VerificationResult.model_validate_json(self._decompress(blob))
+            for blob in blobs
+        ]
+
     def delete_job(self, job_id: str) -> None:
         """Remove every key of the job."""
         keys = self.keys(job_id)

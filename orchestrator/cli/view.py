@@ -1,0 +1,124 @@
+"""``verifleet view`` (results in the browser) and ``verifleet report`` (one HTML file).
+
+Both take result files (Parquet, JSON, JSON Lines, CSV) and, with ``--redis``,
+fleet job ids; ``view`` follows a running job live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from verifleet.orchestrator.store import ResultStore
+from verifleet.schemas import ConfigError
+
+from .._fleet.job import redis_url_from
+
+__all__ = ["register"]
+
+_SOURCES_HELP = (
+    "result files (.parquet, .json, .jsonl, .csv) or, with --redis, fleet job ids; "
+    "an argument that is not an existing file is taken as a job id"
+)
+
+_VIEW_EPILOG = """\
+examples:
+  verifleet view demo-results.parquet                 # then open http://127.0.0.1:8600/
+  verifleet view before.parquet after.parquet         # compare two runs
+  verifleet view JOB_ID --redis redis://127.0.0.1:6379/0   # a running job, live
+  verifleet view results.parquet --host 0.0.0.0 --token s3cret   # reachable by others
+"""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sources", nargs="+", metavar="RESULTS", help=_SOURCES_HELP)
+    parser.add_argument(
+        "--redis", metavar="URL", help="Redis URL for job ids (default: $VERIFLEET_REDIS_URL)"
+    )
+    parser.add_argument("--title", default="", help="text shown in the page header")
+
+
+def register(commands: Any) -> None:
+    """Add the ``view`` and ``report`` sub-commands."""
+    view = commands.add_parser(
+        "view",
+        help="look at results in the browser (a local web page)",
+        description="Serve a web page over result files or fleet jobs: pass rates with "
+        "confidence intervals, score distributions, rubric heat map, error and override "
+        "counts, a searchable question table, each result in full, and a comparison of "
+        "two runs. A running job's pages update live. Binds to 127.0.0.1 unless --host "
+        "says otherwise; any other address needs a token.",
+        epilog=_VIEW_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(view)
+    view.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    view.add_argument("--port", type=int, default=8600, help="port (default 8600)")
+    view.add_argument(
+        "--token",
+        help="require this token (?token= in the URL); generated when --host is not a "
+        "loopback address and none is given",
+    )
+    view.set_defaults(handler=_view)
+
+    report = commands.add_parser(
+        "report",
+        help="write a self-contained HTML report of results",
+        description="Write one HTML file (no server, no network) with the overview "
+        "and the question table of each run, for sharing.",
+    )
+    _common(report)
+    report.add_argument("--out", type=Path, required=True, help="the .html file to write")
+    report.set_defaults(handler=_report)
+
+
+def _load(args: argparse.Namespace) -> list[Any]:
+    # Imported here: the viewer pulls in FastAPI, which other commands do not need.
+    from verifleet.viewer import FileRun, JobRun, Run
+
+    runs: list[Run] = []
+    store: ResultStore | None = None
+    for source in args.sources:
+        started = time.perf_counter()
+        path = Path(source)
+        run: Run
+        if path.exists():
+            run = FileRun(path)
+        else:
+            if store is None:
+                try:
+                    store = ResultStore.from_url(redis_url_from(args.redis))
+                except ConfigError as exc:
+                    raise ConfigError(f"{source}: no such file, and {exc}") from None
+            run = JobRun(store, source)
+        took = time.perf_counter() - started
+        print(f"{run.name}: {len(run.index):,} results ({took:.1f} s)", file=sys.stderr)
+        runs.append(run)
+    return runs
+
+
+def _view(args: argparse.Namespace) -> int:
+    from verifleet.viewer import is_loopback, serve
+
+    token = args.token
+    if not token and not is_loopback(args.host):
+        token = secrets.token_urlsafe(16)
+    runs = _load(args)
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    print(f"verifleet viewer: open {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    serve(runs, host=args.host, port=args.port, token=token, title=args.title)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from verifleet.viewer import write_report
+
+    runs = _load(args)
+    size = write_report(runs, args.out, title=args.title)
+    print(f"wrote {args.out} ({size / 1e6:.1f} MB); open it in a browser", file=sys.stderr)
+    return 0

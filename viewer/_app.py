@@ -1,0 +1,167 @@
+"""The viewer's web application: a JSON API over the runs, and the page that uses it."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from ._detail import compare, result_detail
+from ._errors import ViewerError
+from ._index import TableQuery
+from ._overview import overview
+from ._runs import Run
+
+__all__ = ["TOKEN_COOKIE", "create_app", "page_html", "static_text"]
+
+TOKEN_COOKIE = "verifleet_viewer_token"
+
+_STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+def static_text(name: str) -> str:
+    """The text of a bundled static asset (``index.html``, ``app.js``, ``style.css``).
+
+    Raises:
+        FileNotFoundError: the package was installed without its static files.
+    """
+    return resources.files("verifleet.viewer").joinpath("static", name).read_text("utf-8")
+
+
+def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
+    """The viewer page with ``boot`` (mode, and for a report all the data) embedded.
+
+    The JSON is embedded in a ``<script type="application/json">`` element, with
+    ``</`` escaped so that no value can close the element early. ``inline`` puts the
+    stylesheet and script into the page itself (a report is one self-contained
+    file); otherwise the page links them from ``static/``.
+
+    Raises:
+        ValueError: ``boot`` holds NaN or infinity (JSON has neither).
+    """
+    data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    if inline:
+        head = "<style>\n" + static_text("style.css") + "</style>"
+        body = "<script>\n" + static_text("app.js").replace("</", "<\\/") + "</script>"
+    else:
+        head = '<link rel="stylesheet" href="static/style.css">'
+        body = '<script src="static/app.js"></script>'
+    page = static_text("index.html").replace("<!--ASSETS_HEAD-->", head)
+    # The data goes in last, so that no value can be mistaken for a placeholder.
+    page = page.replace("<!--ASSETS_BODY-->", body)
+    return page.replace("__BOOT__", data)
+
+
+def _run(runs: Sequence[Run], run: int) -> Run:
+    if not 0 <= run < len(runs):
+        raise HTTPException(404, f"no run {run}; there are {len(runs)}")
+    return runs[run]
+
+
+def create_app(runs: Sequence[Run], *, token: str | None = None, title: str = "") -> FastAPI:
+    """The viewer app over ``runs`` (the first is the default page).
+
+    Args:
+        runs: What to show; each keeps its own summary index.
+        token: When set, every request must carry it: as ``?token=`` (the page then
+            keeps it in a cookie), a ``verifleet_viewer_token`` cookie or an
+            ``Authorization: Bearer`` header; others get 401.
+        title: Shown in the page header.
+
+    Returns:
+        A FastAPI application; serve it with uvicorn (see :func:`serve`).
+    """
+    app = FastAPI(title="verifleet viewer", docs_url=None, redoc_url=None, openapi_url=None)
+
+    if token:
+
+        @app.middleware("http")
+        async def check_token(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            given = (
+                request.query_params.get("token")
+                or request.cookies.get(TOKEN_COOKIE)
+                or request.headers.get("authorization", "").removeprefix("Bearer ")
+            )
+            if not secrets.compare_digest(given.encode(), token.encode()):
+                return JSONResponse({"detail": "a valid token is required"}, status_code=401)
+            response = await call_next(request)
+            if request.query_params.get("token"):
+                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+            return response
+
+    @app.exception_handler(ViewerError)
+    async def viewer_error(_request: Request, exc: ViewerError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(ValueError)
+    async def bad_value(_request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        return page_html({"mode": "server", "title": title})
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in _STATIC:
+            raise HTTPException(404, f"no static file {name!r}")
+        return Response(static_text(name), media_type=_STATIC[name])
+
+    @app.get("/api/runs")
+    def list_runs() -> list[dict[str, Any]]:
+        return [
+            {"id": i, "name": r.name, "live": r.live, "count": len(r.index)}
+            for i, r in enumerate(runs)
+        ]
+
+    @app.get("/api/runs/{run}/overview")
+    def run_overview(run: int) -> dict[str, Any]:
+        return overview(_run(runs, run).index)
+
+    @app.get("/api/runs/{run}/facets")
+    def run_facets(run: int) -> dict[str, list[str]]:
+        return _run(runs, run).index.facets()
+
+    @app.get("/api/runs/{run}/results")
+    def run_results(
+        run: int,
+        answering: str = "",
+        parsing: str = "",
+        verdict: str = "",
+        keyword: str = "",
+        error: str = "",
+        search: str = "",
+        sort: str = "row",
+        offset: int = Query(0, ge=0),
+        limit: int = Query(50, ge=1, le=1000),
+    ) -> dict[str, Any]:
+        query = TableQuery(answering, parsing, verdict, keyword, error, search, sort, offset, limit)
+        return _run(runs, run).index.page(query)
+
+    @app.get("/api/runs/{run}/results/{row}")
+    def run_result(run: int, row: int) -> dict[str, Any]:
+        found = _run(runs, run)
+        return result_detail(found.name, row, found.result(row))
+
+    @app.get("/api/runs/{run}/live")
+    def run_live(run: int) -> dict[str, Any]:
+        found = _run(runs, run)
+        added = found.refresh()
+        return {"live": found.live, "added": added, "count": len(found.index),
+                "progress": found.progress()}  # fmt: skip
+
+    @app.get("/api/compare")
+    def run_compare(
+        a: int, b: int, offset: int = Query(0, ge=0), limit: int = Query(200, ge=1, le=1000)
+    ) -> dict[str, Any]:
+        before, after = _run(runs, a), _run(runs, b)
+        return compare(before.index, after.index, offset=offset, limit=limit)
+
+    return app

@@ -1,0 +1,175 @@
+"""Runs the viewer shows: a result file, or a fleet job read live from Redis."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from verifleet.orchestrator import iter_results, read_parquet_rows, resolve_format
+from verifleet.orchestrator.store import ResultStore
+from verifleet.schemas import VerificationResult
+
+from ._errors import ViewerError
+from ._index import ResultIndex
+
+__all__ = ["FileRun", "JobRun", "Run"]
+
+# Results fetched from Redis per HMGET while catching up with a job.
+_FETCH_BATCH = 500
+
+
+class Run:
+    """One set of results: a name, its summary index, and its full results on demand.
+
+    Subclasses load the index and say how to fetch one full result.
+    """
+
+    live: bool = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.index = ResultIndex()
+
+    def result(self, row: int) -> VerificationResult:
+        """The full result at ``row``.
+
+        Raises:
+            ViewerError: there is no such row (or it can no longer be read).
+        """
+        raise NotImplementedError
+
+    def refresh(self) -> int:
+        """Pick up results that arrived since the last call; the number added.
+
+        A file never changes under the viewer, so the default adds nothing.
+        """
+        return 0
+
+    def progress(self) -> dict[str, Any] | None:
+        """Job progress for live pages; None for a finished file."""
+        return None
+
+    def _check_row(self, row: int) -> None:
+        if not 0 <= row < len(self.index):
+            raise ViewerError(f"run {self.name!r} has no result {row} ({len(self.index)} results)")
+
+
+class FileRun(Run):
+    """The results of a Parquet, JSON, JSON Lines or CSV file.
+
+    Parquet rows are re-read from the file when a page asks for one (only its row
+    group is read); other formats keep their results in memory, as they cannot be
+    read by position.
+
+    Raises:
+        ExportError: the file is missing, of an unknown format, or invalid.
+    """
+
+    def __init__(self, path: Path, name: str | None = None) -> None:
+        super().__init__(name or path.name)
+        self.path = path
+        self.format = resolve_format(path)
+        self._kept: list[VerificationResult] | None = None
+        if self.format == "parquet":
+            self.index.add(iter_results(path))
+        else:
+            self._kept = list(iter_results(path))
+            self.index.add(self._kept)
+
+    def result(self, row: int) -> VerificationResult:
+        """The full result at ``row``, read again from a Parquet file."""
+        self._check_row(row)
+        if self._kept is not None:
+            return self._kept[row]
+        return read_parquet_rows(self.path, [row])[0]
+
+
+class JobRun(Run):
+    """A fleet job's results as they arrive in Redis.
+
+    The index holds the results stored when it last refreshed; :meth:`refresh`
+    asks Redis for the result keys and fetches only the new ones. Full results are
+    read from Redis by key on demand.
+
+    Raises:
+        ViewerError: the job does not exist in the store.
+        redis.RedisError: Redis is unreachable.
+    """
+
+    live = True
+
+    def __init__(self, store: ResultStore, job_id: str, *, min_interval: float = 1.0) -> None:
+        super().__init__(f"job {job_id}")
+        self.store = store
+        self.job_id = job_id
+        self.min_interval = min_interval
+        self._keys: list[str] = []
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._last = 0.0
+        # (monotonic time, result count) samples of the last minute, for the rate.
+        self._samples: deque[tuple[float, int]] = deque()
+        try:
+            store.progress(job_id)
+        except KeyError:
+            raise ViewerError(f"no job {job_id!r} in the store (see `verifleet jobs`)") from None
+        self.refresh(force=True)
+
+    def refresh(self, force: bool = False) -> int:
+        """Fetch results stored since the last refresh (at most once per
+        ``min_interval`` seconds unless ``force``); the number added."""
+        with self._lock:
+            now = time.monotonic()
+            if not force and now - self._last < self.min_interval:
+                return 0
+            self._last = now
+            fresh = [k for k in self.store.result_keys(self.job_id) if k not in self._seen]
+            added = 0
+            for start in range(0, len(fresh), _FETCH_BATCH):
+                keys = fresh[start : start + _FETCH_BATCH]
+                pairs = [
+                    (k, r)
+                    for k, r in zip(keys, self.store.get_results(self.job_id, keys), strict=True)
+                    if r is not None
+                ]
+                self.index.add((r for _, r in pairs), start=len(self._keys))
+                for key, _ in pairs:
+                    self._keys.append(key)
+                    self._seen.add(key)
+                added += len(pairs)
+            self._samples.append((now, len(self._keys)))
+            while self._samples and now - self._samples[0][0] > 60:
+                self._samples.popleft()
+            return added
+
+    def result(self, row: int) -> VerificationResult:
+        """The full result at ``row``, read from Redis."""
+        self._check_row(row)
+        found = self.store.get_results(self.job_id, [self._keys[row]])[0]
+        if found is None:
+            raise ViewerError(f"result {row} of job {self.job_id} is gone from the store")
+        return found
+
+    def progress(self) -> dict[str, Any]:
+        """The job's counts, status and result rate over the last minute."""
+        progress = self.store.progress(self.job_id)
+        rate = 0.0
+        if len(self._samples) >= 2:
+            (t0, n0), (t1, n1) = self._samples[0], self._samples[-1]
+            rate = (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
+        return {
+            "job_id": self.job_id,
+            "name": progress.name,
+            "status": progress.status.value,
+            "finished": progress.finished,
+            "total_units": progress.total_units,
+            "done_units": progress.done_units,
+            "failed_units": progress.failed_units,
+            "in_flight": progress.in_flight,
+            "results": progress.results,
+            "indexed": len(self._keys),
+            "rate": rate,
+        }
