@@ -28,6 +28,7 @@ COPY schemas/ schemas/
 COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/
+COPY viewer/ viewer/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding
 RUN if [ -n "${EXTRAS}" ]; then pip install ".[${EXTRAS}]"; else pip install .; fi
