@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from verifleet.schemas import (
     BaseAnswer,
+    DynamicRubric,
     ModelConfig,
     PromptConfig,
     Question,
@@ -73,6 +74,8 @@ class VerificationContext:
     judge: ChatCaller
     resources: PipelineResources
     rubric: Rubric | None = None
+    # Global and question dynamic rubrics merged (None: none).
+    dynamic_rubric: DynamicRubric | None = None
     replicate: int | None = None
     deadline: float | None = None
     usage: UsageTracker = field(default_factory=UsageTracker)
@@ -105,6 +108,7 @@ class VerificationContext:
     field_verification_result: bool | None = None
     verify_granular_result: Any = None
     field_verification_error: str | None = None
+    template_validation_error: str | None = None
     field_results: dict[str, bool] | None = None
     composition_strategy: str | None = None
     regex: RegexOutcome | None = None

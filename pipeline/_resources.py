@@ -35,7 +35,10 @@ class CallerFactory(Protocol):
 class AgentRunner(Protocol):
     """Answers with a tool-using (MCP) agent; returns the trace as a CachedAnswer.
 
-    verifleet ships no MCP runtime; a deployment that has one plugs it in here.
+    The built-in one is :class:`~verifleet.pipeline._agents.McpAgentRunner`; a
+    deployment with another runtime plugs it in as ``PipelineResources.agent``.
+    It records the agent's token usage into ``tracker`` under
+    ``answer_generation`` and raises on failure (the unit records the error).
     """
 
     def __call__(
@@ -44,6 +47,7 @@ class AgentRunner(Protocol):
         messages: Sequence[Message],
         *,
         tracker: UsageTracker,
+        config: VerificationConfig,
         deadline: float | None,
     ) -> CachedAnswer: ...
 
@@ -61,7 +65,9 @@ class PipelineResources:
         embedder: Loads the embedding model by name (cached by the callee).
         call_gate: Entered around every model call attempt (the workers' Redis
             limiter); None for no gate.
-        agent: Runs MCP agents; None when no agent runtime is installed.
+        agent: Runs MCP agents; None for the built-in runtime
+            (:meth:`agent_runner`), built on first use with this object's
+            clients and call gate.
         search: Web search for deep judgment's hallucination check; None when no
             search tool is installed (search-enabled deep judgment then fails).
         caller_factory: Replaces the built-in callers (tests script the models).
@@ -77,6 +83,9 @@ class PipelineResources:
     search: SearchFunction | None = None
     caller_factory: CallerFactory | None = None
     sleep: Callable[[float], None] = time.sleep
+
+    _builtin_agent: AgentRunner | None = field(default=None, init=False, repr=False)
+    _agent_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     _default: ClassVar[PipelineResources | None] = None
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
@@ -114,3 +123,16 @@ class PipelineResources:
             call_gate=self.call_gate,
             sleep=self.sleep,
         )
+
+    def agent_runner(self) -> AgentRunner:
+        """``agent`` when set, else the built-in MCP agent runtime (one per
+        resources object, sharing its chat clients and call gate)."""
+        if self.agent is not None:
+            return self.agent
+        with self._agent_lock:
+            if self._builtin_agent is None:
+                # Imported on first use: units without agents never load the MCP stack.
+                from ._agents import McpAgentRunner
+
+                self._builtin_agent = McpAgentRunner(clients=self.clients, call_gate=self.call_gate)
+            return self._builtin_agent

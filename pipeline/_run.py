@@ -5,7 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from verifleet.schemas import ModelConfig, Question, Rubric, VerificationConfig, VerificationResult
+from verifleet.schemas import (
+    DynamicRubric,
+    ModelConfig,
+    Question,
+    Rubric,
+    VerificationConfig,
+    VerificationResult,
+)
 
 from ._answer import CachedAnswer
 from ._context import VerificationContext
@@ -18,9 +25,15 @@ __all__ = ["has_rubric_traits", "run_unit"]
 _log = logging.getLogger(__name__)
 
 
-def has_rubric_traits(rubric: Rubric | None, question: Question | None = None) -> bool:
-    """Whether ``rubric`` or the question's dynamic rubric has any trait."""
-    for candidate in (rubric, getattr(question, "question_dynamic_rubric", None)):
+def has_rubric_traits(
+    rubric: Rubric | None,
+    question: Question | None = None,
+    dynamic_rubric: DynamicRubric | None = None,
+) -> bool:
+    """Whether ``rubric``, ``dynamic_rubric`` or the question's dynamic rubric has
+    any trait."""
+    own = getattr(question, "question_dynamic_rubric", None)
+    for candidate in (rubric, dynamic_rubric, own):
         all_traits = getattr(candidate, "all_traits", None)
         if callable(all_traits) and all_traits():
             return True
@@ -35,6 +48,7 @@ def run_unit(
     *,
     replicate: int | None,
     rubric: Rubric | None = None,
+    dynamic_rubric: DynamicRubric | None = None,
     resources: PipelineResources | None = None,
     cached_answer: CachedAnswer | None = None,
     deadline: float | None = None,
@@ -52,6 +66,8 @@ def run_unit(
         config: The run's configuration.
         replicate: Replicate number (None when the run has one replicate).
         rubric: The :class:`~verifleet.schemas.Rubric` merged for this question.
+        dynamic_rubric: The global and question dynamic rubrics merged
+            (``Benchmark.dynamic_rubric_for``); None: the question's own, if any.
         resources: Per-process caches; :meth:`PipelineResources.default` if None.
         cached_answer: An answer obtained earlier; skips the answering call.
         deadline: ``time.monotonic()`` value after which model calls stop.
@@ -66,8 +82,10 @@ def run_unit(
         RuntimeError: the pipeline produced no result (a bug, not content).
     """
     resources = resources or PipelineResources.default()
+    if dynamic_rubric is None:
+        dynamic_rubric = question.question_dynamic_rubric
     orchestrator = StageOrchestrator.for_config(
-        config, has_rubric=has_rubric_traits(rubric, question)
+        config, has_rubric=has_rubric_traits(rubric, question, dynamic_rubric)
     )
     answer = cached_answer
     results: list[VerificationResult] = []
@@ -81,6 +99,7 @@ def run_unit(
             judge=resources.caller(parsing, tracker=tracker, config=config, deadline=deadline),
             resources=resources,
             rubric=rubric,
+            dynamic_rubric=dynamic_rubric,
             replicate=replicate,
             deadline=deadline,
             usage=tracker,

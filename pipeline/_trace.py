@@ -72,5 +72,6 @@ def final_ai_message(messages: Sequence[Mapping[str, Any]]) -> str:
         raise TraceError(f"the trace does not end with an AI message (last message: {role})")
     content = str(last.get("content", "")).strip()
     if not content:
-        raise TraceError("the final AI message has no text (tool calls only)")
+        detail = " (tool calls only)" if last.get("tool_calls") else ""
+        raise TraceError(f"the final AI message has no text{detail}")
     return content

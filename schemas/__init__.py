@@ -29,6 +29,7 @@ from ._config import (
     RetryPolicy,
     VerificationConfig,
 )
+from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 
 # --- templates (BaseAnswer, VerifiedField, validation) --------------------------
 from ._templates import (
@@ -152,6 +153,7 @@ __all__ = [
     "BenchmarkLoadError",
     "BooleanMatch",
     "CallableTrait",
+    "ConfigCompatibilityWarning",
     "ConfigError",
     "ContainsAll",
     "ContainsAny",
@@ -247,5 +249,6 @@ __all__ = [
     "register_aggregator",
     "run_regex_checks",
     "strategy_label",
+    "unwrap_preset",
     "validate_answer_template",
 ]

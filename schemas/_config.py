@@ -8,7 +8,9 @@ field, e.g. ``parsing_models[0].model_name: must not be empty``.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import random
 from typing import Any, Literal
 
 from pydantic import (
@@ -20,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._config_compat import adapt_original_config, adapt_original_model
 from ._errors import ConfigError
 from ._identity import ModelIdentity
 
@@ -112,6 +115,12 @@ class ModelConfig(BaseModel):
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _original_fields(cls, data: Any) -> Any:
+        # Presets of the original framework hold fields we do not have.
+        return adapt_original_model(data, cls.model_fields) if isinstance(data, dict) else data
+
     @field_validator("model_name")
     @classmethod
     def _name_not_empty(cls, value: str) -> str:
@@ -191,16 +200,43 @@ class FewShotConfig(BaseModel):
     """Few-shot prompting of the answering model from the questions' examples.
 
     Examples are ``{"question": ..., "answer": ...}`` dicts. ``custom`` selects
-    examples by index or by MD5 of the example question.
+    examples by index or by MD5 of the example question. ``k-shot`` samples k
+    examples with a random generator seeded by the question id, as the original
+    framework does, so a question sees the same examples on every run and worker.
+
+    The original's current field names load too: ``source`` (``disabled`` /
+    ``question_pool`` / ``global`` / ``both``), ``pool_mode``, ``pool_k`` and
+    ``global_examples`` map onto ``enabled``, ``global_mode``, ``global_k``,
+    ``global_external_examples`` and ``source``.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
+    source: Literal["question_pool", "global", "both"] = "both"
     global_mode: Literal["all", "k-shot", "custom", "none"] = "all"
     global_k: int = Field(default=3, ge=1)
     question_configs: dict[str, QuestionFewShotConfig] = Field(default_factory=dict)
     global_external_examples: list[dict[str, str]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _original_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for original, ours in (
+            ("pool_mode", "global_mode"),
+            ("pool_k", "global_k"),
+            ("global_examples", "global_external_examples"),
+        ):
+            if original in data:
+                value = data.pop(original)
+                data.setdefault(ours, value)
+        if data.get("source") == "disabled":
+            data["enabled"] = False
+            data["source"] = "both"
+        return data
 
     def effective(self, question_id: str) -> QuestionFewShotConfig:
         """The settings that apply to ``question_id`` with inheritance resolved."""
@@ -211,11 +247,13 @@ class FewShotConfig(BaseModel):
     def resolve(
         self, question_id: str, examples: list[dict[str, str]] | None
     ) -> list[dict[str, str]]:
-        """The examples to show for ``question_id`` (deterministic: no sampling)."""
+        """The examples to show for ``question_id``: the question's own pool (unless
+        ``source`` is ``global``), then the global ones (unless it is
+        ``question_pool``). Deterministic for a given question id."""
         if not self.enabled:
             return []
         cfg = self.effective(question_id)
-        pool = list(examples or [])
+        pool = list(examples or []) if self.source != "global" else []
         if cfg.excluded_examples:
             pool = [
                 ex
@@ -227,11 +265,23 @@ class FewShotConfig(BaseModel):
         elif cfg.mode == "all":
             chosen = pool
         elif cfg.mode == "k-shot":
-            chosen = pool[: cfg.k]
+            chosen = _sample_k(pool, cfg.k or self.global_k, question_id)
         else:
             wanted = cfg.selected_examples or []
             chosen = [ex for i, ex in enumerate(pool) if _example_selected(i, ex, wanted)]
-        return chosen + list(cfg.external_examples or []) + list(self.global_external_examples)
+        global_examples = [] if self.source == "question_pool" else self.global_external_examples
+        return chosen + list(cfg.external_examples or []) + list(global_examples)
+
+
+def _sample_k(pool: list[dict[str, str]], k: int, question_id: str) -> list[dict[str, str]]:
+    """k examples drawn the way the original draws them: the whole pool when it has
+    at most k, else ``random.sample`` from a generator seeded with the low 31 bits
+    of the MD5 of the question id (a private generator: the global one is not
+    touched, and the draw is the same as the original's)."""
+    if len(pool) <= k:
+        return list(pool)
+    seed = int(hashlib.md5(question_id.encode("utf-8")).hexdigest(), 16) & 0x7FFFFFFF
+    return random.Random(seed).sample(pool, k)
 
 
 def _example_selected(index: int, example: dict[str, str], keys: list[str | int]) -> bool:
@@ -336,7 +386,7 @@ class VerificationConfig(BaseModel):
     def _environment_and_defaults(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        data = dict(data)
+        data = adapt_original_config(data, cls.model_fields)
         env = os.environ
         if "embedding_check_enabled" not in data and "EMBEDDING_CHECK" in env:
             data["embedding_check_enabled"] = env["EMBEDDING_CHECK"].strip().lower() in _ENV_BOOL

@@ -185,6 +185,7 @@ def run_unit_task(
         spec.config,
         replicate=replicate,
         rubric=spec.benchmark.rubric_for(unit.question),
+        dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
         resources=state.resources,
         deadline=deadline,
     )

@@ -39,7 +39,8 @@ class Job:
     """A job on the fleet, addressed by id.
 
     Example:
-        >>> job = Job.submit(benchmark, config, "redis://127.0.0.1:6379/0")
+        >>> import verifleet
+        >>> job = verifleet.submit(benchmark, config, "redis://127.0.0.1:6379/0")
         >>> job.wait()
         >>> results = job.result_set()
     """
@@ -48,6 +49,8 @@ class Job:
         self, job_id: str, redis_url: str | None = None, *, prefix: str | None = None
     ) -> None:
         self.job_id = job_id
+        # Set by submit: questions enqueued although their template fails them.
+        self.failing_questions: list[str] = []
         self.redis_url = redis_url_from(redis_url)
         self.store = ResultStore.from_url(self.redis_url, prefix=prefix)
 
@@ -60,16 +63,29 @@ class Job:
         *,
         job_id: str | None = None,
         prefix: str | None = None,
+        strict: bool = False,
     ) -> Job:
-        """Validate and enqueue a job; see :func:`submit_job`."""
+        """Validate and enqueue a job; see :func:`submit_job` (``strict`` rejects
+        it when any question's template would fail; by default that question
+        fails alone). :attr:`failing_questions` lists such questions.
+
+        Raises:
+            JobRejectedError: listing every problem; nothing was enqueued.
+            ConfigError: no Redis URL.
+            redis.RedisError: Redis is unreachable.
+        """
         url = redis_url_from(redis_url)
         store = ResultStore.from_url(url, prefix=prefix)
         broker = Broker(url)
         try:
-            report = submit_job(benchmark, config, store=store, broker=broker, job_id=job_id)
+            report = submit_job(
+                benchmark, config, store=store, broker=broker, job_id=job_id, strict=strict
+            )
         finally:
             broker.close()
-        return cls(report.job_id, url, prefix=prefix)
+        job = cls(report.job_id, url, prefix=prefix)
+        job.failing_questions = report.failing_questions
+        return job
 
     def progress(self) -> JobProgress:
         """Counts and per-pair verdicts so far.

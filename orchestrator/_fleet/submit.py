@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from verifleet.orchestrator.store import ResultStore, unit_messages
-from verifleet.schemas import Benchmark, ConfigError, RubricError, VerificationConfig
+from verifleet.schemas import (
+    Benchmark,
+    ConfigError,
+    RubricError,
+    TemplateValidationError,
+    VerificationConfig,
+    validate_answer_template,
+)
 
 from .broker import Broker
 
@@ -20,6 +27,7 @@ __all__ = [
     "new_job_id",
     "resume_job",
     "submit_job",
+    "template_problems",
     "validate_job",
 ]
 
@@ -43,6 +51,8 @@ class SubmitReport(BaseModel):
     job_id: str
     units: int
     expected_results: int
+    failing_questions: list[str] = []
+    """Questions enqueued although their template will fail them (one message each)."""
 
 
 def new_job_id() -> str:
@@ -58,14 +68,19 @@ _TEMPLATE_MODULE_PREFIX = "verifleet_template_"
 _VALIDATE_CHUNK = 500
 
 
-def _validate_in_chunks(benchmark: Benchmark) -> list[str]:
+def _validate_in_chunks(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
     """``benchmark.validate()``, a chunk of questions at a time, dropping the template
     modules each chunk registered, so memory stays at one chunk's classes.
 
     Modules that existed before (a template this process also runs) are kept.
     Problems reported by every chunk alike (the global rubric's) are listed once.
+
+    Returns:
+        The problems other than templates, and ``{question id: message}`` for
+        each question whose template does not compile or is refused.
     """
     problems: dict[str, None] = {}
+    templates: dict[str, str] = {}
     questions = benchmark.questions
     for start in range(0, max(len(questions), 1), _VALIDATE_CHUNK):
         chunk = benchmark.model_copy(
@@ -73,28 +88,32 @@ def _validate_in_chunks(benchmark: Benchmark) -> list[str]:
         )
         before = set(sys.modules)
         try:
-            problems.update(dict.fromkeys(chunk.validate()))
+            problems.update(dict.fromkeys(chunk.validate(templates=False)))
+            for q in chunk.questions:
+                if not q.has_template:
+                    continue
+                try:
+                    validate_answer_template(q.answer_template or "", question_id=q.id)
+                except TemplateValidationError as exc:
+                    templates[q.id] = f"question {q.id}: template: {exc.problem}"
         finally:
             for name in set(sys.modules) - before:
                 if name.startswith(_TEMPLATE_MODULE_PREFIX):
                     del sys.modules[name]
             gc.collect()  # pydantic classes are cycles: only a full collection frees them
-    return list(problems)
+    return list(problems), templates
 
 
-def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
-    """Every reason the job cannot run, as messages (empty: ready).
-
-    Checks each template compiles (template modes), each question's rubrics merge,
-    that rubric modes have traits to evaluate and that ``rubric_trait_names``
-    resolve.
-    """
+def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[list[str], list[str]]:
+    """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
     if not benchmark.questions:
         problems.append("the benchmark has no questions")
-    problems.extend(_validate_in_chunks(benchmark))
+    others, templates = _validate_in_chunks(benchmark)
+    problems.extend(others)
+    failing = list(templates.values())
     if config.template_stages_enabled:
-        problems.extend(
+        failing.extend(
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
             for q in benchmark.questions
             if not q.has_template
@@ -103,11 +122,12 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
         names: set[str] = set()
         for q in benchmark.questions:
             try:
-                rubric = benchmark.rubric_for(q)
+                rubrics = (benchmark.rubric_for(q), benchmark.dynamic_rubric_for(q))
             except RubricError:
                 continue  # already reported by benchmark.validate()
-            if rubric is not None:
-                names.update(rubric.get_trait_names())
+            for rubric in rubrics:
+                if rubric is not None:
+                    names.update(rubric.get_trait_names())
         if not names:
             problems.append(
                 f"evaluation mode '{config.evaluation_mode}' needs rubric traits; the benchmark has none"
@@ -115,7 +135,34 @@ def validate_job(benchmark: Benchmark, config: VerificationConfig) -> list[str]:
         unknown = sorted(set(config.rubric_trait_names or []) - names)
         if unknown:
             problems.append(f"rubric_trait_names: unknown trait(s) {', '.join(unknown)}")
-    return problems
+    return problems, failing
+
+
+def template_problems(benchmark: Benchmark, config: VerificationConfig | None = None) -> list[str]:
+    """One message per question whose template will fail it: it does not compile,
+    is refused, or (with a ``config`` that runs template stages) is missing.
+
+    Unless a caller asks for strictness these fail their own question only (the
+    pipeline records the error in its results); see :func:`validate_job`.
+    """
+    if config is None:
+        return list(_validate_in_chunks(benchmark)[1].values())
+    return _job_problems(benchmark, config)[1]
+
+
+def validate_job(
+    benchmark: Benchmark, config: VerificationConfig, *, strict: bool = True
+) -> list[str]:
+    """Every reason the job cannot run, as messages (empty: ready).
+
+    Checks each template compiles (template modes), each question's rubrics merge,
+    that rubric modes have traits to evaluate and that ``rubric_trait_names``
+    resolve. With ``strict=False`` a question whose template does not compile,
+    is refused or is missing is not a reason: that question fails alone when it
+    runs (:func:`template_problems` lists them), as ``verifleet run`` does.
+    """
+    problems, failing = _job_problems(benchmark, config)
+    return problems + failing if strict else problems
 
 
 def submit_job(
@@ -127,14 +174,22 @@ def submit_job(
     job_id: str | None = None,
     name: str = "",
     batch_size: int = 500,
+    strict: bool = False,
 ) -> SubmitReport:
     """Validate, store once, and enqueue every unit of a job.
+
+    A question whose template does not compile, is refused or is missing is
+    enqueued like the others and fails alone (its results carry the error); the
+    report lists them in ``failing_questions``. ``strict=True`` rejects the
+    whole job for them instead.
 
     Raises:
         JobRejectedError: listing every problem; nothing is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
-    problems = validate_job(benchmark, config)
+    problems, failing = _job_problems(benchmark, config)
+    if strict:
+        problems, failing = problems + failing, []
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
@@ -148,7 +203,10 @@ def submit_job(
     )
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
-        job_id=job_id, units=sent, expected_results=sent * len(config.parsing_models)
+        job_id=job_id,
+        units=sent,
+        expected_results=sent * len(config.parsing_models),
+        failing_questions=failing,
     )
 
 

@@ -119,6 +119,7 @@ class LocalRunner:
                 self.config,
                 replicate=unit.replicate,
                 rubric=self.benchmark.rubric_for(unit.question),
+                dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
                 resources=self.resources,
             )
         except Exception as exc:  # the unit fails, the job goes on

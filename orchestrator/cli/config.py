@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig
+from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig, unwrap_preset
 
 __all__ = ["add_config_arguments", "build_config", "local_model_needed", "missing_credentials"]
 
@@ -43,6 +43,14 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
     models.add_argument(
         "--parsing", nargs="+", metavar="MODEL", default=None, help="parsing (judge) model(s)"
+    )
+    models.add_argument(
+        "--mcp",
+        action="append",
+        metavar="NAME=URL",
+        default=None,
+        help="attach an MCP server to every answering model (repeatable); the model "
+        "then answers as a tool-using agent (docs/agents.md)",
     )
     run = parser.add_argument_group("verification")
     run.add_argument("--config", type=Path, help="YAML or JSON file with VerificationConfig fields")
@@ -81,7 +89,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of VerificationConfig fields")
-    return data
+    # A preset saved by the original framework wraps the fields in "config".
+    return unwrap_preset(data)
 
 
 def _models(specs: list[str], local_spec: str | None, flag: str) -> list[ModelConfig]:
@@ -97,6 +106,32 @@ def _models(specs: list[str], local_spec: str | None, flag: str) -> list[ModelCo
     return models
 
 
+def _with_mcp(models: list[Any], specs: list[str]) -> list[Any]:
+    """``models`` with the ``--mcp NAME=URL`` servers added to their ``mcp_urls_dict``.
+
+    Raises:
+        ConfigError: a spec is not ``NAME=URL``.
+    """
+    servers: dict[str, str] = {}
+    for spec in specs:
+        name, sep, url = spec.partition("=")
+        if not sep or not name.strip() or not url.strip():
+            raise ConfigError(f"--mcp {spec}: expected NAME=URL")
+        servers[name.strip()] = url.strip()
+    out: list[Any] = []
+    for model in models:
+        if isinstance(model, ModelConfig):
+            merged = {**(model.mcp_urls_dict or {}), **servers}
+            out.append(model.model_copy(update={"mcp_urls_dict": merged}))
+        elif isinstance(model, dict):
+            out.append(
+                {**model, "mcp_urls_dict": {**(model.get("mcp_urls_dict") or {}), **servers}}
+            )
+        else:
+            out.append(model)
+    return out
+
+
 def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> VerificationConfig:
     """Merge the config file and the flags into a validated config.
 
@@ -109,6 +144,8 @@ def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> 
         data["answering_models"] = _models(args.answering, local_spec, "--answering")
     if args.parsing:
         data["parsing_models"] = _models(args.parsing, local_spec, "--parsing")
+    if getattr(args, "mcp", None):
+        data["answering_models"] = _with_mcp(data.get("answering_models") or [], args.mcp)
     overrides = {
         "replicate_count": args.replicates,
         "evaluation_mode": args.mode,

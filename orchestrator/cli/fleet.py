@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,12 @@ def register(commands: Any) -> None:
     _redis_arg(submit)
     submit.add_argument("--job-id", help="choose the job id (default: generated)")
     submit.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
+    submit.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject the whole job when a question's template does not compile or is refused "
+        "(default: that question fails alone, with its error in its results)",
+    )
     submit.set_defaults(handler=_submit)
 
     jobs = commands.add_parser("jobs", help="list jobs, newest first")
@@ -95,14 +102,27 @@ def _progress(store: ResultStore, job_id: str) -> JobProgress:
 
 def _submit(args: argparse.Namespace) -> int:
     url = _url(args)
-    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    # Templates are checked by submit_job: a broken one fails its own question
+    # (or, with --strict, rejects the job), as `verifleet run` does.
+    benchmark = load_benchmark(
+        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+    )
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)
     try:
-        report = submit_job(benchmark, config, store=store, broker=broker, job_id=args.job_id)
+        report = submit_job(
+            benchmark,
+            config,
+            store=store,
+            broker=broker,
+            job_id=args.job_id,
+            strict=args.strict,
+        )
     finally:
         broker.close()
+    for problem in report.failing_questions:
+        print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     print(
         f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results expected)"
     )

@@ -36,8 +36,9 @@ from verifleet.orchestrator.reward import (
     reward_resources,
 )
 from verifleet.orchestrator.store import RedisTarget
-from verifleet.schemas import ConfigError, ModelConfig, load_benchmark
+from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
 
+from .._fleet.submit import template_problems
 from .config import LOCAL, missing_credentials
 
 __all__ = [
@@ -91,6 +92,12 @@ def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse the benchmark when a question's template does not compile or is refused "
+        "(default: that question's rollouts fail, with the error in their results)",
+    )
 
 
 def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelConfig]:
@@ -134,13 +141,28 @@ def reward_setup(
     its judge-call cache is shared through Redis when ``redis_url`` is set. A
     ``local`` judge runs until ``stack`` closes.
 
+    A question whose template does not compile or is refused fails alone: its
+    requests get results carrying the error (and the config's error reward);
+    ``--strict`` refuses the benchmark instead.
+
     Raises:
-        BenchmarkLoadError: the benchmark cannot be loaded.
+        BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
+            template does not compile or is refused.
         ConfigError: a bad model spec or reward config, a malformed Redis URL, or
             a missing API key.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
-    benchmark = load_benchmark(args.benchmark, trust_callables=args.trust_callables)
+    benchmark = load_benchmark(
+        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+    )
+    failing = template_problems(benchmark)
+    if failing and args.strict:
+        raise BenchmarkLoadError(
+            f"{len(failing)} template problem(s):\n  " + "\n  ".join(failing),
+            path=str(args.benchmark),
+        )
+    for problem in failing:
+        print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:

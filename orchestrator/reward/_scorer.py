@@ -260,6 +260,7 @@ class RewardScorer:
             self.config,
             replicate=None,
             rubric=rubric,
+            dynamic_rubric=self.benchmark.dynamic_rubric_for(question),
             resources=self.resources,
             cached_answer=answer,
             deadline=deadline,

@@ -1,6 +1,7 @@
 """The ``manual`` interface: replay pre-recorded answers or traces from a file.
 
-Accepted files (keyed by question id):
+Accepted files, keyed by question id or by the MD5 of the question text (the
+original framework's key; both are looked up, the id first):
 
 * JSON object: ``{"<question id>": "answer text" | [trace messages], ...}``
 * JSON array or JSONL: records ``{"question_id": ..., "answer": ...}`` where the
@@ -21,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, md5_hex
 
 from .._answer import CachedAnswer
 from .._trace import TraceError, normalise_trace, render_trace
@@ -99,20 +100,28 @@ class ManualAnswerStore:
             self._files[key] = (mtime, records)
             return records
 
-    def answer_for(self, model: ModelConfig, question_id: str) -> CachedAnswer:
-        """The recorded answer of ``question_id`` for a ``manual`` model.
+    def answer_for(
+        self, model: ModelConfig, question_id: str, question_text: str | None = None
+    ) -> CachedAnswer:
+        """The recorded answer of ``question_id`` for a ``manual`` model: the entry
+        keyed by the id, else the one keyed by the MD5 of ``question_text``.
 
         Raises:
             ManualAnswerError: the file is missing or malformed, the question has
-                no entry, or its trace is malformed.
+                no entry under either key, or its trace is malformed.
         """
         if not model.manual_traces_path:
             raise ManualAnswerError(f"model '{model.model_name}' has no manual_traces_path")
         path = Path(model.manual_traces_path)
-        recorded = self._load(path).get(question_id)
+        records = self._load(path)
+        recorded = records.get(question_id)
+        text_key = md5_hex(question_text) if question_text is not None else None
+        if recorded is None and text_key is not None:
+            recorded = records.get(text_key)
         if recorded is None:
+            also = f" or its text's MD5 '{text_key}'" if text_key else ""
             raise ManualAnswerError(
-                f"no pre-recorded answer for question '{question_id}' in {path}"
+                f"no pre-recorded answer for question '{question_id}'{also} in {path}"
             )
         if isinstance(recorded, str):
             return CachedAnswer(raw_llm_response=recorded)

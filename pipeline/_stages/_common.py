@@ -8,7 +8,7 @@ from .._context import VerificationContext
 from .._stage import StageFailure
 from .._trace import TraceError, final_ai_message
 
-__all__ = ["evaluation_text", "fail_verification", "log"]
+__all__ = ["check_input", "evaluation_text", "fail_verification", "log"]
 
 log = logging.getLogger("verifleet.pipeline.stages")
 
@@ -43,3 +43,19 @@ def evaluation_text(ctx: VerificationContext, *, full_trace: bool) -> str:
     except TraceError as exc:
         ctx.trace_extraction_error = str(exc)
         raise StageFailure(f"cannot extract the final AI message: {exc}") from exc
+
+
+def check_input(ctx: VerificationContext, *, check: str) -> str | None:
+    """What the abstention and sufficiency judges read: the response, or for a
+    trace the final AI message unless ``use_full_trace_for_template`` (tool
+    outputs are then left out, as in the original). None when the final AI
+    message cannot be extracted: the check is skipped (logged), with no fallback
+    to the full trace. Never raises."""
+    answer = ctx.answer
+    if ctx.config.use_full_trace_for_template or answer is None or not answer.trace_messages:
+        return ctx.raw_llm_response
+    try:
+        return final_ai_message(answer.trace_messages)
+    except TraceError as exc:
+        log.warning("%s skipped for question %s: %s", check, ctx.question_id, exc)
+        return None

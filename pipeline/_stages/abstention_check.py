@@ -9,7 +9,7 @@ from verifleet.schemas import VerificationConfig
 from .._checks import detect_abstention
 from .._context import VerificationContext
 from .._stage import Stage
-from ._common import fail_verification
+from ._common import check_input, fail_verification
 
 __all__ = ["AbstentionCheckStage"]
 
@@ -17,6 +17,8 @@ __all__ = ["AbstentionCheckStage"]
 class AbstentionCheckStage(Stage):
     """Asks the judge whether the response abstains; if so, ``verify_result`` is
     forced False and parsing, verification and the template checks are skipped.
+    An agent's trace is judged by its final AI message (tool outputs excluded)
+    unless ``use_full_trace_for_template``; a trace without one skips the check.
     Non-fatal: a failing check is logged and the pipeline goes on."""
 
     name: ClassVar[str] = "AbstentionCheck"
@@ -30,10 +32,13 @@ class AbstentionCheckStage(Stage):
         return not ctx.recursion_limit_reached
 
     def run(self, ctx: VerificationContext) -> None:
+        text = check_input(ctx, check=self.name)
+        if text is None:
+            return
         outcome = detect_abstention(
             ctx.judge,
             question=ctx.question_text,
-            response=ctx.raw_llm_response,
+            response=text,
             instructions=ctx.prompts.abstention_detection,
         )
         record = ctx.abstention

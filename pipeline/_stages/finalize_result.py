@@ -69,6 +69,7 @@ def _template_section(ctx: VerificationContext) -> VerificationResultTemplate:
         verify_result=ctx.verify_result,
         verify_granular_result=ctx.verify_granular_result,
         field_verification_error=ctx.field_verification_error,
+        template_validation_error=ctx.template_validation_error,
         field_results=dict(ctx.field_results) if ctx.field_results is not None else None,
         composition_strategy=ctx.composition_strategy,
         embedding_check_performed=ctx.embedding.performed,

@@ -42,7 +42,7 @@ class GenerateAnswerStage(Stage):
         shown = 0
         try:
             if model.interface == "manual":
-                answer = ctx.resources.manual.answer_for(model, ctx.question_id)
+                answer = ctx.resources.manual.answer_for(model, ctx.question_id, ctx.question.text)
             else:
                 messages, shown = _prompt(ctx)
                 answer = _ask(ctx, messages, agent=bool(servers))
@@ -79,12 +79,8 @@ def _prompt(ctx: VerificationContext) -> tuple[list[Message], int]:
 def _ask(ctx: VerificationContext, messages: list[Message], *, agent: bool) -> CachedAnswer:
     model = ctx.answering
     if agent:
-        if ctx.resources.agent is None:
-            raise StageFailure(
-                f"model '{model.model_name}' has MCP servers but no agent runtime is "
-                "configured (PipelineResources.agent)"
-            )
-        return ctx.resources.agent(model, messages, tracker=ctx.usage, deadline=ctx.deadline)
+        runner = ctx.resources.agent_runner()
+        return runner(model, messages, tracker=ctx.usage, config=ctx.config, deadline=ctx.deadline)
     caller = ctx.resources.caller(
         model, tracker=ctx.usage, config=ctx.config, deadline=ctx.deadline
     )

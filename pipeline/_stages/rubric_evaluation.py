@@ -45,7 +45,7 @@ class RubricEvaluationStage(Stage):
             rubric=ctx.rubric,
             config=ctx.config,
             question_id=ctx.question_id,
-            dynamic_rubric=ctx.question.question_dynamic_rubric,
+            dynamic_rubric=ctx.dynamic_rubric,
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric

@@ -9,7 +9,7 @@ from verifleet.schemas import VerificationConfig, judge_json_schema
 from .._checks import detect_sufficiency
 from .._context import VerificationContext
 from .._stage import Stage
-from ._common import fail_verification
+from ._common import check_input, fail_verification
 
 __all__ = ["SufficiencyCheckStage"]
 
@@ -17,7 +17,8 @@ __all__ = ["SufficiencyCheckStage"]
 class SufficiencyCheckStage(Stage):
     """Asks the judge whether the response can fill the template's schema; if not,
     ``verify_result`` is forced False and parsing is skipped. Template modes
-    only. Non-fatal."""
+    only. Reads what the abstention check reads (final AI message of a trace
+    unless ``use_full_trace_for_template``). Non-fatal."""
 
     name: ClassVar[str] = "SufficiencyCheck"
     fatal: ClassVar[bool] = False
@@ -36,10 +37,13 @@ class SufficiencyCheckStage(Stage):
 
     def run(self, ctx: VerificationContext) -> None:
         assert ctx.raw_answer_cls is not None  # guaranteed by should_run
+        text = check_input(ctx, check=self.name)
+        if text is None:
+            return
         outcome = detect_sufficiency(
             ctx.judge,
             question=ctx.question_text,
-            response=ctx.raw_llm_response,
+            response=text,
             schema=judge_json_schema(ctx.raw_answer_cls),
             instructions=ctx.prompts.sufficiency_detection,
         )

@@ -7,14 +7,15 @@ from typing import ClassVar
 from verifleet.schemas import VerificationConfig
 
 from .._context import VerificationContext
-from .._stage import Stage, StageFailure
+from .._stage import Stage, StageFailure, describe_cause
 
 __all__ = ["ValidateTemplateStage"]
 
 
 class ValidateTemplateStage(Stage):
     """Compiles the template once per process (cached by template id) and binds
-    the question id. Fatal: an invalid template fails the result."""
+    the question id. Fatal: an invalid template fails the result, and its cause
+    is kept for ``template.template_validation_error``."""
 
     name: ClassVar[str] = "ValidateTemplate"
     failure_label: ClassVar[str] = "template validation failed"
@@ -23,6 +24,14 @@ class ValidateTemplateStage(Stage):
         return config.template_stages_enabled
 
     def run(self, ctx: VerificationContext) -> None:
+        try:
+            self._validate(ctx)
+        except Exception as exc:
+            # The spec's template.template_validation_error carries the cause.
+            ctx.template_validation_error = describe_cause(exc)
+            raise
+
+    def _validate(self, ctx: VerificationContext) -> None:
         source = ctx.question.answer_template
         if not source or not source.strip():
             raise StageFailure(f"question {ctx.question_id} has no answer template")

@@ -96,24 +96,27 @@ class Benchmark(BaseModel):
             )
         return found
 
-    def validate(self) -> list[str]:  # type: ignore[override]
+    def validate(self, *, templates: bool = True) -> list[str]:  # type: ignore[override]
         """Every problem that would stop this benchmark from running, as messages.
 
-        Checks each answer template (``validate_answer_template``), each callable
-        trait (compiles, or pickled and trusted) and each question's merged
-        rubrics. Nothing is raised: an empty list means ready. (Overrides
-        pydantic v1's deprecated classmethod of the same name.)
+        Checks each answer template (``validate_answer_template``; not when
+        ``templates`` is False), each callable trait (compiles, or pickled and
+        trusted) and each question's merged rubrics. Nothing is raised: an empty
+        list means ready. (Overrides pydantic v1's deprecated classmethod of the
+        same name.)
         """
         problems: list[str] = []
         for qid, rubric in self.all_rubrics():
             where = f"question {qid}" if qid else "global rubric"
             for trait in rubric.callable_traits:
+                if not trait.has_code:
+                    continue  # a checkpoint trait without code fails when evaluated
                 try:
                     trait.load_function()
                 except (RubricError, UntrustedCodeError) as exc:
                     problems.append(f"{where}: {exc}")
         for q in self.questions:
-            if q.has_template:
+            if templates and q.has_template:
                 try:
                     validate_answer_template(q.answer_template or "", question_id=q.id)
                 except TemplateValidationError as exc:

@@ -93,6 +93,8 @@ def _check_callables(benchmark: Benchmark, path: str, trust: bool) -> list[Probl
     problems: list[Problem] = []
     for qid, rubric in benchmark.all_rubrics():
         for trait in rubric.callable_traits:
+            if not trait.has_code:
+                continue  # loads like the original's empty code; fails when evaluated
             # Trust comes from the caller only, never from the file.
             trait.trusted = trust and trait.is_pickled
             if trait.is_pickled and not trust:

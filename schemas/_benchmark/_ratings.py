@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -57,6 +58,8 @@ _SUFFIXES: dict[str, str] = {
     "AgenticRubricTrait": "agentic",
     "DynamicRubricTrait": "dynamic",
 }
+
+logger = logging.getLogger(__name__)
 
 _LIST_FIELDS = ("tp_instructions", "tn_instructions", "metrics", "classes")
 _PICKLE_PROTOCOL_MARK = b"\x80"
@@ -124,22 +127,43 @@ def _as_int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _callable_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """Tell a pickled blob from plain source: some files store ``def`` text under
-    ``callable_code``."""
+def _callable_fields(fields: dict[str, Any], name: Any) -> dict[str, Any]:
+    """Sort ``callable_code`` into pickled code or ``def`` source.
+
+    The original framework stores base64 of whatever bytes the trait holds: a
+    cloudpickle blob (its ``from_callable``) or the UTF-8 source of a ``def`` (its
+    fixture and notebook checkpoints). A pickle is kept as ``callable_code``
+    (running it needs trust); base64 of source is decoded to ``callable_source``;
+    plain source text (some older files) is taken as is. No code at all loads as a
+    trait without code, as the original loads it (empty code that fails when run).
+    """
     code = fields.get("callable_code")
-    if isinstance(code, str):
+    if isinstance(code, str) and not code.strip():
+        code = None
+    if code is None:
+        logger.warning("callable trait %r has no code; it will fail when evaluated", name)
+        return {k: v for k, v in fields.items() if k != "callable_code"}
+    if not isinstance(code, str):
+        return fields
+    try:
+        raw = base64.b64decode(code, validate=True)
+    except (binascii.Error, ValueError):
+        raw = None
+    if raw is not None and raw.startswith(_PICKLE_PROTOCOL_MARK):
+        return fields
+    source = code
+    if raw is not None:
         try:
-            pickled = base64.b64decode(code, validate=True).startswith(_PICKLE_PROTOCOL_MARK)
-        except (binascii.Error, ValueError):
-            pickled = False
-        if not pickled:
-            fields = {k: v for k, v in fields.items() if k != "callable_code"}
-            fields["callable_source"] = code
+            source = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return fields  # neither pickle nor text: let the trait report it
+    fields = {k: v for k, v in fields.items() if k != "callable_code"}
+    fields["callable_source"] = source
     return fields
 
 
 def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    name = rating.get("name")
     best, worst = _as_int(rating.get("bestRating")), _as_int(rating.get("worstRating"))
     fields: dict[str, Any] = {
         k: _decode_json_text(v) if k in _LIST_FIELDS else v for k, v in props.items()
@@ -151,7 +175,11 @@ def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dic
         fields.setdefault("min_score", worst)
         fields.setdefault("max_score", best)
     if kind == "callable":
-        fields = _callable_fields(fields)
+        fields = _callable_fields(fields, rating.get("name"))
+    if kind == "regex" and fields.get("pattern") is None:
+        # The original reads a missing pattern as "" (which matches every text).
+        logger.warning("regex trait %r has no pattern; using '' as the original does", name)
+        fields["pattern"] = ""
     override = _decode_json_text(fields.get("model_override"))
     if kind == "agentic" and isinstance(override, dict):
         # The original ModelConfig has settings ours does not (retries, SDK options);
@@ -201,7 +229,13 @@ def rubrics_from_ratings(ratings: Any, *, what: str) -> tuple[Rubric | None, Dyn
         if kind == "dynamic":
             inner = props.get("dynamic_trait_type", "llm")
             if inner not in _TRAIT_CLASSES:
-                raise RatingError(f"trait {rating['name']!r}: unknown dynamic_trait_type {inner!r}")
+                # The original skips such a trait with a warning; so do we.
+                logger.warning(
+                    "dynamic trait %r: unknown dynamic_trait_type %r; skipped",
+                    rating["name"],
+                    inner,
+                )
+                continue
             dynamic.append(_build(inner, rating, props))
         else:
             static.append(_build(kind, rating, props))
@@ -236,7 +270,9 @@ def legacy_rubric_traits(data: Any, *, what: str) -> list[AnyTrait]:
             if "invert" in fields:
                 fields.setdefault("invert_result", fields.pop("invert"))
             if kind == "callable":
-                fields = _callable_fields(fields)
+                fields = _callable_fields(fields, fields.get("name"))
+            if kind == "regex" and fields.get("pattern") is None:
+                fields["pattern"] = ""  # the original's default, as for Ratings
             allowed = _TRAIT_CLASSES[kind].model_fields
             clean = {k: v for k, v in fields.items() if k in allowed and v is not None}
             try:

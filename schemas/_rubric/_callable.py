@@ -5,11 +5,16 @@ Two ways to carry the function:
 * ``callable_code``: the original framework's base64 cloudpickle blob. Unpickling
   runs arbitrary code, so it happens only when the trait is ``trusted`` (the
   benchmark loader sets that only when the user passes ``trust_callables=True``).
-* ``callable_source``: the source of one ``def`` (verifleet's own format). It runs
+* ``callable_source``: the source of one ``def`` (verifleet's own format, and what
+  the original's fixture checkpoints store base64-encoded under ``callable_code``;
+  the checkpoint loader decodes those to source). It runs
   in a restricted namespace: a small set of builtins, imports limited to
   :data:`ALLOWED_IMPORTS`, and no dunder names or attributes (the usual way out of
   such a namespace). That keeps honest mistakes and casual misuse out; it is not
   a sandbox against a determined attacker, so only run benchmarks you accept.
+
+A trait with neither (a checkpoint that stored no code: the original loads such a
+trait with empty code) loads, and fails when evaluated, like the original's.
 
 Compiled functions are cached per process by a hash of their code, under a lock
 (parsing in many threads at once trips CPython issue 106905).
@@ -162,11 +167,13 @@ def _load_cached(key: str, build: Callable[[], TraitFunction]) -> TraitFunction:
 class CallableTrait(_TraitBase):
     """A trait scored by a Python function ``f(text) -> bool | int | str``.
 
-    Kinds: ``boolean`` (must return bool; ``invert_result`` flips it), ``score``
-    (int within [min_score, max_score] when given; floats are truncated), and
-    ``literal`` (returns a class name or index; the result is the index).
-    Exactly one of ``callable_code`` (pickled, needs ``trusted``) and
-    ``callable_source`` (restricted ``def``) is set.
+    Kinds, checked as the original framework checks them: ``boolean`` (must return
+    bool; ``invert_result`` flips it), ``score`` (int or float within
+    [min_score, max_score] when given, kept as returned: 3.7 stays 3.7) and
+    ``literal`` (must return one of ``classes`` by its exact name; the result is
+    its index). At most one of ``callable_code`` (pickled, needs ``trusted``) and
+    ``callable_source`` (restricted ``def``) is set; with neither the trait loads
+    and every evaluation fails (see :attr:`has_code`).
     """
 
     trait_type: Literal["callable"] = "callable"
@@ -208,9 +215,9 @@ class CallableTrait(_TraitBase):
 
     @model_validator(mode="after")
     def _one_code_and_kind(self) -> CallableTrait:
-        if (self.callable_code is None) == (self.callable_source is None):
+        if self.callable_code is not None and self.callable_source is not None:
             raise ValueError(
-                f"callable trait {self.name!r} needs exactly one of callable_code "
+                f"callable trait {self.name!r} needs at most one of callable_code "
                 "(pickled) and callable_source (a def)"
             )
         if self.kind == "literal":
@@ -229,6 +236,11 @@ class CallableTrait(_TraitBase):
                 f"below max_score {self.max_score}"
             )
         return self
+
+    @property
+    def has_code(self) -> bool:
+        """Whether the trait carries a function at all (checkpoints may store none)."""
+        return self.callable_code is not None or self.callable_source is not None
 
     @property
     def is_pickled(self) -> bool:
@@ -255,9 +267,13 @@ class CallableTrait(_TraitBase):
 
         Raises:
             UntrustedCodeError: pickled code on a trait that is not ``trusted``.
-            RubricError: the source is refused or does not compile, or the blob
-                does not unpickle to a function.
+            RubricError: the trait has no code, the source is refused or does not
+                compile, or the blob does not unpickle to a function.
         """
+        if not self.has_code:
+            raise RubricError(
+                f"callable trait {self.name!r} has no code (its checkpoint stored none)"
+            )
         if self.callable_code is not None:
             if not self.trusted:
                 raise UntrustedCodeError(
@@ -282,12 +298,12 @@ class CallableTrait(_TraitBase):
                 f"callable trait {self.name!r} cannot be loaded: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def evaluate(self, text: str) -> bool | int:
+    def evaluate(self, text: str) -> bool | int | float:
         """Run the function on ``text`` and check the result against the kind.
 
         Returns:
-            bool for boolean traits (inverted when asked), int for score traits,
-            the class index for literal traits.
+            bool for boolean traits (inverted when asked), the int or float score
+            for score traits, the class index for literal traits.
 
         Raises:
             UntrustedCodeError: see :meth:`load_function`.
@@ -303,29 +319,33 @@ class CallableTrait(_TraitBase):
             ) from exc
         return self._check_result(value)
 
-    def _check_result(self, value: Any) -> bool | int:
+    def _check_result(self, value: Any) -> bool | int | float:
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise RubricError(
                     f"callable trait {self.name!r} (boolean) returned {type(value).__name__}"
                 )
             return not value if self.invert_result else value
-        if self.kind == "literal" and isinstance(value, str):
-            names = [c.lower() for c in self.classes or []]
-            if value.strip().lower() not in names:
+        if self.kind == "literal":
+            # The original accepts only a class name, matched exactly.
+            if not isinstance(value, str):
                 raise RubricError(
-                    f"callable trait {self.name!r} returned unknown class {value!r}; "
-                    f"classes: {self.classes}"
+                    f"callable trait {self.name!r} (literal) must return a class name, "
+                    f"returned {type(value).__name__}"
                 )
-            return names.index(value.strip().lower())
+            if value not in (self.classes or []):
+                raise RubricError(
+                    f"callable trait {self.name!r} returned {value!r}, not one of its "
+                    f"classes {self.classes}"
+                )
+            return (self.classes or []).index(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise RubricError(
-                f"callable trait {self.name!r} ({self.kind}) returned {type(value).__name__}"
+                f"callable trait {self.name!r} (score) returned {type(value).__name__}"
             )
-        score = int(value)
         low, high = self.min_score, self.max_score
-        if (low is not None and score < low) or (high is not None and score > high):
+        if (low is not None and value < low) or (high is not None and value > high):
             raise RubricError(
-                f"callable trait {self.name!r} returned {score}, outside [{low}, {high}]"
+                f"callable trait {self.name!r} returned {value}, outside [{low}, {high}]"
             )
-        return score
+        return value

@@ -133,12 +133,18 @@ def test_redis_restart_mid_job(
     assert len(stored) == 24 and set(stored) == _expected_keys(bench, config, job.job_id)
 
 
-def test_broken_templates_are_rejected_at_submit(redis_url: str, tmp_path: Path) -> None:
-    bench, _answers = capitals_benchmark(4)
+def _broken_benchmark(n: int) -> tuple[Benchmark, dict[str, object]]:
+    """q0001 does not compile; q0003 imports a module templates may not use."""
+    bench, answers = capitals_benchmark(n)
     bench.questions[1].answer_template = "class Answer(:\n    pass\n"
     bench.questions[3].answer_template = bench.questions[3].answer_template.replace(
         "from pydantic import Field", "import os\nfrom pydantic import Field"
     )
+    return bench, answers
+
+
+def test_broken_templates_reject_the_job_with_strict(redis_url: str, tmp_path: Path) -> None:
+    bench, _answers = _broken_benchmark(4)
     path = tmp_path / "broken.yaml"
     dump_benchmark(bench, path)
     proc = run_cli(
@@ -150,12 +156,49 @@ def test_broken_templates_are_rejected_at_submit(redis_url: str, tmp_path: Path)
         "http://127.0.0.1:9/v1#m",
         "--redis",
         redis_url,
+        "--strict",
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert "q0001" in proc.stderr and "q0003" in proc.stderr
     assert "os" in proc.stderr
     assert Job("nothing", redis_url).store.list_jobs() == []
+
+
+def test_broken_templates_fail_only_their_question(
+    fleet: Fleet, redis_url: str, tmp_path: Path
+) -> None:
+    bench, answers = _broken_benchmark(4)
+    path = tmp_path / "broken.yaml"
+    dump_benchmark(bench, path)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
+        fleet.start_worker("w1", concurrency=4)
+        fleet.wait_ready(["w1"])
+        proc = run_cli(
+            "submit",
+            str(path),
+            "--answering",
+            f"{ep.base_url}#answerer",
+            "--parsing",
+            f"{ep.base_url}#judge",
+            "--redis",
+            redis_url,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "q0001" in proc.stderr and "q0003" in proc.stderr  # warned, not rejected
+        match = re.search(r"job (\S+):", proc.stdout)
+        assert match is not None, proc.stdout
+        job = Job(match.group(1), redis_url)
+        assert job.wait(timeout=120).status == JobStatus.DONE
+    by_id = {r.metadata.question_id: r for r in job.iter_results()}
+    assert set(by_id) == {"q0000", "q0001", "q0002", "q0003"}
+    for qid in ("q0001", "q0003"):
+        failed = by_id[qid]
+        assert failed.metadata.completed_without_errors is False
+        assert failed.template is not None and failed.template.template_validation_error
+    assert "os" in (by_id["q0003"].metadata.error or "")
+    for qid in ("q0000", "q0002"):
+        assert by_id[qid].metadata.completed_without_errors is True
 
 
 def test_endpoint_failures_become_errored_results(fleet: Fleet, redis_url: str) -> None:

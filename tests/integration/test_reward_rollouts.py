@@ -228,3 +228,38 @@ def test_fleet_without_workers_stops_with_a_clear_error_and_benchmark_config_app
     assert local.returncode == 0, local.stderr
     # The benchmark's own reward config (continuous) gives the partial credit.
     assert _read(tmp_path / "l.jsonl")[0]["reward"] == 0.5
+
+
+def test_a_broken_template_fails_only_its_rollouts_unless_strict(
+    judge: RunningEndpoint, tmp_path: Path
+) -> None:
+    bench = geo_benchmark()
+    broken = bench.questions[0].model_copy(
+        update={"id": "broken", "text": "Broken?", "answer_template": "class Answer(:\n    pass\n"}
+    )
+    bench = bench.model_copy(update={"questions": [*bench.questions, broken]})
+    path, reward, rollouts = tmp_path / "b.yaml", tmp_path / "reward.yaml", tmp_path / "r.jsonl"
+    dump_benchmark(bench, path)
+    reward.write_text(REWARD_YAML)
+    rollouts.write_text(
+        json.dumps({"question_id": "geo", "response": CORRECT})
+        + "\n"
+        + json.dumps({"question_id": "broken", "response": CORRECT})
+        + "\n"
+    )
+    out = tmp_path / "scored.jsonl"
+    proc = run_cli(*_args(judge, path, reward, rollouts, out), env=_local_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "question broken: template" in proc.stderr  # a warning, not a refusal
+    geo, failed = _read(out)
+    assert geo["reward"] == pytest.approx(1.0)
+    assert failed["reward"] == 0.0
+    assert "template validation failed" in str(failed["verification_error"])
+    strict = run_cli(
+        *_args(judge, path, reward, rollouts, tmp_path / "strict.jsonl"),
+        "--strict",
+        env=_local_env(),
+    )
+    assert strict.returncode == 2, strict.stderr
+    assert "question broken: template" in strict.stderr
+    assert "Traceback" not in strict.stderr

@@ -138,11 +138,12 @@ MCP = ModelConfig(
 
 
 def _agent(trace: list[dict[str, Any]]) -> Any:
-    """An MCP agent runtime stand-in: verifleet ships none, and the stage only
-    sees the trace it returns."""
+    """An agent runner that returns a given trace: these tests are about what the
+    stages do with a trace, which a real agent cannot be told to produce exactly
+    (the real runtime is tested in tests/integration/test_agents.py)."""
 
     def run(
-        model: ModelConfig, messages: Any, *, tracker: Any, deadline: float | None
+        model: ModelConfig, messages: Any, *, tracker: Any, config: Any, deadline: float | None
     ) -> CachedAnswer:
         tracker.record("answer_generation", model=model.model_name, input_tokens=7, output_tokens=3)
         return CachedAnswer(
@@ -342,11 +343,20 @@ def test_deep_judgment_autofail_when_an_attribute_has_no_excerpt(
     assert any("DeepJudgmentAutoFail override" in r.getMessage() for r in caplog.records)
 
 
-def test_mcp_model_without_agent_runtime_is_a_clear_error() -> None:
-    result, script = _run({}, answering=MCP)
+def test_unreachable_mcp_server_fails_the_unit_with_a_clear_error() -> None:
+    # Nothing listens on port 1 of the loopback: the built-in runtime cannot connect.
+    dead = MCP.model_copy(update={"mcp_urls_dict": {"search": "http://127.0.0.1:1/mcp"}})
+    result, script = _run({}, answering=dead)
     assert script.calls == []
-    assert result.metadata.error == (
-        "answer generation failed: model 'agent' has MCP servers but no agent runtime is "
-        "configured (PipelineResources.agent)"
+    error = result.metadata.error or ""
+    assert error.startswith(
+        "answer generation failed: MCP server 'search' (http://127.0.0.1:1/mcp) cannot be used:"
     )
     assert result.template is not None and result.template.answering_mcp_servers == ["search"]
+
+
+def test_stdio_mcp_servers_need_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VERIFLEET_MCP_ALLOW_STDIO", raising=False)
+    local = MCP.model_copy(update={"mcp_urls_dict": {"files": "stdio:python -m some_server"}})
+    result, _ = _run({}, answering=local)
+    assert "VERIFLEET_MCP_ALLOW_STDIO=1" in (result.metadata.error or "")

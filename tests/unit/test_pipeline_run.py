@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -229,9 +230,27 @@ def test_manual_missing_question_is_an_error_in_that_result(tmp_path: Path) -> N
     path = tmp_path / "answers.json"
     path.write_text(json.dumps({"other": "x"}))
     [result] = _run(ScriptedModels({}), answering=_manual(path))
+    text_key = hashlib.md5(make_question().text.encode()).hexdigest()
     assert result.metadata.error == (
-        f"answer generation failed: no pre-recorded answer for question 'q1' in {path}"
+        "answer generation failed: no pre-recorded answer for question 'q1' "
+        f"or its text's MD5 '{text_key}' in {path}"
     )
+
+
+def test_manual_answers_keyed_by_md5_of_the_question_text(tmp_path: Path) -> None:
+    # The original framework keys manual traces by the MD5 of the question text.
+    question = make_question()
+    path = tmp_path / "answers.json"
+    key = hashlib.md5(question.text.encode("utf-8")).hexdigest()
+    path.write_text(json.dumps({key: "It is BCL2."}))
+    script = ScriptedModels({"judge": {"parsing": [{"gene": "BCL2"}]}})
+    [result] = _run(script, answering=_manual(path), question=question)
+    assert result.metadata.error is None
+    assert result.template is not None and result.template.raw_llm_response == "It is BCL2."
+    # The question id wins when both keys are present.
+    path.write_text(json.dumps({key: "by text", "q1": "by id"}))
+    answer = ManualAnswerStore().answer_for(_manual(path), "q1", question.text)
+    assert answer.raw_llm_response == "by id"
 
 
 def test_manual_file_errors_are_clear(tmp_path: Path) -> None:

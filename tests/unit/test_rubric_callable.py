@@ -39,22 +39,41 @@ def test_score_out_of_range_is_an_error() -> None:
         trait.evaluate("x")
 
 
-def test_literal_accepts_label_or_index() -> None:
-    by_label = _source_trait(
-        "def f(text):\n    return 'Long' if len(text) > 5 else 'short'\n",
+def test_literal_returns_the_index_of_the_exact_class_name() -> None:
+    trait = _source_trait(
+        "def f(text):\n    return 'long' if len(text) > 5 else 'short'\n",
         kind="literal",
         classes=["short", "long"],
     )
-    assert by_label.evaluate("abcdefgh") == 1
-    assert by_label.evaluate("ab") == 0
-    by_index = _source_trait("def f(t):\n    return 1\n", kind="literal", classes=["a", "b"])
-    assert by_index.evaluate("") == 1
+    assert trait.evaluate("abcdefgh") == 1
+    assert trait.evaluate("ab") == 0
 
 
-def test_unknown_literal_label_is_an_error() -> None:
-    trait = _source_trait("def f(t):\n    return 'medium'\n", kind="literal", classes=["a", "b"])
-    with pytest.raises(RubricError, match="unknown class 'medium'"):
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        # The original matches class names exactly and accepts only text.
+        ("return 'Long'", "returned 'Long', not one of its classes"),
+        ("return 'medium'", "returned 'medium', not one of its classes"),
+        ("return 1", "must return a class name, returned int"),
+    ],
+)
+def test_literal_validates_like_the_original(body: str, message: str) -> None:
+    trait = _source_trait(f"def f(t):\n    {body}\n", kind="literal", classes=["short", "long"])
+    with pytest.raises(RubricError, match=message):
         trait.evaluate("")
+
+
+def test_score_keeps_float_scores() -> None:
+    trait = _source_trait("def f(t):\n    return 3.7\n", kind="score", min_score=1, max_score=5)
+    value = trait.evaluate("")
+    assert value == 3.7
+    assert isinstance(value, float)
+    out_of_range = _source_trait(
+        "def f(t):\n    return 5.5\n", kind="score", min_score=1, max_score=5
+    )
+    with pytest.raises(RubricError, match=r"returned 5\.5, outside"):
+        out_of_range.evaluate("")
 
 
 def test_wrong_return_type_names_the_trait() -> None:
@@ -87,12 +106,19 @@ def test_restricted_namespace_refuses(source: str, refusal: str) -> None:
         trait.evaluate("text")
 
 
-def test_exactly_one_of_code_and_source() -> None:
-    with pytest.raises(ValidationError, match="exactly one"):
-        CallableTrait(name="t")
+def test_at_most_one_of_code_and_source() -> None:
     blob = base64.b64encode(b"\x80\x05N.").decode()
-    with pytest.raises(ValidationError, match="exactly one"):
+    with pytest.raises(ValidationError, match="at most one"):
         CallableTrait(name="t", callable_code=blob, callable_source="def f(t):\n    return 1\n")
+
+
+def test_a_trait_without_code_loads_and_fails_when_evaluated() -> None:
+    # The original loads a checkpoint trait without code (empty bytes) and fails
+    # only when it runs; the rest of the rubric is unaffected.
+    trait = CallableTrait(name="t")
+    assert not trait.has_code
+    with pytest.raises(RubricError, match="'t' has no code"):
+        trait.evaluate("text")
 
 
 def test_callable_code_must_be_base64() -> None:

@@ -1,0 +1,215 @@
+"""MCP agents for real: a FastMCP server (the official SDK, streamable HTTP on a
+loopback port), the built-in agent runtime (langchain ``create_agent`` +
+langchain-mcp-adapters) and a scripted OpenAI-compatible endpoint that issues the
+tool calls (tests/_support/agent_endpoint.py: no local model can be told to loop
+or to end with an empty message on demand). Locally and on a two-worker fleet."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _support.agent_endpoint import ScriptedEndpoint, build_app
+from _support.asgi_thread import ServedApp, serve_in_thread
+from _support.fleet import Fleet
+from _support.mcp_server import McpServer, mcp_server
+
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.orchestrator.store import JobStatus
+from verifleet.schemas import (
+    Benchmark,
+    ModelConfig,
+    Question,
+    VerificationConfig,
+    VerificationResult,
+)
+
+__all__ = ["mcp_server"]
+
+pytestmark = pytest.mark.integration
+
+
+def _template(expected: int) -> str:
+    return textwrap.dedent(
+        f"""
+        class Answer(BaseAnswer):
+            value: int = Field(description="The number the response gives as the result")
+
+            def model_post_init(self, __context):
+                self.correct = {{"value": {expected}}}
+
+            def verify(self) -> bool:
+                return self.value == self.correct["value"]
+        """
+    )
+
+
+QUESTIONS = {
+    "tool": ('How long is BCL2? [tool:gene_length {"gene": "BCL2"}]', 239),
+    "failing-tool": (
+        'How long is XYZ, plus 1+2? [tool:gene_length {"gene": "XYZ"}] [tool:add {"a": 1, "b": 2}]',
+        3,
+    ),
+    "loop": ("Count forever. [loop]", 1),
+    "malformed": ("Say nothing. [malformed]", 1),
+}
+
+
+def _benchmark() -> Benchmark:
+    return Benchmark(
+        name="agents",
+        questions=[
+            Question(id=qid, question=text, raw_answer=str(value), answer_template=_template(value))
+            for qid, (text, value) in QUESTIONS.items()
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[tuple[ServedApp, ScriptedEndpoint]]:
+    state = ScriptedEndpoint()
+    served = serve_in_thread(build_app(state), lifespan="off")
+    try:
+        yield served, state
+    finally:
+        served.stop()
+
+
+def _config(served: ServedApp, tools_url: str) -> VerificationConfig:
+    base = f"{served.url}/v1"
+    return VerificationConfig.build(
+        answering_models=[
+            ModelConfig(
+                model_name="scripted",
+                interface="openai_endpoint",
+                endpoint_base_url=base,
+                mcp_urls_dict={"tools": tools_url},
+                agent_recursion_limit=7,
+                # The agent's model calls pass the same endpoint gate as plain calls.
+                max_concurrency=1,
+            ),
+            ModelConfig(
+                # Its own name: results are keyed by model identity, not by id.
+                model_name="scripted-dead-tools",
+                interface="openai_endpoint",
+                endpoint_base_url=base,
+                # Nothing listens on port 1 of the loopback.
+                mcp_urls_dict={"tools": "http://127.0.0.1:1/mcp"},
+            ),
+        ],
+        parsing_models=[
+            ModelConfig(model_name="judge", interface="openai_endpoint", endpoint_base_url=base)
+        ],
+        abstention_enabled=True,
+        max_concurrency=4,
+    )
+
+
+def _check(results: list[VerificationResult]) -> None:
+    dead = [r for r in results if "127.0.0.1:1/" in str(r.metadata.error)]
+    live = {r.metadata.question_id: r for r in results if r not in dead}
+    assert len(results) == 8 and len(live) == 4 and len(dead) == 4
+
+    # A dead MCP server fails its units (and only those) with a clear error.
+    for r in dead:
+        assert r.metadata.completed_without_errors is False
+        assert (r.metadata.error or "").startswith(
+            "answer generation failed: MCP server 'tools' (http://127.0.0.1:1/mcp) cannot be used:"
+        )
+
+    tool = live["tool"]
+    template = tool.template
+    assert template is not None and tool.metadata.completed_without_errors
+    assert template.verify_result is True
+    assert template.parsed_llm_response == {"value": 239}
+    assert [m["role"] for m in template.trace_messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    call = template.trace_messages[2]["tool_calls"][0]
+    assert (call["name"], call["args"]) == ("gene_length", {"gene": "BCL2"})
+    assert template.trace_messages[3]["content"] == "239"
+    assert template.agent_metrics == {
+        "iterations": 2,
+        "tool_calls": 1,
+        "tools_used": ["gene_length"],
+        "suspect_failed_tool_calls": 0,
+        "suspect_failed_tools": [],
+    }
+    assert template.answering_mcp_servers == ["tools"]
+    assert tool.metadata.answering.tools == ["tools"]
+    usage = template.usage_metadata or {}
+    assert usage["answer_generation"]["input_tokens"] > 0  # both agent turns counted
+    assert tool.evaluation_input == "The result is 239."
+    assert tool.used_full_trace is False and tool.trace_extraction_error is None
+    assert template.abstention_check_performed and template.abstention_detected is False
+
+    failing = live["failing-tool"].template
+    assert failing is not None and failing.verify_result is True
+    assert failing.agent_metrics is not None
+    assert failing.agent_metrics["suspect_failed_tool_calls"] == 1
+    assert failing.agent_metrics["suspect_failed_tools"] == ["gene_length"]
+    assert failing.agent_metrics["tools_used"] == ["add", "gene_length"]
+
+    # Looping until the turn limit: auto-failed, not an error, trace and tokens kept.
+    loop = live["loop"]
+    assert loop.template is not None and loop.metadata.completed_without_errors
+    assert loop.template.recursion_limit_reached is True
+    assert loop.template.verify_result is False
+    assert loop.template.parsed_llm_response is None
+    last = loop.template.trace_messages[-1]
+    assert last["role"] == "tool" or last.get("tool_calls")  # stopped mid-loop
+    assert (loop.template.agent_metrics or {})["tool_calls"] >= 3
+    assert (loop.template.usage_metadata or {})["answer_generation"]["total_tokens"] > 0
+    assert loop.template.abstention_check_performed is False
+
+    # A trace ending in an empty AI message: TraceValidationAutoFail, parsing skipped.
+    bad = live["malformed"]
+    assert bad.template is not None and bad.metadata.completed_without_errors
+    assert bad.template.verify_result is False and bad.template.parsed_llm_response is None
+    assert bad.template.recursion_limit_reached is False
+    assert bad.trace_extraction_error == "the final AI message has no text"
+    # The abstention judge never saw it (no final AI message to judge).
+    assert bad.template.abstention_check_performed is False
+
+
+def test_agents_locally(
+    endpoint: tuple[ServedApp, ScriptedEndpoint], mcp_server: McpServer
+) -> None:
+    served, state = endpoint
+    state.max_in_flight = 0
+    config = _config(served, mcp_server.url)
+    results = [r for _unit, rs in LocalRunner(_benchmark(), config).run() for r in rs]
+    _check(results)
+    # max_concurrency=1 on the answering model held for its agents' calls too.
+    assert state.max_in_flight == 1
+
+
+def test_agents_on_a_two_worker_fleet(
+    fleet: Fleet,
+    redis_url: str,
+    endpoint: tuple[ServedApp, ScriptedEndpoint],
+    mcp_server: McpServer,
+) -> None:
+    served, state = endpoint
+    state.max_in_flight = 0
+    config = _config(served, mcp_server.url)
+    fleet.start_worker("w1", concurrency=4)
+    fleet.start_worker("w2", concurrency=4)
+    fleet.wait_ready(["w1", "w2"])
+    # The MCP addresses travel in the job's config; the workers reach the server.
+    job = Job.submit(_benchmark(), config, redis_url)
+    progress = job.wait(timeout=120)
+    assert progress.status == JobStatus.DONE
+    results: list[Any] = list(job.result_set())
+    _check(results)
+    # The Redis limiter capped the agents' calls across both workers.
+    assert state.max_in_flight == 1
+    for name in ("w1", "w2"):
+        assert fleet.workers[name].poll() is None, f"{name} died"

@@ -1,0 +1,113 @@
+"""``verifleet.run`` / ``verifleet.submit`` at the top level, and the pipeline rules
+they expose: global dynamic rubrics, ``template_validation_error``, per-question
+failure of a broken template. Runs against the deterministic OpenAI-compatible
+endpoint (bench/endpoint.py) over real HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import verifleet
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.schemas import (
+    Benchmark,
+    DynamicRubric,
+    ModelConfig,
+    Question,
+    RegexTrait,
+    VerificationConfig,
+)
+
+QUESTION = "Which gene encodes the anti-apoptotic protein?"
+TEMPLATE = """
+from karenina.schemas.entities import BaseAnswer
+from pydantic import Field
+
+class Answer(BaseAnswer):
+    gene: str = Field(description="The gene named")
+
+    def model_post_init(self, __context):
+        self.correct = {"gene": "BCL2"}
+
+    def verify(self) -> bool:
+        return self.gene.upper() == self.correct["gene"]
+"""
+BROKEN = "class Answer(BaseAnswer:\n    pass\n"
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[RunningEndpoint]:
+    answers = {
+        QUESTION: {"text": "It is BCL2.", "fields": {"gene": "BCL2", "names_gene": True}},
+        "Broken?": "anything",
+    }
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as running:  # type: ignore[arg-type]
+        yield running
+
+
+def _config(endpoint: RunningEndpoint, **fields: object) -> VerificationConfig:
+    model = ModelConfig(
+        model_name="fake-model", interface="openai_endpoint", endpoint_base_url=endpoint.base_url
+    )
+    return VerificationConfig(answering_models=[model], parsing_models=[model], **fields)  # type: ignore[arg-type]
+
+
+def _benchmark() -> Benchmark:
+    return Benchmark(
+        name="api",
+        questions=[
+            Question(id="good", text=QUESTION, answer_template=TEMPLATE),
+            Question(id="broken", text="Broken?", answer_template=BROKEN),
+        ],
+        global_dynamic_rubric=DynamicRubric(
+            regex_traits=[RegexTrait(name="names_gene", pattern="BCL2", summary="gene names")]
+        ),
+    )
+
+
+def test_all_names_the_api() -> None:
+    assert set(verifleet.__all__) >= {"run", "submit", "Job", "__version__"}
+    for name in verifleet.__all__:
+        assert getattr(verifleet, name) is not None
+    assert callable(verifleet.run) and callable(verifleet.submit)
+    assert callable(verifleet.Job.wait) and callable(verifleet.Job.result_set)
+
+
+def test_import_verifleet_stays_cheap() -> None:
+    code = "import sys, verifleet; print(sorted(m for m in sys.modules if m.startswith(('verifleet.', 'pydantic', 'celery'))))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_run_contains_a_broken_template_and_records_why(endpoint: RunningEndpoint) -> None:
+    results = verifleet.run(_benchmark(), _config(endpoint))
+    by_id = {r.metadata.question_id: r for r in results.results}
+    assert set(by_id) == {"good", "broken"}
+    good, broken = by_id["good"], by_id["broken"]
+    assert good.metadata.error is None
+    assert good.template is not None and good.template.verify_result is True
+    assert broken.metadata.completed_without_errors is False
+    assert broken.template is not None
+    assert broken.template.template_validation_error is not None
+    assert "syntax" in broken.template.template_validation_error.lower()
+
+
+def test_global_dynamic_rubric_is_evaluated(endpoint: RunningEndpoint) -> None:
+    config = _config(endpoint, evaluation_mode="template_and_rubric")
+    results = verifleet.run(_benchmark(), config)
+    [good] = [r for r in results.results if r.metadata.question_id == "good"]
+    assert good.rubric is not None
+    assert good.rubric.regex_trait_scores == {"names_gene": True}
+    assert good.rubric.dynamic_rubric_promoted_traits == ["names_gene"]
+
+
+def test_run_accepts_a_config_mapping(endpoint: RunningEndpoint) -> None:
+    config = _config(endpoint).model_dump()
+    config["async_max_workers"] = 2  # an original field at its default: accepted silently
+    benchmark = Benchmark(name="one", questions=[_benchmark().questions[0]])
+    results = verifleet.run(benchmark, config)
+    assert [r.template.verify_result for r in results.results if r.template] == [True]
