@@ -22,6 +22,7 @@ from _support.secure_redis import make_certificates, secure_redis
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator.cli import main
 from verifleet.orchestrator.store import TASK_NAME, JobStatus, RedisTarget
 from verifleet.schemas import ModelConfig, VerificationConfig
 
@@ -38,12 +39,15 @@ def _config(ep: RunningEndpoint) -> VerificationConfig:
     )
 
 
-def _run_job(fleet: Fleet, url: str, **worker_env: str) -> tuple[Job, Any]:
+def _run_job(
+    fleet: Fleet, url: str, before_submit: Callable[[], None] = lambda: None
+) -> tuple[Job, Any]:
     """Four questions (one answered wrongly) through one real worker."""
     bench, answers = capitals_benchmark(4)
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
-        fleet.start_worker("w1", concurrency=4, **worker_env)
+        fleet.start_worker("w1", concurrency=4)
         fleet.wait_ready(["w1"])
+        before_submit()
         job = Job.submit(bench, _config(ep), url)
         progress = job.wait(timeout=120)
         results = job.result_set()
@@ -59,15 +63,21 @@ def _assert_job_done(job: Job, outcome: Any) -> None:
     assert list(job.store.client.scan_iter(match="vf:limit:*")), "the limiter never used Redis"
 
 
-def _refused(proc: subprocess.CompletedProcess[str], *phrases: str) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # one line, no traceback
+def _assert_refused(code: int, stderr: str, *phrases: str) -> None:
+    assert code == 2, (code, stderr)
+    assert len(stderr.strip().splitlines()) == 1, stderr  # one line, no traceback
     for phrase in phrases:
-        assert phrase in proc.stderr, proc.stderr
-    assert PASSWORD not in proc.stderr and "wrong-one" not in proc.stderr
+        assert phrase in stderr, stderr
+    assert PASSWORD not in stderr and "wrong-one" not in stderr
 
 
-def test_fleet_with_a_redis_password(tmp_path: Path) -> None:
+def _cli_refuses(capsys: pytest.CaptureFixture[str], argv: list[str], *phrases: str) -> None:
+    """The command line, in this process (a subprocess per case costs seconds)."""
+    code = main(argv)
+    _assert_refused(code, capsys.readouterr().err, *phrases)
+
+
+def test_fleet_with_a_redis_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with secure_redis(tmp_path, password=PASSWORD) as url:
         fleet = Fleet(url, tmp_path)
         try:
@@ -75,16 +85,17 @@ def test_fleet_with_a_redis_password(tmp_path: Path) -> None:
         finally:
             fleet.stop()
         _assert_job_done(job, outcome)
-        listing = run_cli("jobs", "--redis", url)
-        assert listing.returncode == 0 and job.job_id in listing.stdout, listing.stderr
+        capsys.readouterr()
+        assert main(["status", job.job_id, "--redis", url]) == 0
+        assert "done 4/4" in capsys.readouterr().out
 
         port = urlsplit(url).port
         wrong = f"redis://:wrong-one@127.0.0.1:{port}/0"
-        _refused(run_cli("jobs", "--redis", wrong), "refused the credentials", ":***@")
-        _refused(run_cli("status", job.job_id, "--redis", f"redis://127.0.0.1:{port}/0"))
-        # A worker does not retry a refused password forever: it stops at once.
+        _cli_refuses(capsys, ["jobs", "--redis", wrong], "refused the credentials", ":***@")
+        _cli_refuses(capsys, ["status", job.job_id, "--redis", f"redis://127.0.0.1:{port}/0"])
+        # A worker process does not retry a refused password forever: it stops at once.
         worker = run_cli("worker", "--redis", wrong, timeout=60)
-        _refused(worker, "verifleet worker: error:", "refused the credentials")
+        _assert_refused(worker.returncode, worker.stderr, "verifleet worker: error:", "refused")
 
 
 def _poll(fetch: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 60) -> Any:
@@ -102,7 +113,7 @@ def _poll(fetch: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 
 
 
 def test_fleet_and_flower_over_tls_with_client_certificates(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     certs = make_certificates(tmp_path / "pki")
     # The CA comes in the URL; the client certificate from the environment, as an
@@ -126,13 +137,20 @@ def test_fleet_and_flower_over_tls_with_client_certificates(
         client = httpx.Client(
             base_url=f"http://127.0.0.1:{port}", auth=("admin", "fl0wer"), timeout=10
         )
-        try:
-            job, outcome = _run_job(fleet, url)
-            workers = _poll(
-                lambda: client.get("/api/workers", params={"refresh": "true"}).json(),
-                lambda body: any(name.startswith("w1@") for name in body),
+
+        def flower_sees_the_worker() -> None:
+            # Flower lists the worker from its events: from here on it sees the
+            # job's task events too (a job sent earlier could finish unseen).
+            _poll(
+                lambda: client.get("/api/workers", params={"status": "true"}).json(),
+                lambda body: any(name.startswith("w1@") and up for name, up in body.items()),
             )
-            assert any(name.startswith("w1@") for name in workers)
+
+        try:
+            job, outcome = _run_job(fleet, url, before_submit=flower_sees_the_worker)
+            # Flower's remote-control calls (inspect) go through the broker as well.
+            workers = client.get("/api/workers", params={"refresh": "true"}).json()
+            assert any(name.startswith("w1@") for name in workers), workers
             tasks = _poll(
                 lambda: client.get("/api/tasks").json(),
                 lambda body: any(t.get("name") == TASK_NAME for t in body.values()),
@@ -153,13 +171,14 @@ def test_fleet_and_flower_over_tls_with_client_certificates(
 
         # The store from Python, through the same URL and environment.
         assert RedisTarget.parse(url).client().ping()
-        exported = run_cli("results", job.job_id, "--redis", url, "--out", str(tmp_path / "r.csv"))
-        assert exported.returncode == 0, exported.stderr
-        assert "4 results written" in exported.stdout
+        capsys.readouterr()
+        assert main(["results", job.job_id, "--redis", url, "--out", str(tmp_path / "r.csv")]) == 0
+        assert "4 results written" in capsys.readouterr().out
 
-        without_client_cert = {k: v for k, v in fleet.env().items() if k not in client_env}
-        _refused(run_cli("jobs", "--redis", url, env=without_client_cert), "cannot use Redis")
         bare = url.split("?", 1)[0]  # no ssl_ca_certs: the test CA is not trusted
-        _refused(run_cli("jobs", "--redis", bare, env=fleet.env()), "certificate", "ca_certs")
+        _cli_refuses(capsys, ["jobs", "--redis", bare], "certificate", "ca_certs")
         plain = bare.replace("rediss://", "redis://")
-        _refused(run_cli("jobs", "--redis", plain, env=fleet.env()), "cannot use Redis")
+        _cli_refuses(capsys, ["jobs", "--redis", plain], "cannot use Redis")
+        for name in client_env:
+            monkeypatch.delenv(name)
+        _cli_refuses(capsys, ["jobs", "--redis", url], "cannot use Redis")
