@@ -28,6 +28,8 @@ COPY schemas/ schemas/
 COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/
+COPY store/ store/
+COPY reward/ reward/
 COPY viewer/ viewer/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding

@@ -2,21 +2,17 @@
 
 pyproject.toml maps each top-level folder into the ``verifleet`` namespace with
 ``package-dir``; setuptools cannot discover nested packages under such a mapping,
-so they are listed here from the ``__init__.py`` files on disk.
+so they are listed here from the ``__init__.py`` files on disk. The mapping itself
+is read from pyproject.toml, so a new top-level package is declared in one place.
 """
 
+import tomllib
 from pathlib import Path
 
 from setuptools import setup
 
-ROOTS = {
-    "verifleet": "verifleet",
-    "verifleet.schemas": "schemas",
-    "verifleet.pipeline": "pipeline",
-    "verifleet.workers": "workers",
-    "verifleet.orchestrator": "orchestrator",
-    "verifleet.viewer": "viewer",
-}
+with open("pyproject.toml", "rb") as handle:
+    ROOTS: dict[str, str] = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
 
 
 def _packages() -> list[str]:

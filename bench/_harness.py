@@ -35,8 +35,8 @@ from typing import Any
 import httpx
 import redis
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE
 from verifleet.schemas import Benchmark, ModelConfig, Question, VerificationConfig
+from verifleet.store import DEFAULT_QUEUE
 
 __all__ = [
     "BENCH_DIR",

@@ -16,9 +16,9 @@ import sysconfig
 from collections import defaultdict
 from pathlib import Path
 
-from verifleet.orchestrator.store import expand_units
 from verifleet.pipeline import PipelineResources, run_unit
 from verifleet.schemas import Benchmark, VerificationConfig
+from verifleet.store import expand_units
 
 __all__ = ["package_of", "profile_local"]
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness import peak_mb, rss_mb
-from verifleet.orchestrator.store import ResultStore, result_key
 from verifleet.schemas import (
     ModelIdentity,
     VerificationResult,
@@ -36,6 +35,7 @@ from verifleet.schemas import (
     VerificationResultTemplate,
     md5_hex,
 )
+from verifleet.store import ResultStore, result_key
 
 __all__ = ["EXPORT_PATHS", "capitals_results", "export_in_child", "fill_store", "run_export"]
 

@@ -39,7 +39,8 @@ import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from verifleet.orchestrator.reward import RewardConfig, create_app
+from verifleet.orchestrator.serve import create_app
+from verifleet.reward import RewardConfig
 from verifleet.schemas import (
     Benchmark,
     LLMRubricTrait,

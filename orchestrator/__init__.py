@@ -1,31 +1,63 @@
-"""verifleet.orchestrator — job submission, the result store, exports, the local
-runner and the CLI."""
+"""verifleet.orchestrator — job submission, exports, the local runner, the reward
+service and the CLI.
 
-# --- result export and import (Parquet, JSON, JSON Lines, CSV) ------------------
-from ._export import (
-    RESULT_ARROW_SCHEMA,
-    RESULT_FORMATS,
-    ParquetResultWriter,
-    ResultFormat,
-    iter_parquet,
-    iter_results,
-    read_parquet_rows,
-    read_results,
-    resolve_format,
-    write_results,
-)
+The names below are loaded on first use, not when the package is imported: a
+process that needs one submodule (the CLI's ``worker`` command, a test of the
+local runner) does not pay for pyarrow, the export layouts or the local-LLM
+builder it never touches.
+"""
 
-# --- the bundled local model (llama-server + SmolLM2) for the quick start and tests -
-from ._localllm import (
-    LocalLLMError,
-    LocalLLMServer,
-    ensure_llama_server,
-    find_llama_server,
-    find_model_file,
-    llama_server_cache_dir,
-)
+from __future__ import annotations
 
-__all__: list[str] = [
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._export import (
+        RESULT_ARROW_SCHEMA,
+        RESULT_FORMATS,
+        ParquetResultWriter,
+        ResultFormat,
+        iter_parquet,
+        iter_results,
+        read_parquet_rows,
+        read_results,
+        resolve_format,
+        write_results,
+    )
+    from ._localllm import (
+        LocalLLMError,
+        LocalLLMServer,
+        ensure_llama_server,
+        find_llama_server,
+        find_model_file,
+        llama_server_cache_dir,
+    )
+
+# name -> the submodule that defines it
+_LAZY: dict[str, str] = {
+    # result export and import (Parquet, JSON, JSON Lines, CSV)
+    "RESULT_ARROW_SCHEMA": "._export",
+    "RESULT_FORMATS": "._export",
+    "ParquetResultWriter": "._export",
+    "ResultFormat": "._export",
+    "iter_parquet": "._export",
+    "iter_results": "._export",
+    "read_parquet_rows": "._export",
+    "read_results": "._export",
+    "resolve_format": "._export",
+    "write_results": "._export",
+    # the bundled local model (llama-server + SmolLM2) for the quick start and tests
+    "LocalLLMError": "._localllm",
+    "LocalLLMServer": "._localllm",
+    "ensure_llama_server": "._localllm",
+    "find_llama_server": "._localllm",
+    "find_model_file": "._localllm",
+    "llama_server_cache_dir": "._localllm",
+}
+
+__all__ = [
     "RESULT_ARROW_SCHEMA",
     "RESULT_FORMATS",
     "LocalLLMError",
@@ -43,3 +75,16 @@ __all__: list[str] = [
     "resolve_format",
     "write_results",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

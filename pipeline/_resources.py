@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
 
@@ -15,6 +15,9 @@ from ._answer import CachedAnswer
 from ._checks import EmbeddingModel, SearchFunction
 from ._llm import CallGate, ChatModelCache, UsageTracker, make_chat_caller
 from ._llm_protocol import ChatCaller, Message
+
+if TYPE_CHECKING:
+    from ._agents import McpAgentRunner
 
 __all__ = ["AgentRunner", "CallerFactory", "PipelineResources"]
 
@@ -84,7 +87,7 @@ class PipelineResources:
     caller_factory: CallerFactory | None = None
     sleep: Callable[[float], None] = time.sleep
 
-    _builtin_agent: AgentRunner | None = field(default=None, init=False, repr=False)
+    _builtin_agent: McpAgentRunner | None = field(default=None, init=False, repr=False)
     _agent_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     _default: ClassVar[PipelineResources | None] = None
@@ -125,10 +128,13 @@ class PipelineResources:
         )
 
     def agent_runner(self) -> AgentRunner:
-        """``agent`` when set, else the built-in MCP agent runtime (one per
-        resources object, sharing its chat clients and call gate)."""
-        if self.agent is not None:
-            return self.agent
+        """``agent`` when set, else the built-in runtime (:meth:`agent_runtime`)."""
+        return self.agent if self.agent is not None else self.agent_runtime()
+
+    def agent_runtime(self) -> McpAgentRunner:
+        """The built-in MCP agent runtime, built on first use (one per resources
+        object, sharing its chat clients and call gate). Agentic rubric traits
+        always investigate with it."""
         with self._agent_lock:
             if self._builtin_agent is None:
                 # Imported on first use: units without agents never load the MCP stack.

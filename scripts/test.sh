@@ -10,4 +10,9 @@ bash scripts/install.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy -p verifleet
+# The import contracts (docs/architecture.md); their report only when one breaks.
+if ! layers=$(.venv/bin/python scripts/check_layers.py 2>&1); then
+    echo "$layers" >&2
+    exit 1
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -7,8 +7,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from verifleet.orchestrator.store import ResultStore
 from verifleet.schemas import Benchmark, VerificationConfig
+from verifleet.store import ResultStore
 
 __all__ = ["JobCache", "JobSpec"]
 

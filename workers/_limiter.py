@@ -10,7 +10,7 @@ skewed clocks agree; a call's estimate is replaced by its reported usage in the
 script that releases its lease. A lease that a dead
 worker never released expires after the request timeout plus a margin, which is
 what "released when a worker dies" means here. The concurrency cap adapts to 429
-answers (see :class:`~verifleet.orchestrator.store.EndpointLimits`), and a 429's
+answers (see :class:`~verifleet.store.EndpointLimits`), and a 429's
 ``Retry-After`` pauses the endpoint for every worker (a key with that expiry,
 checked first by every acquire).
 
@@ -33,9 +33,9 @@ from typing import NamedTuple
 
 import redis
 
-from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
+from verifleet.store import EndpointGate, EndpointLimits, is_rate_limited
 
 __all__ = ["RedisCallGate", "Spend"]
 
@@ -205,7 +205,7 @@ class RedisCallGate(EndpointGate):
     passes none) as it takes its slot, waits while the tokens of the calls started
     in the last 60 s plus its own would exceed ``tokens_per_minute``, and its
     reservation becomes the usage it reports when it ends (see
-    :meth:`~verifleet.orchestrator.store.EndpointLimits.tokens_fit`). A call
+    :meth:`~verifleet.store.EndpointLimits.tokens_fit`). A call
     larger than the whole budget is let through alone once the window is empty
     instead of waiting forever. A call answered 429 used no tokens; any other
     failure keeps its estimate, since the provider may have done the work.

@@ -1,5 +1,5 @@
 """The worker process's heartbeat, and the reaper that gives a dead worker's
-messages back to the queue (see :mod:`verifleet.orchestrator.store` ``Liveness``).
+messages back to the queue (see :mod:`verifleet.store` ``Liveness``).
 
 The reaper looks at the broker's unacked messages (kombu's Redis transport keeps
 them in a hash and a sorted set by the time they were taken) and returns the ones
@@ -23,7 +23,7 @@ from typing import Any
 import redis
 from celery import Celery
 
-from verifleet.orchestrator.store import Liveness
+from verifleet.store import Liveness
 
 from ._stalls import StallDetector
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from celery import Celery
 
-from verifleet.orchestrator.store import (
+from verifleet.store import (
     DEFAULT_QUEUE,
     TASK_NAME,
     ResultStore,
@@ -64,7 +64,7 @@ def _job_of_unacked(raw: Any) -> str | None:
 
 
 def _job_of_held(raw: Any) -> str | None:
-    """The job id in a :class:`~verifleet.orchestrator.store.Liveness` hold record."""
+    """The job id in a :class:`~verifleet.store.Liveness` hold record."""
     try:
         job_id = json.loads(raw)["task"]["args"][0]
     except (ValueError, KeyError, IndexError, TypeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE, RedisTarget
+from verifleet.store import DEFAULT_QUEUE, RedisTarget
 
 from ._settings import WorkerSettings
 

@@ -1,7 +1,7 @@
 """The task that scores one stored rollout of a reward job (``verifleet reward
 --redis``).
 
-It runs the very :class:`~verifleet.orchestrator.reward.RewardScorer` the local
+It runs the very :class:`~verifleet.reward.RewardScorer` the local
 mode and the service use, so a rollout gets the same reward on the fleet as in
 one process. Judge calls go through the Redis-shared judge-call cache and the
 fleet-wide endpoint limiter. The verdict is written once (``HSETNX``): a task
@@ -20,7 +20,8 @@ from collections import OrderedDict
 import zstandard
 from pydantic import TypeAdapter, ValidationError
 
-from verifleet.orchestrator.reward import (
+from verifleet.pipeline import PipelineResources
+from verifleet.reward import (
     REWARD_TASK_NAME,
     InvalidRequestError,
     PlainVerifyRequest,
@@ -32,8 +33,7 @@ from verifleet.orchestrator.reward import (
     load_reward_job,
     reward_resources,
 )
-from verifleet.orchestrator.store import ResultStore
-from verifleet.pipeline import PipelineResources
+from verifleet.store import ResultStore
 
 from ._limiter import RedisCallGate
 from ._settings import WorkerSettings

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 import redis
 from celery import Task, signals
 
-from verifleet.orchestrator.store import (
+from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.store import (
     TASK_NAME,
     JobStatus,
     Liveness,
@@ -31,7 +32,6 @@ from verifleet.orchestrator.store import (
     unit_key,
     unit_result_keys,
 )
-from verifleet.pipeline import PipelineResources, run_unit
 
 from ._jobs import JobCache
 from ._limiter import RedisCallGate

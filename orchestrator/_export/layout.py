@@ -32,8 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifleet.orchestrator.store import result_key
 from verifleet.schemas import VerificationResult, VerificationResultMetadata
+from verifleet.store import result_key
 
 from .arrow_types import FieldCodec, codec_for_annotation
 

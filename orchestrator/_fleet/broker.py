@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from celery import Celery
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE, RedisTarget, UnitRef, send_units
+from verifleet.store import DEFAULT_QUEUE, RedisTarget, UnitRef, send_units
 
 __all__ = ["Broker"]
 
@@ -44,7 +44,7 @@ class Broker:
         """Send one task per unit; returns how many were sent.
 
         Raises:
-            redis.RedisError: as :func:`~verifleet.orchestrator.store.send_units`.
+            redis.RedisError: as :func:`~verifleet.store.send_units`.
         """
         return send_units(self.app, units, queue=self.queue, batch_size=batch_size)
 

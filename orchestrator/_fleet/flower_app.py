@@ -3,7 +3,7 @@
 ``celery -A verifleet.orchestrator._fleet.flower_app flower`` reads the broker from
 ``VERIFLEET_REDIS_URL`` (never from the command line, where ``ps`` would show its
 password) and gets the same ``rediss://`` TLS options as the workers and the store
-(:class:`~verifleet.orchestrator.store.RedisTarget`), so Flower's event consumer
+(:class:`~verifleet.store.RedisTarget`), so Flower's event consumer
 and its queue-length view both verify the server.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from verifleet.orchestrator.store import RedisTarget
+from verifleet.store import RedisTarget
 
 from .job import redis_url_from
 

@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from verifleet.orchestrator.store import JobProgress, JobStatus, ResultStore
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -15,6 +14,7 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultSet,
 )
+from verifleet.store import JobProgress, JobStatus, ResultStore
 
 from .._export import resolve_format, write_results, write_stored_parquet
 from .broker import Broker

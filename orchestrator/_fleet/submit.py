@@ -9,15 +9,15 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from verifleet.orchestrator.store import ResultStore, unit_messages
+from verifleet.errors import JobRejectedError
 from verifleet.schemas import (
     Benchmark,
-    ConfigError,
     RubricError,
     TemplateValidationError,
     VerificationConfig,
     validate_answer_template,
 )
+from verifleet.store import ResultStore, unit_messages
 
 from .broker import Broker
 
@@ -30,19 +30,6 @@ __all__ = [
     "template_problems",
     "validate_job",
 ]
-
-
-class JobRejectedError(ConfigError):
-    """A job failed validation; nothing was enqueued.
-
-    Attributes:
-        problems: Every problem found, one message each.
-    """
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        listing = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"job rejected, {len(problems)} problem(s):\n{listing}")
 
 
 class SubmitReport(BaseModel):
@@ -216,7 +203,7 @@ def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: i
     Raises:
         KeyError: no such job.
     """
-    from verifleet.orchestrator.store import JobStatus
+    from verifleet.store import JobStatus
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)

@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from verifleet.orchestrator.store import EndpointGate, EndpointLimits, is_rate_limited
 from verifleet.pipeline import ModelCallError, endpoint_pause
 from verifleet.schemas import ModelConfig
+from verifleet.store import EndpointGate, EndpointLimits, is_rate_limited
 
 __all__ = ["LocalCallGate"]
 

@@ -6,8 +6,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from verifleet.orchestrator.store import result_key
 from verifleet.schemas import ExportError, VerificationResult
+from verifleet.store import result_key
 
 from .journal import Journal, journal_path
 

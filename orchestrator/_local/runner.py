@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
-from verifleet.orchestrator.store import Unit, expand_units, unit_result_keys
 from verifleet.pipeline import PipelineResources, run_unit
 from verifleet.schemas import (
     Benchmark,
@@ -21,6 +20,7 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultMetadata,
 )
+from verifleet.store import Unit, expand_units, unit_result_keys
 
 from .limits import LocalCallGate
 

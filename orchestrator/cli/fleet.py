@@ -14,8 +14,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from verifleet.orchestrator.store import JobProgress, RedisTarget, ResultStore, mask_password
 from verifleet.schemas import ConfigError, load_benchmark
+from verifleet.store import JobProgress, RedisTarget, ResultStore, mask_password
 
 from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from

@@ -22,8 +22,8 @@ from typing import Any
 
 import redis
 
-from verifleet.orchestrator.reward import LineError, score_rollouts_fleet, score_rollouts_local
-from verifleet.orchestrator.store import mask_password
+from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_local
+from verifleet.store import mask_password
 from verifleet.schemas import ConfigError
 
 from .serve import add_reward_arguments, reward_setup

@@ -24,21 +24,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verifleet.orchestrator.reward import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_REQUEST_TIMEOUT,
+from verifleet.reward import (
     MemoryJudgeCache,
     RedisJudgeCache,
     RewardConfig,
     RewardScorer,
-    create_app,
     load_reward_config,
     reward_resources,
 )
-from verifleet.orchestrator.store import RedisTarget
+from verifleet.store import RedisTarget
 from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
 
 from .._fleet.submit import template_problems
+from ..serve import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, create_app
 from .config import LOCAL, missing_credentials
 
 __all__ = [

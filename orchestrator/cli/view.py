@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from verifleet.orchestrator.store import ResultStore
 from verifleet.schemas import ConfigError
+from verifleet.store import ResultStore
 
 from .._fleet.job import redis_url_from
 

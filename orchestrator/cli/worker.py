@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE, RedisTarget
 from verifleet.schemas import ConfigError
+from verifleet.store import DEFAULT_QUEUE, RedisTarget
 
 from .._fleet.job import redis_url_from
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import httpx
 
+from verifleet.errors import VerifleetError
 from verifleet.schemas import ModelConfig
 
 from .._llm_protocol import Message, ModelCallError
@@ -176,7 +177,7 @@ def direct_http_applies(model: ModelConfig) -> bool:
     return LANGCHAIN_ONLY_OPTIONS.isdisjoint(model.extra_kwargs)
 
 
-class EndpointStatusError(Exception):
+class EndpointStatusError(VerifleetError):
     """The endpoint answered with an error status.
 
     Carries what :func:`~verifleet.pipeline._llm.classify_error` reads: the status,
@@ -191,7 +192,7 @@ class EndpointStatusError(Exception):
         self.body = body
 
 
-class EndpointReplyError(Exception):
+class EndpointReplyError(VerifleetError):
     """A successful status whose reply is unusable (not JSON, no choices, an error
     object, or a structured reply cut off); never retried."""
 

@@ -30,8 +30,10 @@ __all__ = ["AGENTIC_SKIP_REASON", "DynamicResolution", "check_name_conflicts", "
 
 logger = logging.getLogger(__name__)
 
-AGENTIC_SKIP_REASON = (
-    "agentic trait not evaluated: verifleet has no agent runtime for rubric traits"
+AGENTIC_SKIP_REASON = "agentic trait not evaluated: no agent runtime was given to rubric evaluation"
+#: Why a dynamic rubric's agentic traits are never promoted (as in the original).
+DYNAMIC_AGENTIC_REASON = (
+    "agentic traits of a dynamic rubric are not presence-checked, so never promoted"
 )
 ABSENT_REASON = "concept not present in the response (presence check)"
 
@@ -74,7 +76,7 @@ def resolve_dynamic(
     """
     result = DynamicResolution()
     for trait in dynamic.agentic:
-        result.skipped[trait.name] = AGENTIC_SKIP_REASON
+        result.skipped[trait.name] = DYNAMIC_AGENTIC_REASON
     candidates = dynamic.without_agentic()
     names = candidates.names()
     if not names:

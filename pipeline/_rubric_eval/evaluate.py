@@ -19,6 +19,12 @@ from verifleet.schemas import (
     VerificationResultRubric,
 )
 
+from .agentic_traits import (
+    AgenticScores,
+    Investigate,
+    evaluate_agentic_traits,
+    evaluate_template_traits,
+)
 from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
 from .deterministic import evaluate_callable_traits, evaluate_regex_traits
 from .dj_settings import DeepJudgmentSettings, resolve_deep_judgment
@@ -43,6 +49,7 @@ def evaluate_rubric(
     config: VerificationConfig,
     question_id: str,
     dynamic_rubric: DynamicRubric | None = None,
+    investigate: Investigate | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 
@@ -57,6 +64,9 @@ def evaluate_rubric(
             prompt instructions).
         question_id: Selects question-specific deep-judgment settings.
         dynamic_rubric: A :class:`~verifleet.schemas.DynamicRubric`, if any.
+        investigate: Runs an agentic trait's investigation (the pipeline passes
+            one backed by the agent runtime); None skips agentic traits, each
+            named with the reason in ``skipped_traits``.
 
     Returns:
         The result sections plus per-trait failures and skips. A trait the judge
@@ -89,22 +99,45 @@ def evaluate_rubric(
     traits = static.merged(resolution.promoted)
 
     outcome = RubricOutcome(rubric=VerificationResultRubric(), model_calls=resolution.model_calls)
-    for trait in traits.agentic:
-        logger.warning("rubric trait '%s' skipped: %s", trait.name, AGENTIC_SKIP_REASON)
-        outcome.skipped_traits[trait.name] = AGENTIC_SKIP_REASON
+    agentic = AgenticScores()
+    if investigate is None:
+        for trait in traits.agentic:
+            logger.warning("rubric trait '%s' skipped: %s", trait.name, AGENTIC_SKIP_REASON)
+            outcome.skipped_traits[trait.name] = AGENTIC_SKIP_REASON
+    elif traits.agentic:
+        agentic = evaluate_agentic_traits(
+            judge,
+            question=question,
+            response=response,
+            traits=traits.agentic,
+            investigate=investigate,
+            instructions=(rubric_text,),
+        )
+        outcome.failed_traits.update(agentic.failures)
+        outcome.model_calls += agentic.model_calls
 
     regex = evaluate_regex_traits(response, traits.regex)
     callables = evaluate_callable_traits(response, traits.callable)
     outcome.failed_traits.update(regex.failures)
     outcome.failed_traits.update(callables.failures)
 
-    deep, standard = _split_deep_judgment(traits.llm, question_id, config)
+    templated = [t for t in traits.llm if str(t.kind) == "template"]
+    scalar = [t for t in traits.llm if str(t.kind) != "template"]
+    deep, standard = _split_deep_judgment(scalar, question_id, config)
     llm = evaluate_llm_traits(
         judge,
         question=question,
         response=response,
         traits=standard,
         strategy=config.rubric_evaluation_strategy,
+        instructions=(rubric_text,),
+    )
+    evaluate_template_traits(
+        judge,
+        question=question,
+        response=response,
+        traits=templated,
+        into=llm,
         instructions=(rubric_text,),
     )
     standard_scores = dict(llm.scores)
@@ -138,6 +171,8 @@ def evaluate_rubric(
         callable_trait_scores=callables.scores if traits.callable else None,
         metric_trait_scores=metric.scores if traits.metric else None,
         metric_trait_confusion_lists=metric.confusion_lists if traits.metric else None,
+        agentic_trait_scores=agentic.scores if traits.agentic and investigate else None,
+        agentic_trait_investigation_traces=agentic.traces or None,
         dynamic_rubric_promoted_traits=resolution.promoted_names if dynamic_used else None,
         dynamic_rubric_skipped_traits=resolution.skipped if dynamic_used else None,
     )

@@ -23,7 +23,7 @@ class RubricOutcome(BaseModel):
         failed_traits: ``{name: reason}`` of traits that ran but could not be scored
             (invalid judge output, a crashing callable, no valid excerpt).
         skipped_traits: ``{name: reason}`` of static traits that were not run
-            (agentic traits: there is no agent runtime). Dynamic traits that were
+            (agentic traits when no investigator was given). Dynamic traits that were
             skipped are in ``rubric.dynamic_rubric_skipped_traits``.
         model_calls: Requests made to the judge, all recorded under
             ``rubric_evaluation`` (a re-ask inside the ``ChatCaller`` is not counted

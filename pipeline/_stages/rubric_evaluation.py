@@ -10,13 +10,15 @@ from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
 from .._stage import Stage
 from ._common import evaluation_text
+from ._investigate import TraitInvestigator
 
 __all__ = ["RubricEvaluationStage"]
 
 
 class RubricEvaluationStage(Stage):
-    """Evaluates LLM, regex, callable and metric traits (and dynamic ones) on the
-    full trace or the final AI message. Independent of template verification:
+    """Evaluates LLM, regex, callable, metric and agentic traits (and dynamic ones)
+    on the full trace or the final AI message (agentic traits: an investigating
+    agent, see :class:`~._investigate.TraitInvestigator`). Independent of template verification:
     it runs after an abstention too. Skipped when trace validation failed and
     only the final AI message may be used. Non-fatal: on failure the rubric
     section stays empty and a WARNING is logged."""
@@ -46,6 +48,7 @@ class RubricEvaluationStage(Stage):
             config=ctx.config,
             question_id=ctx.question_id,
             dynamic_rubric=ctx.dynamic_rubric,
+            investigate=TraitInvestigator(ctx),
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from verifleet.errors import VerifleetError
+
 from .._identity import md5_hex
 from .._rubric import AnyTrait, DynamicRubric, Rubric
 from ._benchmark import Benchmark
@@ -39,7 +41,7 @@ _LEGACY_GLOBAL_PROPS = {
 _QUESTION_PROPS = {"finished", "author", "sources", "few_shot_examples", "answer_notes"}
 
 
-class _QuestionProblem(ValueError):
+class _QuestionProblem(VerifleetError, ValueError):
     """A problem inside one question (the caller knows which)."""
 
 

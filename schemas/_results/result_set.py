@@ -14,6 +14,8 @@ from pydantic import (
     field_validator,
 )
 
+from verifleet.errors import VerifleetError
+
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
 from .rubric_view import RubricResults
@@ -24,7 +26,7 @@ from .template_view import TemplateResults
 __all__ = ["RecordedError", "VerificationResultSet"]
 
 
-class RecordedError(Exception):
+class RecordedError(VerifleetError):
     """An error restored from a serialised result set; its message is
     ``"TypeName: message"`` of the original exception."""
 

@@ -59,19 +59,20 @@ class ScriptedEndpoint:
         self.counts: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self.agent_latency = agent_latency
-        self.in_flight = 0
-        self.max_in_flight = 0
+        self.in_flight: Counter[str] = Counter()
+        #: The most agent calls in flight at once, per requested model name.
+        self.max_in_flight: Counter[str] = Counter()
 
-    def enter(self) -> None:
-        """An agent call starts (counted for :attr:`max_in_flight`)."""
+    def enter(self, model: str) -> None:
+        """An agent call to ``model`` starts (counted for :attr:`max_in_flight`)."""
         with self._lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.in_flight[model] += 1
+            self.max_in_flight[model] = max(self.max_in_flight[model], self.in_flight[model])
 
-    def leave(self) -> None:
-        """An agent call ends."""
+    def leave(self, model: str) -> None:
+        """An agent call to ``model`` ends."""
         with self._lock:
-            self.in_flight -= 1
+            self.in_flight[model] -= 1
 
     def count(self, kind: str) -> None:
         with self._lock:
@@ -118,7 +119,9 @@ class ScriptedEndpoint:
             plan = [("add", {"a": 1, "b": len(results)})] * (len(results) + 1)
         else:
             pattern = _CHECK if investigating else _TOOL
-            plan = [(name, json.loads(args)) for name, args in pattern.findall(user)]
+            # An investigation shows the question twice (asked, and in the trace).
+            found = list(dict.fromkeys(pattern.findall(user)))
+            plan = [(name, json.loads(args)) for name, args in found]
         if len(results) < len(plan):
             name, args = plan[len(results)]
             call = {
@@ -180,18 +183,19 @@ def build_app(endpoint: ScriptedEndpoint | None = None) -> Starlette:
             return JSONResponse(state.reply(body))
         # Agent calls take a little time, so unlimited concurrent agents overlap
         # and an endpoint limit shows in max_in_flight.
-        state.enter()
+        model = str(body.get("model"))
+        state.enter(model)
         try:
             await asyncio.sleep(state.agent_latency)
             return JSONResponse(state.reply(body))
         finally:
-            state.leave()
+            state.leave(model)
 
     async def models(_request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
     async def stats(_request: Request) -> JSONResponse:
-        return JSONResponse({**state.counts, "max_in_flight": state.max_in_flight})
+        return JSONResponse({**state.counts, "max_in_flight": dict(state.max_in_flight)})
 
     app = Starlette(
         routes=[

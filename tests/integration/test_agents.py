@@ -6,8 +6,11 @@ or to end with an empty message on demand). Locally and on a two-worker fleet.""
 
 from __future__ import annotations
 
+import sys
 import textwrap
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,14 +21,17 @@ from _support.mcp_server import McpServer, mcp_server
 
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus
+from verifleet.pipeline import PipelineResources, run_unit
 from verifleet.schemas import (
+    AgenticRubricTrait,
     Benchmark,
     ModelConfig,
     Question,
+    Rubric,
     VerificationConfig,
     VerificationResult,
 )
+from verifleet.store import JobStatus
 
 __all__ = ["mcp_server"]
 
@@ -48,7 +54,10 @@ def _template(expected: int) -> str:
 
 
 QUESTIONS = {
-    "tool": ('How long is BCL2? [tool:gene_length {"gene": "BCL2"}]', 239),
+    "tool": (
+        'How long is BCL2? [tool:gene_length {"gene": "BCL2"}] [check:gene_length {"gene": "BCL2"}]',
+        239,
+    ),
     "failing-tool": (
         'How long is XYZ, plus 1+2? [tool:gene_length {"gene": "XYZ"}] [tool:add {"a": 1, "b": 2}]',
         3,
@@ -58,11 +67,32 @@ QUESTIONS = {
 }
 
 
-def _benchmark() -> Benchmark:
+def _benchmark(served: ServedApp, tools_url: str) -> Benchmark:
+    # The "tool" question also has an agentic trait: an investigating agent with its
+    # own MCP tools and turn limit checks the answer; the judge extracts the verdict.
+    investigator = ModelConfig(
+        model_name="investigator",
+        interface="openai_endpoint",
+        endpoint_base_url=f"{served.url}/v1",
+        mcp_urls_dict={"tools": tools_url},
+    )
+    checked = AgenticRubricTrait(
+        name="length_checked",
+        kind="boolean",
+        description="Check the stated protein length with the gene_length tool.",
+        max_turns=3,
+        model_override=investigator,
+    )
     return Benchmark(
         name="agents",
         questions=[
-            Question(id=qid, question=text, raw_answer=str(value), answer_template=_template(value))
+            Question(
+                id=qid,
+                question=text,
+                raw_answer=str(value),
+                answer_template=_template(value),
+                question_rubric=Rubric(agentic_traits=[checked]) if qid == "tool" else None,
+            )
             for qid, (text, value) in QUESTIONS.items()
         ],
     )
@@ -104,6 +134,7 @@ def _config(served: ServedApp, tools_url: str) -> VerificationConfig:
             ModelConfig(model_name="judge", interface="openai_endpoint", endpoint_base_url=base)
         ],
         abstention_enabled=True,
+        evaluation_mode="template_and_rubric",
         max_concurrency=4,
     )
 
@@ -150,6 +181,14 @@ def _check(results: list[VerificationResult]) -> None:
     assert tool.used_full_trace is False and tool.trace_extraction_error is None
     assert template.abstention_check_performed and template.abstention_detected is False
 
+    # The agentic trait: investigated with its own tools, scored, its trace kept.
+    rubric = tool.rubric
+    assert rubric is not None and rubric.agentic_trait_scores == {"length_checked": True}
+    investigation = (rubric.agentic_trait_investigation_traces or {})["length_checked"]
+    assert "evaluation agent" in investigation  # its own system prompt
+    assert '"name": "gene_length"' in investigation and "The result is 239." in investigation
+    assert usage["rubric_evaluation"]["total_tokens"] > 0
+
     failing = live["failing-tool"].template
     assert failing is not None and failing.verify_result is True
     assert failing.agent_metrics is not None
@@ -183,12 +222,14 @@ def test_agents_locally(
     endpoint: tuple[ServedApp, ScriptedEndpoint], mcp_server: McpServer
 ) -> None:
     served, state = endpoint
-    state.max_in_flight = 0
+    state.max_in_flight.clear()
     config = _config(served, mcp_server.url)
-    results = [r for _unit, rs in LocalRunner(_benchmark(), config).run() for r in rs]
+    results = [
+        r for _unit, rs in LocalRunner(_benchmark(served, mcp_server.url), config).run() for r in rs
+    ]
     _check(results)
     # max_concurrency=1 on the answering model held for its agents' calls too.
-    assert state.max_in_flight == 1
+    assert state.max_in_flight["scripted"] == 1
 
 
 def test_agents_on_a_two_worker_fleet(
@@ -198,18 +239,50 @@ def test_agents_on_a_two_worker_fleet(
     mcp_server: McpServer,
 ) -> None:
     served, state = endpoint
-    state.max_in_flight = 0
+    state.max_in_flight.clear()
     config = _config(served, mcp_server.url)
     fleet.start_worker("w1", concurrency=4)
     fleet.start_worker("w2", concurrency=4)
     fleet.wait_ready(["w1", "w2"])
     # The MCP addresses travel in the job's config; the workers reach the server.
-    job = Job.submit(_benchmark(), config, redis_url)
+    job = Job.submit(_benchmark(served, mcp_server.url), config, redis_url)
     progress = job.wait(timeout=120)
     assert progress.status == JobStatus.DONE
     results: list[Any] = list(job.result_set())
     _check(results)
     # The Redis limiter capped the agents' calls across both workers.
-    assert state.max_in_flight == 1
+    assert state.max_in_flight["scripted"] == 1
     for name in ("w1", "w2"):
         assert fleet.workers[name].poll() is None, f"{name} died"
+
+
+def test_stdio_server_when_the_operator_allows_it(
+    endpoint: tuple[ServedApp, ScriptedEndpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served, _state = endpoint
+    script = Path(__file__).resolve().parents[1] / "_support" / "mcp_stdio.py"
+    model = ModelConfig(
+        model_name="scripted",
+        interface="openai_endpoint",
+        endpoint_base_url=f"{served.url}/v1",
+        mcp_urls_dict={"tools": f"stdio:{sys.executable} {script}"},
+    )
+    judge = ModelConfig(
+        model_name="judge", interface="openai_endpoint", endpoint_base_url=f"{served.url}/v1"
+    )
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[judge])
+    text, value = QUESTIONS["failing-tool"]
+    question = Question(id="q", question=text, raw_answer="3", answer_template=_template(value))
+    monkeypatch.setenv("VERIFLEET_MCP_ALLOW_STDIO", "1")
+    [result] = run_unit(
+        question,
+        model,
+        [judge],
+        config,
+        replicate=None,
+        resources=PipelineResources(),
+        deadline=time.monotonic() + 60,
+    )
+    assert result.metadata.error is None
+    assert result.template is not None and result.template.verify_result is True
+    assert (result.template.agent_metrics or {})["tools_used"] == ["add", "gene_length"]

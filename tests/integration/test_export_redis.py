@@ -15,8 +15,8 @@ from _support.result_variety import numbered
 from verifleet.orchestrator import read_results, write_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator.cli import main
-from verifleet.orchestrator.store import ResultStore, result_key
 from verifleet.schemas import ExportError, VerificationResult
+from verifleet.store import ResultStore, result_key
 
 pytestmark = pytest.mark.integration
 

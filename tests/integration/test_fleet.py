@@ -18,8 +18,8 @@ from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thre
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus, expand_units, unit_result_keys
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
+from verifleet.store import JobStatus, expand_units, unit_result_keys
 
 pytestmark = pytest.mark.integration
 

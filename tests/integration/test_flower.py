@@ -18,8 +18,8 @@ from _support.redis_server import free_port
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.orchestrator.store import TASK_NAME
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import TASK_NAME
 
 pytestmark = pytest.mark.integration
 

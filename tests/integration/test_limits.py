@@ -19,9 +19,9 @@ from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thre
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.limits import LocalCallGate
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.store import JobStatus
 from verifleet.pipeline import CallGate, ModelCallError
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import JobStatus
 from verifleet.workers._limiter import RedisCallGate
 
 pytestmark = pytest.mark.integration

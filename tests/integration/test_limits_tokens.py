@@ -16,9 +16,9 @@ import redis
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator._local.limits import LocalCallGate
-from verifleet.orchestrator.store import endpoint_id
 from verifleet.pipeline import ChatModelCache, LangchainChatCaller, ModelCallError, UsageTracker
 from verifleet.schemas import ModelConfig, RetryPolicy
+from verifleet.store import endpoint_id
 from verifleet.workers._limiter import RedisCallGate
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import time
 
 import redis
 
-from verifleet.orchestrator.store import Liveness, ResultStore
+from verifleet.store import Liveness, ResultStore
 
 
 def test_holders_and_heartbeats(redis_url: str) -> None:

@@ -23,7 +23,7 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.reward import RewardScorer, load_reward_config, score_rollouts_fleet
+from verifleet.reward import RewardScorer, load_reward_config, score_rollouts_fleet
 from verifleet.schemas import ModelConfig, dump_benchmark
 
 REWARD_YAML = """\

@@ -29,11 +29,11 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.reward import (
+from verifleet.orchestrator.serve import create_app
+from verifleet.reward import (
     JudgeCache,
     RedisJudgeCache,
     RewardConfig,
-    create_app,
     reward_resources,
 )
 from verifleet.schemas import ModelConfig, dump_benchmark

@@ -17,8 +17,8 @@ from _support.jobs import capitals_benchmark
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.orchestrator.store import DEFAULT_QUEUE, JobStatus, ResultStore
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import DEFAULT_QUEUE, JobStatus, ResultStore
 from verifleet.workers._jobs import JobCache
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers._stalls import StallDetector

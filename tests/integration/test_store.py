@@ -7,7 +7,7 @@ import redis
 from _support.factories import make_result
 from _support.redis_server import RedisServer
 
-from verifleet.orchestrator.store import JobStatus, ResultStore
+from verifleet.store import JobStatus, ResultStore
 
 
 def _store(url: str) -> ResultStore:

@@ -9,7 +9,7 @@ import pytest
 import redis
 from _support.factories import make_result
 
-from verifleet.orchestrator.store import ResultStore
+from verifleet.store import ResultStore
 
 pytestmark = pytest.mark.integration
 

@@ -32,8 +32,8 @@ from verifleet.orchestrator._export.layout import result_to_row
 from verifleet.orchestrator._export.parquet import ParquetResultWriter
 from verifleet.orchestrator._export.prefetch import prefetched
 from verifleet.orchestrator._export.stored import stored_batch
-from verifleet.orchestrator.store import result_key
 from verifleet.schemas import ExportError, VerificationResult, VerificationResultSet
+from verifleet.store import result_key
 
 JOB_IDS = st.none() | st.text(max_size=8)
 

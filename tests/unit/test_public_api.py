@@ -13,7 +13,26 @@ PACKAGES = [
     "verifleet.pipeline",
     "verifleet.workers",
     "verifleet.orchestrator",
+    "verifleet.store",
+    "verifleet.reward",
 ]
+
+
+def test_the_orchestrator_package_loads_its_exports_on_first_use() -> None:
+    # A fresh interpreter: importing the package must not import pyarrow or the
+    # local-LLM builder; asking for a name loads just that name's submodule.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, verifleet.orchestrator as o\n"
+        "assert 'pyarrow' not in sys.modules, 'pyarrow at import'\n"
+        "assert 'verifleet.orchestrator._localllm' not in sys.modules\n"
+        "o.read_results\n"
+        "assert 'verifleet.orchestrator._export' in sys.modules\n"
+        "assert 'verifleet.orchestrator._localllm' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("name", PACKAGES)

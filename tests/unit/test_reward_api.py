@@ -8,7 +8,7 @@ from verifleet.orchestrator.cli import build_parser
 
 
 def test_reward_all_is_complete_and_resolvable() -> None:
-    module = importlib.import_module("verifleet.orchestrator.reward")
+    module = importlib.import_module("verifleet.reward")
     exported = list(module.__all__)
     assert len(exported) == len(set(exported))
     for name in exported:

@@ -8,7 +8,7 @@ from _support.reward import geo_benchmark
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifleet.orchestrator.reward import RewardConfig, compose_reward, normalise_trait
+from verifleet.reward import RewardConfig, compose_reward, normalise_trait
 from verifleet.schemas import (
     LLMRubricTrait,
     MetricRubricTrait,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _support.reward import geo_benchmark
 
-from verifleet.orchestrator.reward import RewardConfig, load_reward_config
+from verifleet.reward import RewardConfig, load_reward_config
 from verifleet.schemas import ConfigError
 
 
@@ -140,7 +140,7 @@ def test_load_from_yaml_and_report_bad_files(tmp_path: Path) -> None:
 
 
 def test_trait_components_refuse_a_template_only_verification() -> None:
-    from verifleet.orchestrator.reward import RewardScorer
+    from verifleet.reward import RewardScorer
     from verifleet.schemas import ModelConfig
 
     config = RewardConfig.build(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from verifleet.orchestrator.reward import CachingCaller, MemoryJudgeCache, judge_call_key
 from verifleet.pipeline import Message
+from verifleet.reward import CachingCaller, MemoryJudgeCache, judge_call_key
 from verifleet.schemas import ModelConfig
 
 JUDGE = ModelConfig.parse("http://127.0.0.1:1/v1#judge")

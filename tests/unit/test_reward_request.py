@@ -6,14 +6,14 @@ import pytest
 from _support.reward import CORRECT, nemo_request
 from pydantic import TypeAdapter, ValidationError
 
-from verifleet.orchestrator.reward import (
+from verifleet.reward import (
     InvalidRequestError,
     PlainVerifyRequest,
     ResponsesVerifyRequest,
     VerifyRequest,
     request_answer,
 )
-from verifleet.orchestrator.reward._request import requested_question_id, requested_question_text
+from verifleet.reward._request import requested_question_id, requested_question_text
 
 ADAPTER: TypeAdapter[ResponsesVerifyRequest | PlainVerifyRequest] = TypeAdapter(VerifyRequest)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _support.reward import CORRECT, geo_benchmark, nemo_request
 
-from verifleet.orchestrator.reward import (
+from verifleet.reward import (
     LINE_FIELD,
     InvalidRequestError,
     RewardConfig,
@@ -16,7 +16,7 @@ from verifleet.orchestrator.reward import (
     reward_job_id,
     rollout_key,
 )
-from verifleet.orchestrator.reward._rollouts import done_lines, iter_lines, parse_rollout
+from verifleet.reward._rollouts import done_lines, iter_lines, parse_rollout
 from verifleet.schemas import ModelConfig
 
 # Resolving questions and answers calls no model: the judge is never reached.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from _support.judges import ScriptedJudge
 
-from verifleet.orchestrator.reward import judge_equivalence
-from verifleet.orchestrator.reward._swap import equivalence_messages
+from verifleet.reward import judge_equivalence
+from verifleet.reward._swap import equivalence_messages
 
 SAME = {"equivalent": True}
 DIFFERENT = {"equivalent": False}

@@ -90,7 +90,7 @@ def test_one_presence_call_promotes_present_traits_and_skips_absent_ones() -> No
     assert rubric.dynamic_rubric_skipped_traits is not None
     assert set(rubric.dynamic_rubric_skipped_traits) == {"pregnancy_advice", "checks_label"}
     assert "not present" in rubric.dynamic_rubric_skipped_traits["pregnancy_advice"]
-    assert "agent runtime" in rubric.dynamic_rubric_skipped_traits["checks_label"]
+    assert "not presence-checked" in rubric.dynamic_rubric_skipped_traits["checks_label"]
     assert rubric.llm_trait_scores == {"clarity": 4, "dosage_safety": True}
     assert rubric.regex_trait_scores == {"cites_mg": True}
     assert outcome.model_calls == 2

@@ -172,13 +172,18 @@ def test_model_call_errors_propagate_for_the_stage_to_record() -> None:
         run(judge)
 
 
-def test_template_kind_traits_are_reported_unsupported_without_a_call() -> None:
-    template = LLMRubricTrait(
-        name="structured",
-        kind="template",
-        template_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
-    )
-    judge = ScriptedJudge()
+def test_template_kind_traits_fill_their_schema_into_dotted_keys() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "steps": {"type": "integer"},
+            "cited": {"type": "boolean"},
+            "tone": {"type": "string"},
+            "ratio": {"type": "number"},
+        },
+    }
+    template = LLMRubricTrait(name="structured", kind="template", template_schema=schema)
+    judge = ScriptedJudge([{"steps": 3, "cited": True, "tone": "calm", "ratio": 0.5}])
     outcome = evaluate_rubric(
         judge,
         question=QUESTION,
@@ -187,9 +192,11 @@ def test_template_kind_traits_are_reported_unsupported_without_a_call() -> None:
         config=make_config(),
         question_id="q1",
     )
-    assert judge.calls == []
-    assert "not supported" in outcome.failed_traits["structured"]
-    assert outcome.rubric.llm_trait_scores == {}
+    assert len(judge.calls) == 1 and judge.calls[0].schema == schema  # the trait's own schema
+    assert outcome.rubric.llm_trait_scores == {"structured.steps": 3, "structured.cited": True}
+    assert outcome.rubric.llm_trait_labels == {"structured.tone": "calm"}
+    # A float has no place in the typed result maps: reported, not silently dropped.
+    assert "float" in outcome.failed_traits["structured.ratio"]
 
 
 # --- the validation policy, trait by trait ----------------------------------------------

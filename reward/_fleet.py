@@ -25,8 +25,8 @@ import redis
 import zstandard
 from celery import Celery
 
-from verifleet.orchestrator.store import DEFAULT_QUEUE, RedisTarget, redis_client
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
+from verifleet.store import DEFAULT_QUEUE, RedisTarget, redis_client
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError

@@ -25,14 +25,19 @@ from pydantic import BaseModel, ConfigDict
 
 from verifleet import __version__
 from verifleet.pipeline import PipelineResources
+from verifleet.reward import (
+    EquivalenceVerdict,
+    InvalidRequestError,
+    RewardBreakdown,
+    RewardConfig,
+    RewardMode,
+    RewardScorer,
+    UnknownQuestionError,
+    VerifyRequest,
+)
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
-from ._compose import RewardBreakdown
-from ._config import RewardConfig, RewardMode
-from ._guards import BearerAuth, BodyLimit, bearer_token_ok
-from ._request import InvalidRequestError, UnknownQuestionError, VerifyRequest
-from ._scorer import RewardScorer
-from ._swap import EquivalenceVerdict
+from ._serve_guards import BearerAuth, BodyLimit, bearer_token_ok
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",

@@ -1,4 +1,11 @@
-"""verifleet.orchestrator.store — the job and result store on Redis.
+"""verifleet.store — the fleet protocol and the job and result store on Redis.
+
+Everything the submitting side and the workers must agree on lives here and
+nowhere else: the key layout, unit references and their deterministic keys, the
+task names and queue, sending units through the broker, worker liveness, the
+endpoint-limit records, and the store itself. It imports only
+:mod:`verifleet.schemas` (checked by the import contract in ``pyproject.toml``),
+so both sides can import it without pulling in each other's code.
 
 Shared by the orchestrator (submit, watch, collect) and the workers (load a job's
 spec, write results). Keys carry the prefix ``vf:`` and the job id; results are

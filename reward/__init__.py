@@ -1,12 +1,15 @@
-"""verifleet.orchestrator.reward — verification as a reward signal.
+"""verifleet.reward — verification as a reward signal: the scoring core.
 
 A response (a rollout's trajectory, or plain text) is verified against its
 benchmark question by the pipeline's parse → verify → rubric stages, without
 generating an answer, and the result becomes a reward in [0, 1] under the
 benchmark's :class:`RewardConfig` (binary, continuous or hybrid). Judge calls go
 through a cache keyed by their full input, so the same response always gets the
-same reward. Served over HTTP by ``verifleet serve`` (``POST /verify``) and
-applied to rollout files by ``verifleet reward``.
+same reward. Applied to rollout files by ``verifleet reward`` (locally, or on
+the fleet by the workers' reward task) and served over HTTP by ``verifleet serve``
+(``POST /verify``), whose FastAPI service lives above this package in
+:mod:`verifleet.orchestrator.serve`: importing the scoring core (as every worker
+does) never imports FastAPI.
 """
 
 from ._compose import RewardBreakdown, compose_reward, normalise_trait
@@ -37,14 +40,6 @@ from ._request import (
     request_answer,
     request_kind,
 )
-from ._service import (
-    DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_REQUEST_TIMEOUT,
-    HEALTH_PATH,
-    HealthResponse,
-    VerifyResponse,
-    create_app,
-)
 from ._fleet import (
     REWARD_TASK_NAME,
     FleetStalledError,
@@ -61,9 +56,6 @@ from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
 
 __all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "HEALTH_PATH",
     "LINE_FIELD",
     "REWARD_TASK_NAME",
     "AgentResponse",
@@ -71,7 +63,6 @@ __all__ = [
     "ComponentSource",
     "EquivalenceVerdict",
     "FleetStalledError",
-    "HealthResponse",
     "InlineQuestion",
     "InvalidRequestError",
     "JudgeCache",
@@ -92,10 +83,8 @@ __all__ = [
     "ScoredRollout",
     "UnknownQuestionError",
     "VerifyRequest",
-    "VerifyResponse",
     "caching_caller_factory",
     "compose_reward",
-    "create_app",
     "judge_call_key",
     "judge_equivalence",
     "load_reward_config",
