@@ -9,16 +9,19 @@ and its queue-length view both verify the server.
 
 from __future__ import annotations
 
+import os
+
 from celery import Celery
 
 from verifleet.store import RedisTarget
 
-from .job import redis_url_from
-
 __all__ = ["app"]
 
 app = Celery("verifleet-flower")
-app.conf.update(
-    **RedisTarget.parse(redis_url_from(None)).celery_settings(),
-    broker_connection_retry_on_startup=True,
-)
+# `verifleet flower` always sets the URL. Without it (a plain import, as the tests'
+# import-everything check does) the app stays unconfigured rather than failing.
+if os.environ.get("VERIFLEET_REDIS_URL"):
+    app.conf.update(
+        **RedisTarget.parse(os.environ["VERIFLEET_REDIS_URL"]).celery_settings(),
+        broker_connection_retry_on_startup=True,
+    )

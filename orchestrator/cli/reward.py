@@ -23,8 +23,8 @@ from typing import Any
 import redis
 
 from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_local
-from verifleet.store import mask_password
 from verifleet.schemas import ConfigError
+from verifleet.store import mask_password
 
 from .serve import add_reward_arguments, reward_setup
 

@@ -32,8 +32,8 @@ from verifleet.reward import (
     load_reward_config,
     reward_resources,
 )
-from verifleet.store import RedisTarget
 from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
+from verifleet.store import RedisTarget
 
 from .._fleet.submit import template_problems
 from ..serve import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, create_app

@@ -23,8 +23,8 @@ from _support.secure_redis import make_certificates, secure_redis
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator.cli import main
-from verifleet.store import TASK_NAME, JobStatus, RedisTarget
 from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import TASK_NAME, JobStatus, RedisTarget
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from verifleet.orchestrator._fleet.broker import Broker
 from verifleet.orchestrator.cli import main
 from verifleet.orchestrator.cli.serve import check_exposure, is_loopback
 from verifleet.orchestrator.cli.worker import flower_command
-from verifleet.store import RedisTarget, mask_password
 from verifleet.schemas import ConfigError
+from verifleet.store import RedisTarget, mask_password
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers.app import make_app
 
