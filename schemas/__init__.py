@@ -28,6 +28,8 @@ from ._config import (
     QuestionFewShotConfig,
     RetryPolicy,
     VerificationConfig,
+    declare_interface,
+    interface_names,
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 
@@ -114,6 +116,9 @@ from ._rubric import (
 )
 from ._benchmark import Benchmark, Question, dump_benchmark, load_benchmark
 
+# --- where checks run template / trait code (the sandbox installs its own) -------
+from ._checkers import CodeCheckers, check_callable_trait, check_template, use_code_checkers
+
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
     AggregatorRegistry,
@@ -153,6 +158,7 @@ __all__ = [
     "BenchmarkLoadError",
     "BooleanMatch",
     "CallableTrait",
+    "CodeCheckers",
     "ConfigCompatibilityWarning",
     "ConfigError",
     "ContainsAll",
@@ -227,15 +233,19 @@ __all__ = [
     "apply_normalizer",
     "apply_normalizers",
     "build_answer",
+    "check_callable_trait",
+    "check_template",
     "compute_metrics",
     "compute_template_id",
     "compute_unit_key",
+    "declare_interface",
     "deduplicate_confusion",
     "default_template_cache",
     "dump_benchmark",
     "evaluate_strategy",
     "granular_score",
     "inject_question_id",
+    "interface_names",
     "judge_field_names",
     "judge_json_schema",
     "list_aggregators",
@@ -250,5 +260,6 @@ __all__ = [
     "run_regex_checks",
     "strategy_label",
     "unwrap_preset",
+    "use_code_checkers",
     "validate_answer_template",
 ]

@@ -21,6 +21,7 @@ from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from
 from .._fleet.submit import submit_job
 from ._console import make_console
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import add_config_arguments, build_config
 
 __all__ = ["register"]
@@ -49,6 +50,7 @@ def register(commands: Any) -> None:
         help="reject the whole job when a question's template does not compile or is refused "
         "(default: that question fails alone, with its error in its results)",
     )
+    add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
     jobs = commands.add_parser("jobs", help="list jobs, newest first")
@@ -107,6 +109,7 @@ def _submit(args: argparse.Namespace) -> int:
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
+    start_sandbox(args)  # templates are validated in sandbox executors
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)

@@ -26,6 +26,7 @@ from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_loc
 from verifleet.schemas import ConfigError
 from verifleet.store import mask_password
 
+from ._sandbox import start_sandbox
 from .serve import add_reward_arguments, reward_setup
 
 __all__ = ["register"]
@@ -76,6 +77,7 @@ def _report_line(entry: LineError) -> None:
 def _reward(args: argparse.Namespace) -> int:
     if not args.rollouts.is_file():
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
+    start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         if args.redis:

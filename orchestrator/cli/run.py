@@ -24,6 +24,7 @@ from .._local.progress import RunProgress
 from .._local.runner import LocalRunner
 from .._local.tally import PassRateTally
 from ._console import make_console
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import add_config_arguments, build_config, local_model_needed
 
 __all__ = ["register"]
@@ -62,13 +63,15 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--trust-callables",
         action="store_true",
-        help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
+        help="allow pickled callable rubric traits (unpickled only inside the sandbox)",
     )
+    add_sandbox_argument(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
+    start_sandbox(args)
     # A broken template fails its question, not the run: load everything, warn,
     # and let the pipeline record the problem in that question's results.
     benchmark = load_benchmark(

@@ -37,6 +37,7 @@ from verifleet.store import RedisTarget
 
 from .._fleet.submit import template_problems
 from ..serve import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, create_app
+from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
 __all__ = [
@@ -71,6 +72,7 @@ examples:
 
 def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags ``serve`` and ``reward`` share."""
+    add_sandbox_argument(parser)
     parser.add_argument(
         "--parsing",
         nargs="+",
@@ -276,6 +278,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
+    start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         benchmark, reward = scorer.benchmark, scorer.reward_config

@@ -20,6 +20,7 @@ from verifleet.schemas import ConfigError
 from verifleet.store import DEFAULT_QUEUE, RedisTarget
 
 from .._fleet.job import redis_url_from
+from ._sandbox import add_sandbox_argument, start_sandbox
 
 __all__ = ["AUTH_ENV", "flower_command", "register"]
 
@@ -52,6 +53,7 @@ def register(commands: Any) -> None:
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
+    add_sandbox_argument(worker)
     worker.set_defaults(handler=_worker)
 
     flower = commands.add_parser(
@@ -88,6 +90,8 @@ def _worker(args: argparse.Namespace) -> int:
     RedisTarget.parse(url).check()
     # The app reads its settings from the environment when it is imported.
     os.environ["VERIFLEET_REDIS_URL"] = url
+    # Refuse to consume tasks on a machine that lacks the configured isolation.
+    start_sandbox(args)
     from verifleet.workers.app import app
 
     argv = [

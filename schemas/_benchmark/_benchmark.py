@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from .._checkers import check_callable_trait, check_template
 from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
-from .._templates import validate_answer_template
 from ._question import Question
 
 __all__ = ["Benchmark"]
@@ -99,9 +99,10 @@ class Benchmark(BaseModel):
     def validate(self, *, templates: bool = True) -> list[str]:  # type: ignore[override]
         """Every problem that would stop this benchmark from running, as messages.
 
-        Checks each answer template (``validate_answer_template``; not when
-        ``templates`` is False), each callable trait (compiles, or pickled and
-        trusted) and each question's merged rubrics. Nothing is raised: an empty
+        Checks each answer template (``check_template``: in a sandbox executor
+        once :mod:`verifleet.sandbox` is imported; not when ``templates`` is
+        False), each callable trait (compiles, or pickled and trusted; same
+        place) and each question's merged rubrics. Nothing is raised: an empty
         list means ready. (Overrides pydantic v1's deprecated classmethod of the
         same name.)
         """
@@ -112,13 +113,13 @@ class Benchmark(BaseModel):
                 if not trait.has_code:
                     continue  # a checkpoint trait without code fails when evaluated
                 try:
-                    trait.load_function()
+                    check_callable_trait(trait)
                 except (RubricError, UntrustedCodeError) as exc:
                     problems.append(f"{where}: {exc}")
         for q in self.questions:
             if templates and q.has_template:
                 try:
-                    validate_answer_template(q.answer_template or "", question_id=q.id)
+                    check_template(q.answer_template or "", question_id=q.id)
                 except TemplateValidationError as exc:
                     problems.append(f"question {q.id}: template: {exc.problem}")
             try:
