@@ -17,6 +17,7 @@ from ._keys import JobKeys
 from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
+from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._sending import send_units
 from ._store import JobProgress, JobStatus, ResultStore
 from ._units import (
@@ -39,12 +40,15 @@ __all__ = [
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
+    "TLS_ENV",
     "EndpointGate",
     "EndpointLimits",
     "JobKeys",
     "JobProgress",
     "JobStatus",
     "Liveness",
+    "RedisAccessError",
+    "RedisTarget",
     "ResultStore",
     "ScenarioUnit",
     "Unit",
@@ -55,6 +59,8 @@ __all__ = [
     "expand_units",
     "is_rate_limited",
     "keyed_question_id",
+    "mask_password",
+    "redis_client",
     "result_key",
     "scenario_result_keys",
     "scenario_unit_key",
