@@ -361,11 +361,23 @@ class SandboxPool:
         """
         return self._trait_call("trait", {"trait": trait, "text": text}, trait.get("name"))["value"]
 
-    def _trait_call(self, op: str, payload: dict[str, Any], name: Any) -> dict[str, Any]:
+    def run_regex_trait(self, trait: dict[str, Any], text: str) -> bool:
+        """Search ``text`` with a regex trait (its JSON form) in an executor.
+
+        Raises:
+            RubricError: The trait is malformed, or its pattern hung the executor.
+        """
+        payload = {"trait": trait, "text": text}
+        value = self._trait_call("regex_trait", payload, trait.get("name"), kind="regex")["value"]
+        return bool(value)
+
+    def _trait_call(
+        self, op: str, payload: dict[str, Any], name: Any, *, kind: str = "callable"
+    ) -> dict[str, Any]:
         try:
             answer = self._call(op, payload)
         except ExecutorCrashed as exc:
-            raise RubricError(f"callable trait {name!r} crashed the sandbox: {exc}") from None
+            raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {exc}") from None
         if answer.get("ok"):
             result: dict[str, Any] = answer["result"]
             return result

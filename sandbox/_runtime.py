@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 from verifleet.schemas import (
     BaseAnswer,
     CallableTrait,
+    RegexTrait,
     RubricError,
     TemplateCache,
     TemplateValidationError,
@@ -76,6 +77,7 @@ class Runtime:
             "evaluate": self.evaluate,
             "trait": self.trait,
             "check_trait": self.check_trait,
+            "regex_trait": self.regex_trait,
         }
 
     def ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,6 +200,19 @@ class Runtime:
         except Exception as exc:
             raise RequestError("trait", _describe(exc)) from None
         return {"loaded": True}
+
+    def regex_trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Search a text with one regex trait (a pattern can backtrack for ever: it
+        runs here, under the wall-clock limit, not in a worker thread).
+
+        Raises:
+            RequestError: ``trait`` (the trait is malformed).
+        """
+        try:
+            trait = RegexTrait.model_validate(request["trait"])
+            return {"value": trait.evaluate(str(request.get("text") or ""))}
+        except Exception as exc:
+            raise RequestError("trait", _describe(exc)) from None
 
     def trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Run one callable trait on a text.

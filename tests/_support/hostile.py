@@ -18,9 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifleet.schemas import Benchmark, Question
+from verifleet.schemas import Benchmark, CallableTrait, Question, RegexTrait, Rubric
 
-__all__ = ["FLEET_SUBSET", "SECRET_TEXT", "Trap", "corpus_benchmark", "corpus_files"]
+__all__ = [
+    "FLEET_SUBSET",
+    "SECRET_TEXT",
+    "Trap",
+    "corpus_benchmark",
+    "corpus_files",
+    "rubric_attack_question",
+]
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "hostile"
 
@@ -155,3 +162,36 @@ def corpus_benchmark(
         questions.append(Question(id=f"honest{i}", text=text, answer_template=HONEST_TEMPLATE))
         answers[text] = {"text": "The capital is Paris.", "fields": {"value": "Paris"}}
     return Benchmark(name="hostile-corpus", questions=questions), answers
+
+
+def rubric_attack_question(trap: Trap) -> tuple[Question, dict[str, Any]]:
+    """An honest template with hostile rubric traits: a backtracking regex, a
+    callable that never returns, one that reads the secret, one that opens a
+    socket; plus one honest callable that must still be scored."""
+    text = "Hostile rubric traits?"
+    rubric = Rubric(
+        regex_traits=[RegexTrait(name="redos", pattern="(a+)+$")],
+        callable_traits=[
+            CallableTrait(
+                name="spin", callable_source="def f(text):\n    while True:\n        pass\n"
+            ),
+            CallableTrait(
+                name="peek",
+                callable_source=f"def f(text):\n    return open({str(trap.secret)!r}).read() == text\n",
+            ),
+            CallableTrait(
+                name="dial",
+                callable_source=(
+                    "import socket\n\ndef f(text):\n"
+                    f"    socket.create_connection(('127.0.0.1', {trap.port}))\n    return True\n"
+                ),
+            ),
+            CallableTrait(
+                name="length", kind="score", callable_source="def f(text):\n    return len(text)\n"
+            ),
+        ],
+    )
+    question = Question(
+        id="rubric_attacks", text=text, answer_template=HONEST_TEMPLATE, question_rubric=rubric
+    )
+    return question, {text: {"text": HOSTILE_ANSWER, "fields": {"value": "Paris"}}}

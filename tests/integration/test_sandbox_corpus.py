@@ -16,7 +16,14 @@ import httpx
 import pytest
 import uvicorn
 from _support.fleet import Fleet
-from _support.hostile import FLEET_SUBSET, HOSTILE_ANSWER, Trap, corpus_benchmark, corpus_files
+from _support.hostile import (
+    FLEET_SUBSET,
+    HOSTILE_ANSWER,
+    Trap,
+    corpus_benchmark,
+    corpus_files,
+    rubric_attack_question,
+)
 from _support.redis_server import free_port
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
@@ -45,11 +52,12 @@ def trap(tmp_path: Path) -> Iterator[Trap]:
     trap.close()
 
 
-def _config(base_url: str) -> VerificationConfig:
+def _config(base_url: str, **extra: object) -> VerificationConfig:
     return VerificationConfig.build(
         answering_models=[ModelConfig.parse(f"{base_url}#answerer")],
         parsing_models=[ModelConfig.parse(f"{base_url}#judge")],
         max_concurrency=4,
+        **extra,
     )
 
 
@@ -58,7 +66,7 @@ def _check(results: list[VerificationResult], trap: Trap, expected: int) -> None
     assert len(by_question) == expected, "every question has its result"
     for qid, result in by_question.items():
         template = result.template
-        if qid.startswith("honest"):
+        if qid.startswith("honest") or qid == "rubric_attacks":
             assert result.metadata.error is None, result.metadata.error
             assert template is not None and template.verify_result is True
         else:
@@ -70,12 +78,14 @@ def _check(results: list[VerificationResult], trap: Trap, expected: int) -> None
 
 def test_corpus_in_local_mode(trap: Trap) -> None:
     bench, answers = corpus_benchmark(trap)
+    rubric_question, rubric_answers = rubric_attack_question(trap)
+    bench.questions.append(rubric_question)
+    answers.update(rubric_answers)
     pool = SandboxPool(SandboxSettings(timeout=2, pool_size=2))
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
-            runner = LocalRunner(
-                bench, _config(ep.base_url), resources=PipelineResources(sandbox=pool)
-            )
+            config = _config(ep.base_url, evaluation_mode="template_and_rubric")
+            runner = LocalRunner(bench, config, resources=PipelineResources(sandbox=pool))
             results = [r for _unit, rs in runner.run() for r in rs]
         _check(results, trap, len(bench.questions))
         # The resource attacks killed executors; the pool replaced them.
@@ -83,6 +93,11 @@ def test_corpus_in_local_mode(trap: Trap) -> None:
         errors = {r.metadata.question_id: r.metadata.error or "" for r in results}
         assert "wall-clock limit" in errors["35_loop_in_verify"]
         assert "templates may not use" in errors["01_import_os"]
+        # Hostile rubric traits fail alone; the honest one is scored.
+        rubric = next(r for r in results if r.metadata.question_id == "rubric_attacks").rubric
+        assert rubric is not None
+        assert rubric.callable_trait_scores == {"length": len(HOSTILE_ANSWER)}
+        assert not rubric.regex_trait_scores
     finally:
         pool.close()
 
