@@ -194,6 +194,16 @@ class SandboxPool:
         finally:
             self._release(proc)
 
+    def executor_cpu_seconds(self) -> float:
+        """CPU seconds used so far by one idle executor (the only one when
+        ``pool_size`` is 1): what benchmarks subtract to see a call's cost.
+
+        Raises:
+            ExecutorCrashed: The executor died.
+        """
+        answer = self._call("ping", {})
+        return float(answer["result"]["cpu_seconds"])
+
     def start(self) -> None:
         """Start one executor now (and keep it warm), to fail early.
 

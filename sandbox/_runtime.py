@@ -9,6 +9,7 @@ source once per executor.
 
 from __future__ import annotations
 
+import resource
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -81,8 +82,9 @@ class Runtime:
         }
 
     def ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Liveness: answers at once."""
-        return {"pong": True}
+        """Liveness: answers at once, with this executor's CPU seconds so far."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"pong": True, "cpu_seconds": usage.ru_utime + usage.ru_stime}
 
     def _source(self, request: Mapping[str, Any]) -> str:
         template_id = str(request["template_id"])
