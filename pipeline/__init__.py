@@ -13,20 +13,26 @@ it with a per-process client cache, retries with backoff for transient errors,
 JSON replies (native structured output or prompted, re-asked once, repaired) and
 per-stage token accounting (:class:`UsageTracker`). :class:`OpenAIHttpChatCaller`
 does the same for OpenAI-compatible endpoints over plain HTTP and is their default
-(``VERIFLEET_CHAT_CLIENT=langchain`` turns it off); :func:`make_chat_caller` picks.
+(``ModelConfig.chat_client`` chooses). Model interfaces are registered by name
+(:func:`register_interface`); :func:`make_chat_caller` builds a model's caller
+through its interface.
 """
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
     MAX_ENDPOINT_PAUSE,
+    CallerOptions,
     CallGate,
     ChatModelCache,
+    InterfaceFactory,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
     endpoint_pause,
     get_chat_model,
     make_chat_caller,
+    register_interface,
+    registered_interfaces,
 )
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
@@ -39,29 +45,51 @@ from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
 from ._stage import Stage, StageFailure
 
+# --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
+from ._search import (
+    LocalSearch,
+    SearchError,
+    SearchHit,
+    SearchProvider,
+    TavilySearch,
+    build_search_provider,
+    search_function,
+)
+
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
     "AgentRunner",
     "CachedAnswer",
     "CallGate",
     "CallerFactory",
+    "CallerOptions",
     "ChatCaller",
     "ChatModelCache",
+    "InterfaceFactory",
     "LangchainChatCaller",
+    "LocalSearch",
     "ManualAnswerError",
     "ManualAnswerStore",
     "Message",
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "SearchError",
+    "SearchHit",
+    "SearchProvider",
     "Stage",
     "StageFailure",
     "StageOrchestrator",
     "StructuredOutputError",
+    "TavilySearch",
     "UsageTracker",
     "VerificationContext",
+    "build_search_provider",
     "endpoint_pause",
     "get_chat_model",
     "make_chat_caller",
+    "register_interface",
+    "registered_interfaces",
     "run_unit",
+    "search_function",
 ]

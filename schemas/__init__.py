@@ -28,6 +28,8 @@ from ._config import (
     QuestionFewShotConfig,
     RetryPolicy,
     VerificationConfig,
+    declare_interface,
+    interface_names,
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 
@@ -236,12 +238,14 @@ __all__ = [
     "compute_metrics",
     "compute_template_id",
     "compute_unit_key",
+    "declare_interface",
     "deduplicate_confusion",
     "default_template_cache",
     "dump_benchmark",
     "evaluate_strategy",
     "granular_score",
     "inject_question_id",
+    "interface_names",
     "judge_field_names",
     "judge_json_schema",
     "list_aggregators",

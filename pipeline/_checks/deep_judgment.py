@@ -104,8 +104,8 @@ def deep_judgment_parse(
         schema_name: Name of the schema sent to the judge; defaults to the
             class name.
         instructions: The user's extra instructions, added to all three stages.
-        search: Search function for the search enhancement (none ships with
-            verifleet); required when ``deep_judgment_search_enabled``.
+        search: Search function for the search enhancement (the stage passes the
+            configured provider's); required when ``deep_judgment_search_enabled``.
 
     Returns:
         The judge's values for the schema's properties, the ``deep_judgment``
@@ -120,9 +120,8 @@ def deep_judgment_parse(
     """
     if config.deep_judgment_search_enabled and search is None:
         raise DeepJudgmentError(
-            "deep_judgment_search_enabled is set but no search function is available "
-            f"('{config.deep_judgment_search_tool}' is not bundled); disable search or "
-            "pass a search function"
+            "deep_judgment_search_enabled is set but no search function was given "
+            f"(configured tool: '{config.deep_judgment_search_tool}')"
         )
     schema = field_schema if field_schema is not None else _field_schema_of(answer_cls)
     properties: dict[str, Any] = schema.get("properties") or {}

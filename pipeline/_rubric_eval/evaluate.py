@@ -25,7 +25,7 @@ from .agentic_traits import (
     evaluate_agentic_traits,
     evaluate_template_traits,
 )
-from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
+from .deep_judgment_rubric import SearchSource, TraitJudgment, judge_trait_deeply
 from .deterministic import (
     CallableRunner,
     RegexRunner,
@@ -54,6 +54,7 @@ def evaluate_rubric(
     config: VerificationConfig,
     question_id: str,
     dynamic_rubric: DynamicRubric | None = None,
+    search: SearchSource | None = None,
     investigate: Investigate | None = None,
     run_callable: CallableRunner | None = None,
     run_regex: RegexRunner | None = None,
@@ -71,6 +72,9 @@ def evaluate_rubric(
             prompt instructions).
         question_id: Selects question-specific deep-judgment settings.
         dynamic_rubric: A :class:`~verifleet.schemas.DynamicRubric`, if any.
+        search: Gives the search function of deep-judgment traits with search
+            enabled (called when such a trait needs it; cache inside it); None: such
+            traits are judged without search and their metadata says why.
         investigate: Runs an agentic trait's investigation (the pipeline passes
             one backed by the agent runtime); None skips agentic traits, each
             named with the reason in ``skipped_traits``.
@@ -158,6 +162,7 @@ def evaluate_rubric(
         deep,
         instructions=(rubric_text, prompts.deep_judgment if prompts else None),
         into=llm,
+        search=search,
     )
 
     metric = evaluate_metric_traits(
@@ -212,6 +217,7 @@ def _judge_deeply(
     *,
     instructions: tuple[str | None, ...],
     into: LLMTraitScores,
+    search: SearchSource | None = None,
 ) -> dict[str, TraitJudgment]:
     # Deep-judgment scores join the ordinary LLM scores: llm_trait_scores holds
     # every LLM trait, whichever way it was judged.
@@ -224,6 +230,7 @@ def _judge_deeply(
             trait=trait,
             settings=settings,
             instructions=instructions,
+            search=search,
         )
         judgments[trait.name] = judgment
         into.model_calls += int(judgment.metadata["model_calls"])

@@ -91,7 +91,11 @@ class ParseTemplateStage(Stage):
             schema_name=template.class_name,
             config=ctx.config,
             instructions=ctx.prompts.deep_judgment,
-            search=ctx.resources.search,
+            # The configured provider (Tavily or local BM25); a provider that
+            # cannot be built fails the parse with its reason.
+            search=ctx.resources.search_for(ctx.config)
+            if ctx.config.deep_judgment_search_enabled
+            else None,
         )
         ctx.deep_judgment = outcome.section
         return dict(outcome.parsed)

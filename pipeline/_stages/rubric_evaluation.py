@@ -49,6 +49,7 @@ class RubricEvaluationStage(Stage):
             config=ctx.config,
             question_id=ctx.question_id,
             dynamic_rubric=ctx.dynamic_rubric,
+            search=lambda: ctx.resources.search_for(ctx.config, rubric=True),
             investigate=TraitInvestigator(ctx),
             run_callable=_sandbox_runner(ctx),
             run_regex=_sandbox_regex_runner(ctx),
