@@ -17,6 +17,7 @@ from ._keys import JobKeys
 from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
+from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._sending import send_units
 from ._store import JobProgress, JobStatus, ResultStore
 from ._units import Unit, expand_units, result_key, unit_key, unit_messages, unit_result_keys
@@ -24,18 +25,23 @@ from ._units import Unit, expand_units, result_key, unit_key, unit_messages, uni
 __all__ = [
     "DEFAULT_QUEUE",
     "TASK_NAME",
+    "TLS_ENV",
     "EndpointGate",
     "EndpointLimits",
     "JobKeys",
     "JobProgress",
     "JobStatus",
     "Liveness",
+    "RedisAccessError",
+    "RedisTarget",
     "ResultStore",
     "Unit",
     "UnitRef",
     "endpoint_id",
     "expand_units",
     "is_rate_limited",
+    "mask_password",
+    "redis_client",
     "result_key",
     "send_units",
     "unit_key",

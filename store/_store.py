@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from verifleet.schemas import VerificationResult
 
 from ._keys import JOBS_INDEX, JobKeys
+from ._redis_url import RedisTarget
 
 __all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
 
@@ -146,10 +147,15 @@ class ResultStore:
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> ResultStore:
-        """A store on the Redis server at ``url``; the prefix defaults to
-        ``VERIFLEET_PREFIX`` (as the workers read it), else ``vf``."""
+        """A store on the Redis server at ``url`` (password and ``rediss://`` TLS
+        options as :class:`RedisTarget` resolves them); the prefix defaults to
+        ``VERIFLEET_PREFIX`` (as the workers read it), else ``vf``.
+
+        Raises:
+            ConfigError: a malformed URL or TLS option (see :class:`RedisTarget`).
+        """
         resolved = prefix or os.environ.get("VERIFLEET_PREFIX") or "vf"
-        return cls(redis.Redis.from_url(url, health_check_interval=30), prefix=resolved)
+        return cls(RedisTarget.parse(url).client(health_check_interval=30), prefix=resolved)
 
     def keys(self, job_id: str) -> JobKeys:
         """Key names of ``job_id``."""

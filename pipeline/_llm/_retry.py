@@ -25,6 +25,7 @@ import httpx
 import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from verifleet.errors import VerifleetError
 from verifleet.schemas import RetryPolicy
 
 from .._llm_protocol import ModelCallError
@@ -253,8 +254,9 @@ def call_with_retry(
         raise ModelCallError(info.description, transient=False, attempts=attempt) from exc
 
 
-class _DeadlinePassed(Exception):
-    """The unit deadline passed before an attempt started."""
+class _DeadlinePassed(VerifleetError):
+    """The unit deadline passed before an attempt started (a signal inside
+    :func:`call_with_retry`, turned into a :class:`ModelCallError` there)."""
 
 
 def _retryable(exc: BaseException) -> bool:
