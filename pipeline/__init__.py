@@ -1,7 +1,8 @@
 """verifleet.pipeline — the 13-stage verification pipeline, its checks and model
 adapters. Imports only :mod:`verifleet.schemas`.
 
-Entry point: :func:`run_unit` verifies one (question, answering model, replicate)
+Entry points: :func:`run_scenario` runs one multi-turn scenario unit turn by
+turn through :func:`run_unit`, which verifies one (question, answering model, replicate)
 with every parsing model and returns one ``VerificationResult`` each; the answer
 is generated once per unit. Content failures end up in the results, never as
 exceptions. Create :class:`PipelineResources` once per process
@@ -43,6 +44,7 @@ from ._context import VerificationContext
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
+from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
 
 # --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
@@ -74,6 +76,7 @@ __all__ = [
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "ScenarioRun",
     "SearchError",
     "SearchHit",
     "SearchProvider",
@@ -86,10 +89,13 @@ __all__ = [
     "VerificationContext",
     "build_search_provider",
     "endpoint_pause",
+    "evaluate_outcomes",
     "get_chat_model",
     "make_chat_caller",
+    "next_edge",
     "register_interface",
     "registered_interfaces",
+    "run_scenario",
     "run_unit",
     "search_function",
 ]

@@ -163,6 +163,11 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
         f"failed {p.failed_units}  in flight {p.in_flight}  "
         f"rate {rate or 0:.2f} units/s  ETA {eta}"
     )
+    if p.total_scenarios:
+        line.append(
+            f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "
+            f"scenario errors {p.scenario_errors}"
+        )
     table = Table(title="pass rate so far")
     for col in ("answering", "parsing", "passed", "failed", "errors", "pass rate"):
         table.add_column(col)
