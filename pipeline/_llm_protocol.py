@@ -13,38 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from verifleet.errors import ModelCallError, StructuredOutputError
+
 __all__ = ["ChatCaller", "Message", "ModelCallError", "StructuredOutputError"]
 
 #: A chat message as ``{"role": "system" | "user" | "assistant", "content": str}``.
 Message = dict[str, str]
-
-
-class ModelCallError(Exception):
-    """A model call failed for good: transient errors exhausted the retry policy,
-    or the error was not transient (bad request, missing API key, unknown model).
-
-    Attributes:
-        transient: True when the last failure was a 429/5xx/timeout/connection error.
-        attempts: How many attempts were made.
-    """
-
-    def __init__(self, message: str, *, transient: bool, attempts: int) -> None:
-        super().__init__(message)
-        self.transient = transient
-        self.attempts = attempts
-
-
-class StructuredOutputError(Exception):
-    """The model never produced JSON matching the requested schema, even after the
-    retry that tells it what was wrong and the repair fallback.
-
-    Attributes:
-        raw: The last raw text the model returned.
-    """
-
-    def __init__(self, message: str, *, raw: str) -> None:
-        super().__init__(message)
-        self.raw = raw
 
 
 @runtime_checkable

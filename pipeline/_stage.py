@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from verifleet.errors import StageFailure
 from verifleet.schemas import VerificationConfig, VerifleetError
 
 from ._adapters import ManualAnswerError
@@ -59,10 +60,6 @@ class Stage(ABC):
 
     def __repr__(self) -> str:
         return f"<{self.name}>"
-
-
-class StageFailure(Exception):
-    """A stage's own, already readable reason to fail (no exception type shown)."""
 
 
 def describe_cause(exc: BaseException) -> str:

@@ -7,13 +7,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from verifleet.errors import TraceError
+
 __all__ = ["TraceError", "final_ai_message", "normalise_trace", "render_trace"]
 
 _ROLE_ALIASES = {"ai": "assistant", "human": "user", "function": "tool"}
-
-
-class TraceError(ValueError):
-    """A trace cannot be used (wrong shape, or it does not end with an AI message)."""
 
 
 def normalise_trace(messages: Sequence[Any]) -> list[dict[str, Any]]:

@@ -23,3 +23,10 @@ results = read_results("demo-results.parquet")
 frame = results.get_template_results().to_dataframe()
 print(frame[["question_id", "field_name", "gt_value", "llm_value", "verify_result"]].to_string(index=False))
 PY
+cat <<'EOF'
+
+Look at the results in the browser (Ctrl-C stops the viewer):
+    .venv/bin/verifleet view demo-results.parquet      # then open http://127.0.0.1:8600/
+or write one shareable HTML file:
+    .venv/bin/verifleet report demo-results.parquet --out demo-report.html
+EOF

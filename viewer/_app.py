@@ -123,7 +123,7 @@ def create_app(runs: Sequence[Run], *, token: str | None = None, title: str = ""
 
     @app.get("/api/runs/{run}/overview")
     def run_overview(run: int) -> dict[str, Any]:
-        return overview(_run(runs, run).index)
+        return dict(_run(runs, run).index.memo("overview", overview))
 
     @app.get("/api/runs/{run}/facets")
     def run_facets(run: int) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ _FLAGS = (
     "completed", "template", "embedding", "embedding_override", "regex", "abstention",
     "abstention_detected", "abstention_override", "sufficiency", "insufficient",
     "sufficiency_override", "recursion_limit", "rubric", "deep_judgment",
-    "deep_judgment_rubric", "has_trace",
+    "deep_judgment_rubric",
 )  # fmt: skip
 _VERDICTS = frozenset({"pass", "fail", "none", "error"})
 
@@ -104,23 +104,61 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _summary_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(rows, columns=list(SUMMARY_FIELDS))
+    for flag in _FLAGS:
+        frame[flag] = frame[flag].astype(bool)
+    for text in ("question_text", "question_id", "error", "keywords"):
+        frame[text] = frame[text].astype(str)
+    frame["dj_auto_fails"] = frame["dj_auto_fails"].astype(int)
+    for number in _NUMBERS:
+        frame[number] = pd.to_numeric(frame[number], errors="coerce").astype(float)
+    # One lower-cased haystack per row: a search is one substring scan, not three.
+    frame["haystack"] = (
+        frame["question_id"] + KEYWORD_SEP + frame["question_text"] + KEYWORD_SEP + frame["error"]
+    ).str.lower()
+    return frame
+
+
+def _trait_frame(traits: list[tuple[Any, ...]]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_records(traits, columns=list(TRAIT_FIELDS))
+    frame["score"] = frame["score"].astype(float)
+    return frame
+
+
+def _joined(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    return new if old is None or old.empty else pd.concat([old, new], ignore_index=True)
+
+
 class ResultIndex:
     """Summary rows of a run's results, appendable while a job runs.
 
-    Rows are added as results arrive (:meth:`add`); the pandas frames are rebuilt
-    lazily on the next read after an addition. Safe to share between the threads of
-    the web server and a poller.
+    Rows are added as results arrive (:meth:`add`) and wait as tuples until the
+    next read, which appends them to the pandas frames and drops the tuples, so the
+    index holds each row once. Derived answers (the overview) are memoised until
+    the next addition. Safe to share between the web server's threads.
     """
 
     def __init__(self) -> None:
-        self._rows: list[tuple[Any, ...]] = []
-        self._traits: list[tuple[Any, ...]] = []
-        self._lock = threading.Lock()
+        self._count = 0
+        self._pending: list[tuple[Any, ...]] = []
+        self._pending_traits: list[tuple[Any, ...]] = []
+        self._lock = threading.RLock()
         self._frame: pd.DataFrame | None = None
         self._trait_frame: pd.DataFrame | None = None
+        self._memo: dict[str, Any] = {}
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
+
+    def add_rows(self, rows: list[tuple[Any, ...]], traits: list[tuple[Any, ...]]) -> None:
+        """Append ready-made :data:`SUMMARY_FIELDS` rows and :data:`TRAIT_FIELDS` rows
+        (the Parquet reader builds them from columns without building results)."""
+        with self._lock:
+            self._pending.extend(rows)
+            self._pending_traits.extend(traits)
+            self._count += len(rows)
+            self._memo.clear()
 
     def add(self, results: Iterable[VerificationResult], start: int | None = None) -> int:
         """Index ``results``, numbering them from ``start`` (default: the next row).
@@ -130,44 +168,41 @@ class ResultIndex:
         """
         rows: list[tuple[Any, ...]] = []
         traits: list[tuple[Any, ...]] = []
-        first = len(self._rows) if start is None else start
+        first = self._count if start is None else start
         for offset, result in enumerate(results):
             rows.append(summary_row(first + offset, result))
             traits.extend(trait_rows(first + offset, result))
         if rows:
-            with self._lock:
-                self._rows.extend(rows)
-                self._traits.extend(traits)
-                self._frame = self._trait_frame = None
+            self.add_rows(rows, traits)
         return len(rows)
+
+    def _settle(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        with self._lock:
+            if self._frame is None or self._pending:
+                self._frame = _joined(self._frame, _summary_frame(self._pending))
+                self._pending = []
+            if self._trait_frame is None or self._pending_traits:
+                self._trait_frame = _joined(self._trait_frame, _trait_frame(self._pending_traits))
+                self._pending_traits = []
+            return self._frame, self._trait_frame
 
     @property
     def frame(self) -> pd.DataFrame:
-        """One row per result, columns :data:`SUMMARY_FIELDS`, in row order."""
-        with self._lock:
-            if self._frame is None:
-                frame = pd.DataFrame.from_records(self._rows, columns=list(SUMMARY_FIELDS))
-                for flag in _FLAGS:
-                    frame[flag] = frame[flag].astype(bool)
-                for text in ("question_text", "question_id", "error", "keywords"):
-                    frame[text] = frame[text].astype(str)
-                frame["dj_auto_fails"] = frame["dj_auto_fails"].astype(int)
-                for number in _NUMBERS:
-                    frame[number] = pd.to_numeric(frame[number], errors="coerce").astype(float)
-                frame["question_lower"] = frame["question_text"].str.lower()
-                frame["id_lower"] = frame["question_id"].str.lower()
-                self._frame = frame
-            return self._frame
+        """One row per result, columns :data:`SUMMARY_FIELDS` (plus a search
+        column), in the order added."""
+        return self._settle()[0]
 
     @property
     def trait_frame(self) -> pd.DataFrame:
         """One row per numeric rubric score, columns :data:`TRAIT_FIELDS`."""
+        return self._settle()[1]
+
+    def memo(self, key: str, compute: Callable[[ResultIndex], Any]) -> Any:
+        """``compute(self)``, remembered until results are added."""
         with self._lock:
-            if self._trait_frame is None:
-                self._trait_frame = pd.DataFrame.from_records(
-                    self._traits, columns=list(TRAIT_FIELDS)
-                )
-            return self._trait_frame
+            if key not in self._memo:
+                self._memo[key] = compute(self)
+            return self._memo[key]
 
     def facets(self) -> dict[str, list[str]]:
         """The values the table filters offer: models, keywords, run names."""
@@ -206,12 +241,7 @@ class ResultIndex:
                 raise ValueError(f"error filter must be 'yes' or 'no', not {query.error!r}")
             mask &= ~frame["completed"] if query.error == "yes" else frame["completed"]
         if query.search:
-            needle = query.search.lower()
-            mask &= (
-                frame["question_lower"].str.contains(needle, regex=False)
-                | frame["id_lower"].str.contains(needle, regex=False)
-                | frame["error"].str.lower().str.contains(needle, regex=False)
-            )
+            mask &= frame["haystack"].str.contains(query.search.lower(), regex=False)
         selected = frame[mask]
         column = query.sort.lstrip("-")
         if column not in _SORTABLE:

@@ -30,7 +30,7 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
             {
                 "name": run.name,
                 "count": len(run.index),
-                "overview": overview(run.index),
+                "overview": run.index.memo("overview", overview),
                 "facets": run.index.facets(),
                 "table": {
                     "columns": [*TABLE_COLUMNS, "keywords", "completed"],

@@ -11,7 +11,16 @@ from typing import Any
 
 from verifleet.schemas import VerificationResult
 
-__all__ = ["SUMMARY_FIELDS", "TRAIT_FIELDS", "summary_row", "trait_rows", "verdict_of"]
+__all__ = [
+    "KEYWORD_SEP",
+    "SUMMARY_FIELDS",
+    "TRAIT_FIELDS",
+    "joined_keywords",
+    "score_rows",
+    "summary_row",
+    "trait_rows",
+    "verdict_of",
+]
 
 SUMMARY_FIELDS: tuple[str, ...] = (
     "row",
@@ -50,7 +59,6 @@ SUMMARY_FIELDS: tuple[str, ...] = (
     "input_tokens",
     "output_tokens",
     "total_tokens",
-    "has_trace",
 )
 """Columns of the summary frame, in :func:`summary_row` order."""
 
@@ -60,6 +68,11 @@ TRAIT_FIELDS: tuple[str, ...] = ("row", "answering", "parsing", "trait", "trait_
 # Keywords are kept as one string with a separator on both ends, so a keyword filter
 # is a plain substring test over the column (fast in pandas, no list cells).
 KEYWORD_SEP = "\x1f"
+
+
+def joined_keywords(keywords: list[str] | None) -> str:
+    """Keywords as the index keeps them: ``"\x1fk1\x1fk2\x1f"``, or ``""``."""
+    return KEYWORD_SEP + KEYWORD_SEP.join(keywords) + KEYWORD_SEP if keywords else ""
 
 
 def verdict_of(result: VerificationResult) -> str:
@@ -90,13 +103,13 @@ def summary_row(row: int, result: VerificationResult) -> tuple[Any, ...]:
     meta, t = result.metadata, result.template
     performed = t is not None and t.template_verification_performed
     dj, djr = result.deep_judgment, result.deep_judgment_rubric
-    keywords = meta.keywords or []
+    keywords = meta.keywords
     return (
         row,
         meta.result_id,
         meta.question_id,
         meta.question_text,
-        KEYWORD_SEP + KEYWORD_SEP.join(keywords) + KEYWORD_SEP if keywords else "",
+        joined_keywords(keywords),
         meta.answering_model,
         meta.parsing_model,
         meta.replicate,
@@ -129,36 +142,58 @@ def summary_row(row: int, result: VerificationResult) -> tuple[Any, ...]:
         _tokens(t.usage_metadata if t else None, "input_tokens"),
         _tokens(t.usage_metadata if t else None, "output_tokens"),
         _tokens(t.usage_metadata if t else None, "total_tokens"),
-        bool(t and t.trace_messages),
     )
 
 
-def trait_rows(row: int, result: VerificationResult) -> list[tuple[Any, ...]]:
-    """:data:`TRAIT_FIELDS` rows of every numeric rubric score of ``result``.
+def score_rows(
+    row: int,
+    answering: str,
+    parsing: str,
+    typed: dict[str, dict[str, Any] | None],
+    metrics: dict[str, dict[str, Any]] | None,
+) -> list[tuple[Any, ...]]:
+    """:data:`TRAIT_FIELDS` rows of one result's rubric scores.
+
+    Args:
+        row: The result's row.
+        answering: Answering model display string.
+        parsing: Parsing model display string.
+        typed: Scores by trait type (``llm``, ``regex``, ``callable``, ``agentic``).
+        metrics: Metric trait scores, ``{trait: {metric: value}}``.
 
     Booleans count as 0/1 and metric traits give one row per metric
-    (``trait.metric``). Literal-kind classes are indices, averaged like scores.
+    (``trait.metric``); literal-kind classes are indices, averaged like scores.
+    Non-numeric values are left out.
     """
-    rubric = result.rubric
-    if rubric is None or not rubric.rubric_evaluation_performed:
-        return []
-    meta = result.metadata
     out: list[tuple[Any, ...]] = []
 
     def add(name: str, kind: str, value: Any) -> None:
         score = float(value) if isinstance(value, bool) else _number(value)
         if score is not None:
-            out.append((row, meta.answering_model, meta.parsing_model, name, kind, score))
+            out.append((row, answering, parsing, name, kind, score))
 
-    for kind, scores in (
-        ("llm", rubric.llm_trait_scores),
-        ("regex", rubric.regex_trait_scores),
-        ("callable", rubric.callable_trait_scores),
-        ("agentic", rubric.agentic_trait_scores),
-    ):
+    for kind, scores in typed.items():
         for name, value in (scores or {}).items():
             add(name, kind, value)
-    for name, metrics in (rubric.metric_trait_scores or {}).items():
-        for metric, value in metrics.items():
+    for name, values in (metrics or {}).items():
+        for metric, value in values.items():
             add(f"{name}.{metric}", "metric", value)
     return out
+
+
+def trait_rows(row: int, result: VerificationResult) -> list[tuple[Any, ...]]:
+    """:data:`TRAIT_FIELDS` rows of every numeric rubric score of ``result`` (none
+    when rubric evaluation did not run); see :func:`score_rows`."""
+    rubric = result.rubric
+    if rubric is None or not rubric.rubric_evaluation_performed:
+        return []
+    meta = result.metadata
+    typed: dict[str, dict[str, Any] | None] = {
+        "llm": rubric.llm_trait_scores,
+        "regex": rubric.regex_trait_scores,
+        "callable": rubric.callable_trait_scores,
+        "agentic": rubric.agentic_trait_scores,
+    }
+    return score_rows(
+        row, meta.answering_model, meta.parsing_model, typed, rubric.metric_trait_scores
+    )

@@ -8,12 +8,15 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from verifleet.orchestrator import iter_results, read_parquet_rows, resolve_format
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import ExportError, VerificationResult
 from verifleet.store import ResultStore
 
 from ._errors import ViewerError
 from ._index import ResultIndex
+from ._parquet_index import parquet_rows
 
 __all__ = ["FileRun", "JobRun", "Run"]
 
@@ -60,7 +63,8 @@ class Run:
 class FileRun(Run):
     """The results of a Parquet, JSON, JSON Lines or CSV file.
 
-    Parquet rows are re-read from the file when a page asks for one (only its row
+    A Parquet file is indexed from its summary columns (no result is built) and a
+    full result is re-read from the file when a page asks for it (only its row
     group is read); other formats keep their results in memory, as they cannot be
     read by position.
 
@@ -74,7 +78,15 @@ class FileRun(Run):
         self.format = resolve_format(path)
         self._kept: list[VerificationResult] | None = None
         if self.format == "parquet":
-            self.index.add(iter_results(path))
+            read_parquet_rows(path, [])  # fails at once on a missing or foreign file
+            try:
+                found = parquet_rows(path)
+            except (OSError, pa.ArrowException, ValueError) as exc:
+                raise ExportError(f"{path}: cannot index the file: {exc}") from exc
+            if found is None:  # no summary columns: index it result by result
+                self.index.add(iter_results(path))
+            else:
+                self.index.add_rows(*found)
         else:
             self._kept = list(iter_results(path))
             self.index.add(self._kept)

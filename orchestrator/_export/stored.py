@@ -34,8 +34,9 @@ from typing import Any
 import pyarrow as pa
 import pydantic_core
 
+from verifleet.errors import StoredResultError
 from verifleet.schemas import ModelIdentity, VerificationResult, compute_unit_key
-from verifleet.store import result_key
+from verifleet.store import keyed_question_id, result_key
 
 from .arrow_types import FieldCodec, codec_for_model
 from .layout import (
@@ -50,18 +51,6 @@ from .layout import (
 )
 
 __all__ = ["StoredResultError", "stored_batch", "validated_row"]
-
-
-class StoredResultError(ValueError):
-    """A stored result is not valid JSON or not a valid result.
-
-    Attributes:
-        index: The result's position in the page given to :func:`stored_batch`.
-    """
-
-    def __init__(self, index: int, problem: str) -> None:
-        super().__init__(problem)
-        self.index = index
 
 
 @dataclass(frozen=True)
@@ -181,7 +170,12 @@ def _fast_names(dumped: Any, job_id: str | None) -> RowNames | None:
         # equality tests against the model path catch any drift between the two.
         key = compute_unit_key(
             job_id=job_id,
-            question_id=meta["question_id"],
+            question_id=keyed_question_id(
+                meta["question_id"],
+                meta.get("scenario_id"),
+                meta.get("scenario_turn"),
+                meta.get("scenario_node"),
+            ),
             template_id=meta["template_id"],
             answering_key=answering[1],
             parsing_key=parsing[1],

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from verifleet.errors import ManualAnswerError
 from verifleet.schemas import ModelConfig, md5_hex
 
 from .._answer import CachedAnswer
@@ -30,10 +31,6 @@ from .._trace import TraceError, normalise_trace, render_trace
 __all__ = ["ManualAnswerError", "ManualAnswerStore"]
 
 _ANSWER_KEYS = ("answer", "response", "raw_llm_response", "trace", "trace_messages")
-
-
-class ManualAnswerError(ValueError):
-    """A pre-recorded answer file cannot be read, or lacks the question."""
 
 
 def _answer_of(record: dict[str, Any], where: str) -> str | list[Any]:

@@ -22,12 +22,11 @@ the structured-output fallback to prompting when the endpoint refuses
 
 When the langchain path is used instead (see :func:`direct_http_applies`):
 
-* ``VERIFLEET_CHAT_CLIENT=langchain`` in the environment forces it for every model
-  (read per unit, so a worker started with it never takes the direct path);
-* ``extra_kwargs`` holds an option that configures langchain's client rather than
+* the model's ``chat_client`` is ``langchain`` (``http`` forces this path);
+* with ``chat_client: auto``, ``extra_kwargs`` holds an option that configures langchain's client rather than
   the request (``default_headers``, ``organization``, ``streaming``,
   ``use_responses_api``, ``reasoning``, ...: :data:`LANGCHAIN_ONLY_OPTIONS`);
-* the model name is one langchain rewrites requests for (``o1``-style names,
+* or, with ``auto``, the model name is one langchain rewrites requests for (``o1``-style names,
   ``gpt-5``/``gpt-6``, ``codex``): it drops or sets ``temperature``, renames the
   system role or moves to the Responses API.
 
@@ -52,6 +51,7 @@ from typing import Any
 
 import httpx
 
+from verifleet.errors import VerifleetError
 from verifleet.schemas import ModelConfig
 
 from .._llm_protocol import Message, ModelCallError
@@ -66,7 +66,6 @@ from ._replies import (
 from ._retry import call_with_retry
 
 __all__ = [
-    "CHAT_CLIENT_ENV",
     "LANGCHAIN_ONLY_OPTIONS",
     "EndpointReplyError",
     "EndpointStatusError",
@@ -77,7 +76,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 #: Set to ``langchain`` to send every model through langchain.
-CHAT_CLIENT_ENV = "VERIFLEET_CHAT_CLIENT"
 
 #: ChatOpenAI options that are body fields of a chat-completions request, by the
 #: name langchain sends them under (its ``_default_params``; ``max_tokens`` goes
@@ -169,14 +167,14 @@ def direct_http_applies(model: ModelConfig) -> bool:
     docstring for when it does not)."""
     if model.interface not in ("openai_endpoint", "openrouter"):
         return False
-    if os.environ.get(CHAT_CLIENT_ENV, "").strip().lower() == "langchain":
-        return False
+    if model.chat_client != "auto":
+        return model.chat_client == "http"
     if _REWRITTEN_MODELS.search(model.model_name):
         return False
     return LANGCHAIN_ONLY_OPTIONS.isdisjoint(model.extra_kwargs)
 
 
-class EndpointStatusError(Exception):
+class EndpointStatusError(VerifleetError):
     """The endpoint answered with an error status.
 
     Carries what :func:`~verifleet.pipeline._llm.classify_error` reads: the status,
@@ -191,7 +189,7 @@ class EndpointStatusError(Exception):
         self.body = body
 
 
-class EndpointReplyError(Exception):
+class EndpointReplyError(VerifleetError):
     """A successful status whose reply is unusable (not JSON, no choices, an error
     object, or a structured reply cut off); never retried."""
 

@@ -9,13 +9,17 @@ reason recorded; the other traits are unaffected. Nothing propagates.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .protocols import CallableTraitLike, RegexTraitLike
 
-__all__ = ["LocalScores", "evaluate_callable_traits", "evaluate_regex_traits"]
+__all__ = ["CallableRunner", "LocalScores", "evaluate_callable_traits", "evaluate_regex_traits"]
+
+#: Runs one callable trait on a text and returns its checked value (the pipeline's
+#: runs it in a sandbox executor).
+CallableRunner = Callable[[CallableTraitLike, str], Any]
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +43,15 @@ def evaluate_regex_traits(text: str, traits: Sequence[RegexTraitLike]) -> LocalS
     return result
 
 
-def evaluate_callable_traits(text: str, traits: Sequence[CallableTraitLike]) -> LocalScores:
-    """Run each callable trait on ``text``; scores are bool, int or float."""
+def evaluate_callable_traits(
+    text: str, traits: Sequence[CallableTraitLike], *, run: CallableRunner | None = None
+) -> LocalScores:
+    """Run each callable trait on ``text`` (through ``run`` when given, else the
+    trait's own ``evaluate`` in this process); scores are bool, int or float."""
     result = LocalScores()
     for trait in traits:
         try:
-            value = trait.evaluate(text)
+            value = run(trait, text) if run is not None else trait.evaluate(text)
         except Exception as exc:  # user-supplied code may raise anything
             _record_failure(result, "callable", trait.name, exc)
             continue

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from verifleet.errors import VerifleetError
+
 from .protocols import LLMTraitLike, class_names
 
 __all__ = [
@@ -50,7 +52,7 @@ class TraitValue:
     label: str | None = None
 
 
-class InvalidTraitValue(ValueError):
+class InvalidTraitValue(VerifleetError, ValueError):
     """The judge's value cannot be turned into a score for this trait."""
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from verifleet.errors import RubricError
+
 from .._config import ModelConfig
 from .._rubric import (
     AgenticRubricTrait,
@@ -65,7 +67,7 @@ _LIST_FIELDS = ("tp_instructions", "tn_instructions", "metrics", "classes")
 _PICKLE_PROTOCOL_MARK = b"\x80"
 
 
-class RatingError(ValueError):
+class RatingError(RubricError):
     """A Rating cannot be turned into a trait; the message names the trait."""
 
 

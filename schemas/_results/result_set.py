@@ -14,6 +14,9 @@ from pydantic import (
     field_validator,
 )
 
+from verifleet.errors import VerifleetError
+
+from .._scenario import ScenarioExecutionResult
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
 from .rubric_view import RubricResults
@@ -24,7 +27,7 @@ from .template_view import TemplateResults
 __all__ = ["RecordedError", "VerificationResultSet"]
 
 
-class RecordedError(Exception):
+class RecordedError(VerifleetError):
     """An error restored from a serialised result set; its message is
     ``"TypeName: message"`` of the original exception."""
 
@@ -53,7 +56,7 @@ class VerificationResultSet(ResultCollection, BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     results: list[VerificationResult] = Field(default_factory=list)
-    scenario_results: list[Any] | None = None
+    scenario_results: list[ScenarioExecutionResult] | None = None
     errors: list[tuple[str, _Error]] | None = None
 
     @field_validator("errors", mode="before")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from _support.result_variety import varied_results
 from _support.viewer_data import full_run, one_result
@@ -25,6 +26,7 @@ from verifleet.viewer import (
     template_summary,
     wilson_interval,
 )
+from verifleet.viewer._parquet_index import parquet_rows
 
 
 def _index(results: list) -> ResultIndex:  # type: ignore[type-arg]
@@ -167,3 +169,36 @@ def test_token_is_required_on_every_request(tmp_path: Path) -> None:
         assert client.get("/api/runs/0/results/99").status_code == 404
         assert client.get("/api/runs/5/overview").status_code == 404
         assert client.get("/api/runs/0/results?verdict=maybe").status_code == 400
+
+
+@pytest.mark.parametrize("maker", [lambda: full_run(60), varied_results], ids=["full", "variety"])
+def test_parquet_columns_index_equals_the_result_by_result_index(
+    tmp_path: Path, maker: object
+) -> None:
+    results = maker()  # type: ignore[operator]
+    path = tmp_path / "r.parquet"
+    from verifleet.orchestrator import ParquetResultWriter
+
+    with ParquetResultWriter(path, batch_size=11) as writer:  # several batches
+        writer.write_many(results)
+    assert parquet_rows(path) is not None  # the column path, not the fallback
+    from_columns = FileRun(path).index
+    from_models = _index(results)
+    pd.testing.assert_frame_equal(from_columns.frame, from_models.frame)
+    pd.testing.assert_frame_equal(from_columns.trait_frame, from_models.trait_frame)
+    assert overview(from_columns) == overview(from_models)
+
+
+def test_appending_while_read_equals_indexing_at_once() -> None:
+    # A live job's index grows between reads; the frames and the memoised overview
+    # must match an index built from all results in one go.
+    results = full_run(40)
+    growing = ResultIndex()
+    growing.add(results[:15])
+    first = growing.memo("overview", overview)
+    assert first["summary"]["num_results"] == len(growing.frame[growing.frame["template"]])
+    growing.add(results[15:])
+    whole = _index(results)
+    pd.testing.assert_frame_equal(growing.frame, whole.frame)
+    pd.testing.assert_frame_equal(growing.trait_frame, whole.trait_frame)
+    assert growing.memo("overview", overview) == overview(whole) != first
