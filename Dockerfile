@@ -17,6 +17,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # requirement would otherwise resolve to a multi-GB CUDA build. Its own layer, so
 # code changes never re-download it.
 ARG TORCH_VERSION=2.13.0
+# bubblewrap and libseccomp: the sandbox that runs template and trait code
+# (docs/security.md).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip install "torch==${TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu
 
 WORKDIR /opt/verifleet
@@ -28,6 +32,7 @@ COPY schemas/ schemas/
 COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/
+COPY sandbox/ sandbox/
 COPY store/ store/
 COPY reward/ reward/
 COPY viewer/ viewer/

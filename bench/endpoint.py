@@ -30,8 +30,9 @@ faults in the same order whatever the interleaving of concurrent calls.
 
 Answers come from a map keyed by question text or id (``--answers FILE``, JSON): a
 value is either the answer text, an object of template field values, or
-``{"text": ..., "fields": {...}}`` with both. A call whose prompt contains a key uses
-that entry (the longest key wins); other calls get type-appropriate defaults.
+``{"text": ..., "fields": {...}}`` with both (plus an optional ``"delay_ms"``: extra
+latency for that question). A call whose prompt contains a key uses that entry (the
+longest key wins); other calls get type-appropriate defaults.
 """
 
 from __future__ import annotations
@@ -87,16 +88,19 @@ class AnswerEntry(BaseModel):
         text: The plain-text answer (also the fallback for string fields).
         fields: Field values for structured (``json_schema``) replies, by property name;
             nested objects take nested maps.
+        delay_ms: Extra latency of replies to this question, on top of the
+            endpoint's (one slow question among fast ones, for time-limit tests).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
     fields: dict[str, Any] = Field(default_factory=dict)
+    delay_ms: float = Field(default=0.0, ge=0)
 
     @classmethod
     def coerce(cls, value: Any) -> AnswerEntry:
-        """Read one answers-map value: a string, a field map, or ``{text, fields}``.
+        """Read one answers-map value: a string, a field map, or ``{text, fields, delay_ms}``.
 
         Raises:
             ValueError: the value is none of those.
@@ -106,7 +110,7 @@ class AnswerEntry(BaseModel):
         if isinstance(value, str):
             return cls(text=value)
         if isinstance(value, dict):
-            if value and set(value) <= {"text", "fields"}:
+            if value and set(value) <= {"text", "fields", "delay_ms"}:
                 return cls.model_validate(value)
             return cls(fields=value)
         raise ValueError(f"an answer must be a string or an object, got {type(value).__name__}")
@@ -206,6 +210,9 @@ class EndpointApp:
         self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
         self._keys = sorted((k for k in config.answers if k), key=len, reverse=True)
+        # Only look the prompt up for a delay when some answer has one: benches
+        # push thousands of calls per second through here.
+        self._delayed = any(entry.delay_ms for entry in config.answers.values())
         self._prefix_len = min([_PREFIX, *(len(k) for k in self._keys)])
         self._index: dict[str, list[str]] | None = None
         if len(self._keys) > _LINEAR_SCAN_MAX:
@@ -320,6 +327,9 @@ class EndpointApp:
             delay_ms = config.slow_ms
         else:
             delay_ms = self._latency_ms(self._draw(digest, attempt, "latency"))
+        if self._delayed:
+            entry = self.lookup(prompt)
+            delay_ms += entry.delay_ms if entry is not None else 0.0
         if delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         return 200, self._completion(request, prompt, digest), []

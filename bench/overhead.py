@@ -11,8 +11,8 @@ verifleet's (pipeline, model client, HTTP, Celery, Redis client, compression) or
 the endpoint's, and the endpoint runs in a process of its own, not counted.
 Each unit makes two model calls (answer, parse). The models are OpenAI-compatible,
 so they go through verifleet's direct HTTP client unless ``--chat-client
-langchain`` sets ``VERIFLEET_CHAT_CLIENT=langchain`` for this process and the
-workers it starts (an A/B of the two paths on the same machine).
+langchain`` sets every model's ``chat_client`` to ``langchain`` (an A/B of the
+two paths on the same machine; the workers read it from the job's config).
 
 The same job runs twice per mode: ``cold`` is the first run, where each
 question's template is compiled and its judge schema built (once per process
@@ -27,7 +27,6 @@ Nothing is asserted; the script prints figures.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -47,7 +46,6 @@ from bench._harness import (
 )
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.pipeline._llm import CHAT_CLIENT_ENV
 from verifleet.schemas import Benchmark, VerificationConfig
 
 TARGET_MS = 5.0
@@ -109,10 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     modes = {m.strip() for m in args.modes.split(",")}
-    if args.chat_client == "langchain":
-        os.environ[CHAT_CLIENT_ENV] = "langchain"  # inherited by the worker processes
-    else:
-        os.environ.pop(CHAT_CLIENT_ENV, None)
     print(machine_line())
     print(
         f"n={args.n} units x 2 calls, instant endpoint, {args.threads} threads, "
@@ -122,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     bench, answers = capitals(args.n)
     with EndpointProc(answers) as endpoint:
         config = fleet_config(endpoint.base_url, max_concurrency=args.threads)
+        client = "langchain" if args.chat_client == "langchain" else "http"
+        config = config.model_copy(
+            update={
+                role: [m.model_copy(update={"chat_client": client}) for m in getattr(config, role)]
+                for role in ("answering_models", "parsing_models")
+            }
+        )
         if "local" in modes:
             _local(bench, config, "cold")
             _local(bench, config, "warm")

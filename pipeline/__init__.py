@@ -1,67 +1,108 @@
 """verifleet.pipeline — the 13-stage verification pipeline, its checks and model
 adapters. Imports only :mod:`verifleet.schemas`.
 
-Entry point: :func:`run_unit` verifies one (question, answering model, replicate)
+Entry points: :func:`run_scenario` runs one multi-turn scenario unit turn by
+turn through :func:`run_unit`, which verifies one (question, answering model, replicate)
 with every parsing model and returns one ``VerificationResult`` each; the answer
 is generated once per unit. Content failures end up in the results, never as
 exceptions. Create :class:`PipelineResources` once per process
 (``PipelineResources.default()``) so chat clients, compiled templates, recorded
 answers and the embedding model are built once and shared by all threads.
 
+An answering model with MCP servers is answered by :class:`McpAgentRunner` (the
+built-in agent runtime, replaceable through ``PipelineResources.agent``).
+
 Stages code against :class:`ChatCaller`; :class:`LangchainChatCaller` implements
 it with a per-process client cache, retries with backoff for transient errors,
 JSON replies (native structured output or prompted, re-asked once, repaired) and
 per-stage token accounting (:class:`UsageTracker`). :class:`OpenAIHttpChatCaller`
 does the same for OpenAI-compatible endpoints over plain HTTP and is their default
-(``VERIFLEET_CHAT_CLIENT=langchain`` turns it off); :func:`make_chat_caller` picks.
+(``ModelConfig.chat_client`` chooses). Model interfaces are registered by name
+(:func:`register_interface`); :func:`make_chat_caller` builds a model's caller
+through its interface.
 """
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
     MAX_ENDPOINT_PAUSE,
+    CallerOptions,
     CallGate,
     ChatModelCache,
+    InterfaceFactory,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
     endpoint_pause,
     get_chat_model,
     make_chat_caller,
+    register_interface,
+    registered_interfaces,
 )
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
 # --- running a unit ---------------------------------------------------------------
+from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
 from ._context import VerificationContext
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
+from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
+
+# --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
+from ._search import (
+    LocalSearch,
+    SearchError,
+    SearchHit,
+    SearchProvider,
+    TavilySearch,
+    build_search_provider,
+    search_function,
+)
 
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
+    "AgentDeadlineError",
     "AgentRunner",
     "CachedAnswer",
     "CallGate",
     "CallerFactory",
+    "CallerOptions",
     "ChatCaller",
     "ChatModelCache",
+    "InterfaceFactory",
     "LangchainChatCaller",
+    "LocalSearch",
     "ManualAnswerError",
     "ManualAnswerStore",
+    "McpAgentRunner",
+    "McpServerError",
     "Message",
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "ScenarioRun",
+    "SearchError",
+    "SearchHit",
+    "SearchProvider",
     "Stage",
     "StageFailure",
     "StageOrchestrator",
     "StructuredOutputError",
+    "TavilySearch",
     "UsageTracker",
     "VerificationContext",
+    "build_search_provider",
     "endpoint_pause",
+    "evaluate_outcomes",
     "get_chat_model",
     "make_chat_caller",
+    "next_edge",
+    "register_interface",
+    "registered_interfaces",
+    "run_scenario",
     "run_unit",
+    "search_function",
 ]

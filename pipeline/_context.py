@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from verifleet.sandbox import TemplateEvaluation, TemplateHandle
 from verifleet.schemas import (
-    BaseAnswer,
     DynamicRubric,
     ModelConfig,
     PromptConfig,
@@ -29,7 +29,7 @@ from verifleet.schemas import (
 
 from ._answer import CachedAnswer
 from ._llm import UsageTracker
-from ._llm_protocol import ChatCaller
+from ._llm_protocol import ChatCaller, Message
 
 if TYPE_CHECKING:
     from ._resources import PipelineResources
@@ -80,6 +80,8 @@ class VerificationContext:
     deadline: float | None = None
     usage: UsageTracker = field(default_factory=UsageTracker)
     answer: CachedAnswer | None = None
+    #: Earlier turns of a scenario (user/assistant messages), asked before the question.
+    conversation: list[Message] = field(default_factory=list)
 
     # --- bookkeeping ------------------------------------------------------------
     started: float = field(default_factory=time.monotonic)
@@ -88,8 +90,8 @@ class VerificationContext:
     warnings: list[str] = field(default_factory=list)
 
     # --- template (stage 1) -------------------------------------------------------
-    raw_answer_cls: type[BaseAnswer] | None = None
-    answer_cls: type[BaseAnswer] | None = None
+    #: The validated template as the sandbox described it (no template code here).
+    template: TemplateHandle | None = None
 
     # --- guards (stages 3-4) --------------------------------------------------------
     trace_validation_failed: bool = False
@@ -100,7 +102,8 @@ class VerificationContext:
     embedding: EmbeddingRecord = field(default_factory=EmbeddingRecord)
 
     # --- parsing and verification (stages 7-8) ---------------------------------------
-    parsed_answer: BaseAnswer | None = None
+    #: The judge's output validated and verified by the template, in the sandbox.
+    parsed_answer: TemplateEvaluation | None = None
     parsed_llm_response: dict[str, Any] | None = None
     parsed_gt_response: dict[str, Any] | None = None
     template_verification_performed: bool = False

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from verifleet.schemas import ModelConfig, TemplateCache, VerificationConfig, default_template_cache
+from verifleet.sandbox import SandboxPool, default_pool
+from verifleet.schemas import ModelConfig, VerificationConfig
 
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
@@ -57,13 +58,14 @@ class AgentRunner(Protocol):
 
 @dataclass
 class PipelineResources:
-    """Caches one process reuses across units: chat clients, compiled templates,
-    recorded answers, the embedding model. Create it once per process
+    """Caches one process reuses across units: chat clients, the sandbox pool that
+    runs template code, recorded answers, the embedding model. Create it once per process
     (:meth:`default`) and pass it to every :func:`~verifleet.pipeline.run_unit`.
 
     Attributes:
         clients: Chat models, one per model configuration.
-        templates: Compiled answer classes, one per template id.
+        sandbox: The executors that run template and callable-trait code
+            (templates are compiled there, once per executor per template id).
         manual: Pre-recorded answer files of ``manual`` models.
         embedder: Loads the embedding model by name (cached by the callee).
         call_gate: Entered around every model call attempt (the workers' Redis
@@ -71,14 +73,15 @@ class PipelineResources:
         agent: Runs MCP agents; None for the built-in runtime
             (:meth:`agent_runner`), built on first use with this object's
             clients and call gate.
-        search: Web search for deep judgment's hallucination check; None when no
-            search tool is installed (search-enabled deep judgment then fails).
+        search: A search function for deep judgment's hallucination check that
+            replaces the configured provider; None: :meth:`search_for` builds the
+            provider the run's config names (Tavily or local BM25).
         caller_factory: Replaces the built-in callers (tests script the models).
         sleep: Backoff sleep of retries.
     """
 
     clients: ChatModelCache = field(default_factory=ChatModelCache)
-    templates: TemplateCache = field(default_factory=default_template_cache)
+    sandbox: SandboxPool = field(default_factory=default_pool)
     manual: ManualAnswerStore = field(default_factory=ManualAnswerStore)
     embedder: Callable[[str], EmbeddingModel] = EmbeddingModel.get
     call_gate: CallGate | None = None
@@ -88,6 +91,9 @@ class PipelineResources:
     sleep: Callable[[float], None] = time.sleep
 
     _builtin_agent: McpAgentRunner | None = field(default=None, init=False, repr=False)
+    _searches: dict[tuple[object, ...], SearchFunction] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _agent_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     _default: ClassVar[PipelineResources | None] = None
@@ -142,3 +148,32 @@ class PipelineResources:
 
                 self._builtin_agent = McpAgentRunner(clients=self.clients, call_gate=self.call_gate)
             return self._builtin_agent
+
+    def search_for(self, config: VerificationConfig, *, rubric: bool = False) -> SearchFunction:
+        """The search function for template (or, with ``rubric``, rubric) deep
+        judgment: ``search`` when set, else the provider the config names, built
+        once per process and setting (a local index is read once).
+
+        Raises:
+            SearchError: the provider cannot be built (no ``TAVILY_API_KEY``, no
+                or a malformed local document collection, an unknown tool).
+        """
+        if self.search is not None:
+            return self.search
+        tool = (
+            config.deep_judgment_rubric_search_tool if rubric else config.deep_judgment_search_tool
+        )
+        key = (
+            tool.strip().lower(),
+            config.deep_judgment_search_documents,
+            config.deep_judgment_search_max_results,
+            config.deep_judgment_search_url,
+        )
+        with self._agent_lock:
+            found = self._searches.get(key)
+            if found is None:
+                from ._search import build_search_provider, search_function
+
+                found = search_function(build_search_provider(config, rubric=rubric))
+                self._searches[key] = found
+            return found

@@ -36,7 +36,6 @@ from verifleet.schemas import (
     VerificationConfig,
     VerificationResult,
     merge_rubrics,
-    validate_answer_template,
 )
 
 from ._compose import RewardBreakdown, compose_reward
@@ -176,7 +175,10 @@ class RewardScorer:
         if isinstance(request, PlainVerifyRequest) and request.question is not None:
             inline = request.question
             try:
-                validate_answer_template(inline.answer_template, question_id=inline.id)
+                # Compiled in a sandbox executor, never in the reward server.
+                self.resources.sandbox.validate_template(
+                    inline.answer_template, question_id=inline.id
+                )
             except TemplateValidationError as exc:
                 raise InvalidRequestError(f"question.answer_template: {exc.problem}") from None
             question = Question.model_validate(inline.model_dump(exclude_none=True))

@@ -38,10 +38,31 @@ __all__ = [
     "RetryPolicy",
     "VerificationConfig",
     "config_error_from",
+    "declare_interface",
+    "interface_names",
 ]
 
 EvaluationMode = Literal["template_only", "template_and_rubric", "rubric_only"]
-Interface = Literal["langchain", "openai_endpoint", "openrouter", "manual"]
+Interface = str
+_INTERFACE_NAMES: set[str] = {"langchain", "openai_endpoint", "openrouter", "manual"}
+
+
+def declare_interface(name: str) -> None:
+    """Let ``ModelConfig.interface`` take ``name``.
+
+    Called by ``verifleet.pipeline.register_interface``, which also says how such
+    models are called; configurations are validated against the declared names, so
+    a typo fails when the file loads, not at the first model call.
+    """
+    _INTERFACE_NAMES.add(name)
+
+
+def interface_names() -> list[str]:
+    """The interface names a ``ModelConfig`` accepts, sorted."""
+    return sorted(_INTERFACE_NAMES)
+
+
+ChatClient = Literal["auto", "http", "langchain"]
 
 DEFAULT_ANSWERING_SYSTEM_PROMPT = (
     "You are an expert assistant. Answer the question accurately and concisely."
@@ -90,6 +111,12 @@ class ModelConfig(BaseModel):
         ``openai_endpoint``: any OpenAI-compatible server at ``endpoint_base_url``.
         ``openrouter``: OpenRouter's OpenAI-compatible API.
         ``manual``: replays pre-recorded answers or traces from ``manual_traces_path``.
+        Any other name registered with ``verifleet.pipeline.register_interface``.
+
+    ``chat_client`` chooses how ``openai_endpoint`` / ``openrouter`` models are
+    called: ``auto`` (verifleet's direct HTTP client unless the model needs
+    langchain's, see ``verifleet.pipeline.direct_http_applies``), ``http`` or
+    ``langchain``. Other interfaces ignore it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -98,6 +125,7 @@ class ModelConfig(BaseModel):
     model_name: str
     model_provider: str | None = None
     interface: Interface = "langchain"
+    chat_client: ChatClient = "auto"
     endpoint_base_url: str | None = None
     api_key_env: str | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -120,6 +148,16 @@ class ModelConfig(BaseModel):
     def _original_fields(cls, data: Any) -> Any:
         # Presets of the original framework hold fields we do not have.
         return adapt_original_model(data, cls.model_fields) if isinstance(data, dict) else data
+
+    @field_validator("interface")
+    @classmethod
+    def _declared_interface(cls, value: str) -> str:
+        if value not in _INTERFACE_NAMES:
+            raise ValueError(
+                f"unknown interface '{value}' (known: {', '.join(interface_names())}; "
+                "others register with verifleet.pipeline.register_interface)"
+            )
+        return value
 
     @field_validator("model_name")
     @classmethod
@@ -320,6 +358,7 @@ class DeepJudgmentTraitConfig(BaseModel):
 
 
 _ENV_BOOL = {"1", "true", "yes", "on"}
+_SEARCH_TOOLS = ("tavily", "local")
 
 
 class VerificationConfig(BaseModel):
@@ -360,7 +399,12 @@ class VerificationConfig(BaseModel):
     deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
     deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
     deep_judgment_search_enabled: bool = False
+    # Search providers (template and rubric deep judgment): "tavily" (web, needs
+    # TAVILY_API_KEY) or "local" (BM25 over deep_judgment_search_documents, offline).
     deep_judgment_search_tool: str = "tavily"
+    deep_judgment_search_documents: str | None = None
+    deep_judgment_search_max_results: int = Field(default=3, ge=1, le=20)
+    deep_judgment_search_url: str | None = None
 
     deep_judgment_rubric_mode: Literal["disabled", "enable_all", "use_checkpoint", "custom"] = (
         "disabled"
@@ -428,10 +472,24 @@ class VerificationConfig(BaseModel):
             raise ValueError(
                 "deep_judgment_rubric_config: required when deep_judgment_rubric_mode='custom'"
             )
-        if self.deep_judgment_search_enabled and self.deep_judgment_search_tool.lower() != "tavily":
-            raise ValueError(
-                f"deep_judgment_search_tool: unknown search tool '{self.deep_judgment_search_tool}'"
-            )
+        for name in ("deep_judgment_search_tool", "deep_judgment_rubric_search_tool"):
+            tool = str(getattr(self, name)).strip().lower()
+            if tool not in _SEARCH_TOOLS:
+                raise ValueError(
+                    f"{name}: unknown search tool '{getattr(self, name)}' "
+                    f"(known: {', '.join(_SEARCH_TOOLS)})"
+                )
+            if (
+                tool == "local"
+                and not self.deep_judgment_search_documents
+                and (
+                    self.deep_judgment_search_enabled or name == "deep_judgment_rubric_search_tool"
+                )
+            ):
+                raise ValueError(
+                    f"deep_judgment_search_documents: {name} 'local' needs a document "
+                    "collection (a folder of .txt/.md files or a .jsonl file)"
+                )
         return self
 
     @classmethod

@@ -45,6 +45,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+# bubblewrap: the sandbox that runs template and trait code (docs/security.md).
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "install.sh: apt-get install ${missing[*]}"

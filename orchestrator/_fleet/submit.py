@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import gc
 import secrets
-import sys
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
 from verifleet.errors import JobRejectedError
+from verifleet.sandbox import default_pool
 from verifleet.schemas import (
     Benchmark,
     RubricError,
     TemplateValidationError,
     VerificationConfig,
-    validate_answer_template,
 )
-from verifleet.store import ResultStore, unit_messages
+from verifleet.store import ResultStore, count_units, unit_messages
 
 from .broker import Broker
 
@@ -47,56 +45,45 @@ def new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-# Compiled templates register their module in sys.modules (see
-# verifleet.schemas._templates.sandbox), so validating a big benchmark would keep
-# every compiled class alive: measured here, ~17 KB per template, and a
-# 10,000-question submit peaked at 352 MB instead of ~190 MB.
-_TEMPLATE_MODULE_PREFIX = "verifleet_template_"
-_VALIDATE_CHUNK = 500
-
-
-def _validate_in_chunks(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
-    """``benchmark.validate()``, a chunk of questions at a time, dropping the template
-    modules each chunk registered, so memory stays at one chunk's classes.
-
-    Modules that existed before (a template this process also runs) are kept.
-    Problems reported by every chunk alike (the global rubric's) are listed once.
+def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
+    """``benchmark.validate()`` without templates, then each template checked in a
+    sandbox executor (never compiled in this process; the executors' caches are
+    bounded, so a big benchmark costs this process only the descriptions).
 
     Returns:
         The problems other than templates, and ``{question id: message}`` for
         each question whose template does not compile or is refused.
     """
-    problems: dict[str, None] = {}
+    problems = list(dict.fromkeys(benchmark.validate(templates=False)))
     templates: dict[str, str] = {}
-    questions = benchmark.questions
-    for start in range(0, max(len(questions), 1), _VALIDATE_CHUNK):
-        chunk = benchmark.model_copy(
-            update={"questions": questions[start : start + _VALIDATE_CHUNK]}
-        )
-        before = set(sys.modules)
+    pool = default_pool()
+    for q in benchmark.questions:
+        if not q.has_template:
+            continue
         try:
-            problems.update(dict.fromkeys(chunk.validate(templates=False)))
-            for q in chunk.questions:
-                if not q.has_template:
-                    continue
-                try:
-                    validate_answer_template(q.answer_template or "", question_id=q.id)
-                except TemplateValidationError as exc:
-                    templates[q.id] = f"question {q.id}: template: {exc.problem}"
-        finally:
-            for name in set(sys.modules) - before:
-                if name.startswith(_TEMPLATE_MODULE_PREFIX):
-                    del sys.modules[name]
-            gc.collect()  # pydantic classes are cycles: only a full collection frees them
-    return list(problems), templates
+            pool.validate_template(q.answer_template or "", question_id=q.id)
+        except TemplateValidationError as exc:
+            templates[q.id] = f"question {q.id}: template: {exc.problem}"
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            if not node.question.has_template:
+                continue
+            where = f"scenario {scenario.id}, node {node.id}"
+            try:
+                pool.validate_template(
+                    node.question.answer_template or "", question_id=node.question.id
+                )
+            except TemplateValidationError as exc:
+                templates[where] = f"{where}: template: {exc.problem}"
+    return problems, templates
 
 
 def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[list[str], list[str]]:
     """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
-    if not benchmark.questions:
-        problems.append("the benchmark has no questions")
-    others, templates = _validate_in_chunks(benchmark)
+    if not benchmark.questions and not benchmark.scenarios:
+        problems.append("the benchmark has no questions and no scenarios")
+    others, templates = _validate(benchmark)
     problems.extend(others)
     failing = list(templates.values())
     if config.template_stages_enabled:
@@ -104,6 +91,13 @@ def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[lis
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
             for q in benchmark.questions
             if not q.has_template
+        )
+        failing.extend(
+            f"scenario {s.id}, node {n.id}: evaluation mode '{config.evaluation_mode}' "
+            "needs an answer template"
+            for s in benchmark.scenarios
+            for n in s.nodes
+            if not n.question.has_template
         )
     if config.rubric_stages_enabled:
         names: set[str] = set()
@@ -133,7 +127,7 @@ def template_problems(benchmark: Benchmark, config: VerificationConfig | None = 
     pipeline records the error in its results); see :func:`validate_job`.
     """
     if config is None:
-        return list(_validate_in_chunks(benchmark)[1].values())
+        return list(_validate(benchmark)[1].values())
     return _job_problems(benchmark, config)[1]
 
 
@@ -180,19 +174,26 @@ def submit_job(
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
-    units = len(benchmark.questions) * len(config.answering_models) * config.replicate_count
+    units = count_units(benchmark, config)
     store.create_job(
         job_id,
         benchmark_json=benchmark.model_dump_json(),
         config_json=config.model_dump_json(),
         total_units=units,
         name=name or benchmark.name,
+        total_scenarios=len(benchmark.scenarios)
+        * len(config.answering_models)
+        * config.replicate_count,
     )
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
         job_id=job_id,
         units=sent,
-        expected_results=sent * len(config.parsing_models),
+        # Scenario turns add results beyond these: how many depends on the paths taken.
+        expected_results=len(benchmark.questions)
+        * len(config.answering_models)
+        * config.replicate_count
+        * len(config.parsing_models),
         failing_questions=failing,
     )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
-from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
 from verifleet.schemas import (
     Benchmark,
     ModelConfig,
@@ -20,11 +20,17 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultMetadata,
 )
-from verifleet.store import Unit, expand_units, unit_result_keys
+from verifleet.store import (
+    ScenarioUnit,
+    Unit,
+    expand_scenario_units,
+    expand_units,
+    unit_result_keys,
+)
 
 from .limits import LocalCallGate
 
-__all__ = ["LocalRunner", "failed_unit_results"]
+__all__ = ["LocalRunner", "failed_unit_results", "scenario_done_key"]
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +63,68 @@ class LocalRunner:
         """Every unit of the job, in a stable order."""
         return expand_units(self.benchmark, self.config)
 
+    def count_scenario_units(self) -> int:
+        """How many scenario units the job has."""
+        return (
+            len(self.benchmark.scenarios)
+            * len(self.config.answering_models)
+            * self.config.replicate_count
+        )
+
+    def run_scenarios(
+        self,
+        *,
+        done: set[str] | frozenset[str] = frozenset(),
+        on_skip: Callable[[ScenarioUnit], None] | None = None,
+    ) -> Iterator[tuple[ScenarioUnit, ScenarioRun]]:
+        """Run every scenario unit whose :func:`scenario_done_key` is not in ``done``.
+
+        Yields ``(unit, run)`` in completion order; a scenario that fails has its
+        failure in ``run.scenario_result`` (status ``error``), never raised.
+        """
+
+        def todo() -> Iterator[ScenarioUnit]:
+            for unit in expand_scenario_units(self.benchmark, self.config):
+                key = scenario_done_key(
+                    unit.scenario.id, unit.answering.identity().display_string, unit.replicate
+                )
+                if key in done:
+                    if on_skip is not None:
+                        on_skip(unit)
+                    continue
+                yield unit
+
+        workers = self.config.max_concurrency
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-scn") as pool:
+            pending: dict[Future[ScenarioRun], ScenarioUnit] = {}
+            source = todo()
+            exhausted = False
+            while True:
+                while not exhausted and not self._stop.is_set() and len(pending) < 2 * workers:
+                    unit = next(source, None)
+                    if unit is None:
+                        exhausted = True
+                        break
+                    pending[pool.submit(self._run_scenario, unit)] = unit
+                if not pending:
+                    return
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield pending.pop(future), future.result()
+
+    def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
+        return run_scenario(
+            unit.scenario,
+            unit.answering,
+            self.config.parsing_models,
+            self.config,
+            replicate=unit.replicate,
+            global_rubric=self.benchmark.global_rubric,
+            resources=self.resources,
+        )
+
     def count_units(self) -> int:
-        """How many units the job has."""
+        """How many question units the job has."""
         return (
             len(self.benchmark.questions)
             * len(self.config.answering_models)
@@ -183,3 +249,8 @@ def failed_unit_results(
             )
         )
     return results
+
+
+def scenario_done_key(scenario_id: str, answering: str, replicate: int | None) -> str:
+    """Names a finished scenario run in a local output (scenario, model, replicate)."""
+    return f"{scenario_id}\t{answering}\t{replicate}"

@@ -69,6 +69,25 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         "--deep-judgment", action="store_true", default=None, help="template deep judgment"
     )
     run.add_argument("--request-timeout", type=float, help="seconds per model call (default 120)")
+    search = parser.add_argument_group("deep-judgment search")
+    search.add_argument(
+        "--deep-judgment-search",
+        action="store_true",
+        default=None,
+        help="check template deep-judgment excerpts with a search provider (hallucination risk)",
+    )
+    search.add_argument(
+        "--search-tool",
+        choices=["tavily", "local"],
+        help="search provider for template and rubric deep judgment: tavily (web, needs "
+        "TAVILY_API_KEY; the default) or local (BM25 over --search-documents, offline)",
+    )
+    search.add_argument(
+        "--search-documents",
+        metavar="PATH",
+        help="local search: a folder of .txt/.md files or a .jsonl file of "
+        '{"content", "title", "url"} records',
+    )
 
 
 def local_model_needed(args: argparse.Namespace) -> bool:
@@ -156,6 +175,10 @@ def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> 
         "embedding_check_enabled": args.embedding_check,
         "deep_judgment_enabled": args.deep_judgment,
         "request_timeout": args.request_timeout,
+        "deep_judgment_search_enabled": args.deep_judgment_search,
+        "deep_judgment_search_tool": args.search_tool,
+        "deep_judgment_rubric_search_tool": args.search_tool,
+        "deep_judgment_search_documents": args.search_documents,
     }
     data.update({k: v for k, v in overrides.items() if v is not None})
     if "parsing_models" not in data:

@@ -38,7 +38,7 @@ from .prompting import build_messages
 __all__ = ["deep_judgment_parse"]
 
 
-def _field_schema_of(answer_cls: type) -> dict[str, Any]:
+def _field_schema_of(answer_cls: type | None) -> dict[str, Any]:
     if isinstance(answer_cls, type) and issubclass(answer_cls, BaseAnswer):
         return judge_json_schema(answer_cls)
     if isinstance(answer_cls, type) and issubclass(answer_cls, BaseModel):
@@ -80,9 +80,10 @@ def deep_judgment_parse(
     *,
     question: str,
     response: str,
-    answer_cls: type,
     config: VerificationConfig,
+    answer_cls: type | None = None,
     field_schema: dict[str, Any] | None = None,
+    schema_name: str | None = None,
     instructions: str | None = None,
     search: SearchFunction | None = None,
 ) -> DeepJudgmentOutcome:
@@ -92,15 +93,19 @@ def deep_judgment_parse(
         judge: The parsing model, bound to the unit.
         question: The question as asked.
         response: The text being parsed (final AI message or full trace).
-        answer_cls: The template class (before question-id injection).
+        answer_cls: The template class (before question-id injection); only for
+            callers that hold one in-process (the pipeline passes the sandbox's
+            ``field_schema`` and ``schema_name`` instead).
         config: Supplies ``deep_judgment_max_excerpts_per_attribute``,
             ``deep_judgment_fuzzy_match_threshold``,
             ``deep_judgment_excerpt_retry_attempts`` and the search flag.
         field_schema: The JSON schema the judge fills; derived from ``answer_cls``
             (``judge_json_schema``) when omitted. Its properties are the attributes.
+        schema_name: Name of the schema sent to the judge; defaults to the
+            class name.
         instructions: The user's extra instructions, added to all three stages.
-        search: Search function for the search enhancement (none ships with
-            verifleet); required when ``deep_judgment_search_enabled``.
+        search: Search function for the search enhancement (the stage passes the
+            configured provider's); required when ``deep_judgment_search_enabled``.
 
     Returns:
         The judge's values for the schema's properties, the ``deep_judgment``
@@ -108,15 +113,15 @@ def deep_judgment_parse(
 
     Raises:
         DeepJudgmentError: search is enabled without a search function, the schema
-            has no properties, or ``answer_cls`` is not a pydantic class.
+            has no properties, or neither ``field_schema`` nor a pydantic
+            ``answer_cls`` is given.
         CheckReplyError: a stage's reply is malformed.
         ModelCallError, StructuredOutputError: from the judge, unchanged.
     """
     if config.deep_judgment_search_enabled and search is None:
         raise DeepJudgmentError(
-            "deep_judgment_search_enabled is set but no search function is available "
-            f"('{config.deep_judgment_search_tool}' is not bundled); disable search or "
-            "pass a search function"
+            "deep_judgment_search_enabled is set but no search function was given "
+            f"(configured tool: '{config.deep_judgment_search_tool}')"
         )
     schema = field_schema if field_schema is not None else _field_schema_of(answer_cls)
     properties: dict[str, Any] = schema.get("properties") or {}
@@ -164,7 +169,7 @@ def deep_judgment_parse(
         ),
         stage=DEEP_JUDGMENT_STAGE,
         schema=schema,
-        schema_name=getattr(answer_cls, "__name__", "answer"),
+        schema_name=schema_name or str(getattr(answer_cls, "__name__", "answer")),
     )
     calls += 1
     if not isinstance(reply, dict):

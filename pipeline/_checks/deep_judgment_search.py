@@ -1,8 +1,9 @@
 """Optional deep-judgment search enhancement: external evidence for each excerpt
 and a judge's hallucination-risk rating.
 
-verifleet ships no search tool (runs are offline); a caller that wants this passes
-a search function. Without one, enabling search is a configuration error.
+The search function comes from a provider (:mod:`verifleet.pipeline._search`:
+Tavily on the web, or BM25 over a local document collection, offline). A search
+that fails is logged and the assessment skipped; the parse goes on.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ clients, retries with backoff, JSON replies, usage accounting.
 Two implementations share all of it: :class:`LangchainChatCaller` (every
 interface) and :class:`OpenAIHttpChatCaller` (OpenAI-compatible endpoints over
 plain HTTP, the default for ``openai_endpoint`` and ``openrouter`` models;
-``VERIFLEET_CHAT_CLIENT=langchain`` turns it off). :func:`make_chat_caller`
-picks one per model.
+``ModelConfig.chat_client`` chooses). Model interfaces are registered by name
+(:func:`register_interface`); :func:`make_chat_caller` asks the model's interface
+for its caller.
 """
 
 from ._bound import CallGate
@@ -13,7 +14,6 @@ from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
 from ._json import parse_strict, repair_json, schema_errors
 from ._openai_http import (
-    CHAT_CLIENT_ENV,
     EndpointReplyError,
     EndpointStatusError,
     OpenAIHttpChatCaller,
@@ -26,17 +26,24 @@ from ._retry import (
     classify_error,
     endpoint_pause,
 )
-from ._route import make_chat_caller
+from ._route import (
+    CallerOptions,
+    InterfaceFactory,
+    make_chat_caller,
+    register_interface,
+    registered_interfaces,
+)
 from ._usage import UsageTracker
 
 __all__ = [
-    "CHAT_CLIENT_ENV",
     "MAX_ENDPOINT_PAUSE",
     "CallGate",
+    "CallerOptions",
     "ChatModelCache",
     "EndpointReplyError",
     "EndpointStatusError",
     "ErrorInfo",
+    "InterfaceFactory",
     "LangchainChatCaller",
     "OpenAIHttpChatCaller",
     "UsageTracker",
@@ -47,6 +54,8 @@ __all__ = [
     "get_chat_model",
     "make_chat_caller",
     "parse_strict",
+    "register_interface",
+    "registered_interfaces",
     "repair_json",
     "resolve_api_key",
     "schema_errors",

@@ -22,12 +22,11 @@ the structured-output fallback to prompting when the endpoint refuses
 
 When the langchain path is used instead (see :func:`direct_http_applies`):
 
-* ``VERIFLEET_CHAT_CLIENT=langchain`` in the environment forces it for every model
-  (read per unit, so a worker started with it never takes the direct path);
-* ``extra_kwargs`` holds an option that configures langchain's client rather than
+* the model's ``chat_client`` is ``langchain`` (``http`` forces this path);
+* with ``chat_client: auto``, ``extra_kwargs`` holds an option that configures langchain's client rather than
   the request (``default_headers``, ``organization``, ``streaming``,
   ``use_responses_api``, ``reasoning``, ...: :data:`LANGCHAIN_ONLY_OPTIONS`);
-* the model name is one langchain rewrites requests for (``o1``-style names,
+* or, with ``auto``, the model name is one langchain rewrites requests for (``o1``-style names,
   ``gpt-5``/``gpt-6``, ``codex``): it drops or sets ``temperature``, renames the
   system role or moves to the Responses API.
 
@@ -67,7 +66,6 @@ from ._replies import (
 from ._retry import call_with_retry
 
 __all__ = [
-    "CHAT_CLIENT_ENV",
     "LANGCHAIN_ONLY_OPTIONS",
     "EndpointReplyError",
     "EndpointStatusError",
@@ -78,7 +76,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 #: Set to ``langchain`` to send every model through langchain.
-CHAT_CLIENT_ENV = "VERIFLEET_CHAT_CLIENT"
 
 #: ChatOpenAI options that are body fields of a chat-completions request, by the
 #: name langchain sends them under (its ``_default_params``; ``max_tokens`` goes
@@ -170,8 +167,8 @@ def direct_http_applies(model: ModelConfig) -> bool:
     docstring for when it does not)."""
     if model.interface not in ("openai_endpoint", "openrouter"):
         return False
-    if os.environ.get(CHAT_CLIENT_ENV, "").strip().lower() == "langchain":
-        return False
+    if model.chat_client != "auto":
+        return model.chat_client == "http"
     if _REWRITTEN_MODELS.search(model.model_name):
         return False
     return LANGCHAIN_ONLY_OPTIONS.isdisjoint(model.extra_kwargs)

@@ -1,19 +1,106 @@
-"""Which :class:`~verifleet.pipeline.ChatCaller` implementation serves a model."""
+"""Model interfaces registered by name, and the caller each one builds.
+
+``ModelConfig.interface`` names an entry of this registry. The built-in entries:
+``langchain`` (any provider langchain's ``init_chat_model`` knows),
+``openai_endpoint`` and ``openrouter`` (verifleet's direct HTTP client, or
+langchain's ``ChatOpenAI`` when ``ModelConfig.chat_client`` says so or the model
+needs it; see :func:`~verifleet.pipeline._llm.direct_http_applies`) and ``manual``
+(recorded answers: it answers, but cannot judge). Other interfaces plug in with
+:func:`register_interface` before the run starts, in every process that runs
+units (the local runner's, each worker's).
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from verifleet.schemas import ModelConfig, RetryPolicy
+from verifleet.schemas import ModelConfig, RetryPolicy, declare_interface
 
+from .._llm_protocol import ChatCaller
 from ._bound import CallGate
 from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache
 from ._openai_http import OpenAIHttpChatCaller, direct_http_applies
 from ._usage import UsageTracker
 
-__all__ = ["make_chat_caller"]
+__all__ = [
+    "CallerOptions",
+    "InterfaceFactory",
+    "make_chat_caller",
+    "register_interface",
+    "registered_interfaces",
+]
+
+
+@dataclass(frozen=True)
+class CallerOptions:
+    """What a caller is bound to besides its model: one unit's usage tracker and
+    deadline, and the process's client cache, retry policy, timeout and gate."""
+
+    tracker: UsageTracker
+    clients: ChatModelCache
+    policy: RetryPolicy
+    request_timeout: float
+    deadline: float | None = None
+    call_gate: CallGate | None = None
+    sleep: Callable[[float], None] = time.sleep
+
+
+InterfaceFactory = Callable[[ModelConfig, CallerOptions], ChatCaller]
+"""Builds the caller of one model for one unit. Must not raise: a model that
+cannot be called (missing key, unknown provider) fails its first call with
+:class:`~verifleet.pipeline.ModelCallError`, so the unit records the error."""
+
+
+def _langchain(model: ModelConfig, options: CallerOptions) -> ChatCaller:
+    return LangchainChatCaller(model, **vars(options))
+
+
+def _openai_compatible(model: ModelConfig, options: CallerOptions) -> ChatCaller:
+    kind = OpenAIHttpChatCaller if direct_http_applies(model) else LangchainChatCaller
+    return kind(model, **vars(options))
+
+
+_REGISTRY: dict[str, InterfaceFactory] = {
+    "langchain": _langchain,
+    "openai_endpoint": _openai_compatible,
+    "openrouter": _openai_compatible,
+    # Recorded answers have no chat client: as a judge, langchain's builder
+    # reports "interface 'manual' has no chat client" at the first call.
+    "manual": _langchain,
+}
+_LOCK = threading.Lock()
+
+
+def register_interface(name: str, factory: InterfaceFactory, *, replace: bool = False) -> None:
+    """Make ``ModelConfig(interface=name)`` call models through ``factory``.
+
+    Args:
+        name: The interface name models will use.
+        factory: Builds a :class:`~verifleet.pipeline.ChatCaller` per model and unit.
+        replace: Allow replacing an existing entry (a built-in included).
+
+    Raises:
+        ValueError: ``name`` is empty, or already registered and ``replace`` is False.
+    """
+    # Registered in every process that loads such models (the CLI's, each worker's):
+    # ModelConfig refuses interface names nobody declared.
+    if not name.strip():
+        raise ValueError("an interface needs a name")
+    with _LOCK:
+        if name in _REGISTRY and not replace:
+            raise ValueError(f"interface '{name}' is already registered (pass replace=True)")
+        _REGISTRY[name] = factory
+    declare_interface(name)
+
+
+def registered_interfaces() -> list[str]:
+    """The names :func:`make_chat_caller` knows, sorted."""
+    with _LOCK:
+        return sorted(_REGISTRY)
 
 
 def make_chat_caller(
@@ -26,23 +113,15 @@ def make_chat_caller(
     deadline: float | None = None,
     call_gate: CallGate | None = None,
     sleep: Callable[[float], None] = time.sleep,
-) -> OpenAIHttpChatCaller | LangchainChatCaller:
-    """The caller for ``model``: the direct HTTP one for OpenAI-compatible endpoints
-    (unless ``VERIFLEET_CHAT_CLIENT=langchain`` or the model needs langchain, see
-    :func:`~verifleet.pipeline._llm.direct_http_applies`), langchain otherwise.
+) -> ChatCaller:
+    """The caller for ``model``, built by its interface's registered factory.
 
     Arguments are those of :class:`~verifleet.pipeline.LangchainChatCaller`.
-    Building a caller never fails; a missing API key or provider package surfaces
-    as :class:`~verifleet.pipeline.ModelCallError` from the first call.
+    Building a caller never fails; a missing API key, provider package or an
+    interface nobody registered surfaces as
+    :class:`~verifleet.pipeline.ModelCallError` from the first call.
     """
-    kind = OpenAIHttpChatCaller if direct_http_applies(model) else LangchainChatCaller
-    return kind(
-        model,
-        tracker=tracker,
-        clients=clients,
-        policy=policy,
-        request_timeout=request_timeout,
-        deadline=deadline,
-        call_gate=call_gate,
-        sleep=sleep,
-    )
+    with _LOCK:
+        factory = _REGISTRY.get(model.interface, _langchain)
+    options = CallerOptions(tracker, clients, policy, request_timeout, deadline, call_gate, sleep)
+    return factory(model, options)

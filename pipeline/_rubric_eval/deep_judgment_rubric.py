@@ -13,23 +13,31 @@ Stages (recorded in ``trait_metadata[name]["stages_completed"]``):
 3. ``score_extraction``: the verdict that follows from the reasoning, validated
    like any LLM trait value (:mod:`.values`).
 
-Search-enhanced hallucination assessment is not available (no search tool is
-wired in): a trait that asks for it is evaluated without it and its metadata says
-so.
+With search enabled (and excerpts on), each accepted excerpt is looked up with the
+configured provider (Tavily, or BM25 over local documents) and the judge rates its
+hallucination risk; the trait's ``rubric_hallucination_risk_assessment`` entry is
+``{"overall_risk", "per_excerpt_risks"}`` (the highest risk wins), as in the
+original. When search cannot run (no provider, a failing one, no excerpts) the
+trait is scored without it and ``search_skipped`` in its metadata says why.
 
-Failure behaviour: a reply that never matches the schema during excerpt
-extraction counts as a failed attempt; during scoring it leaves the trait unscored
-(``error`` in the metadata, not auto-failed). :class:`ModelCallError` propagates.
+Failure behaviour, as in the original framework: a reply that never matches the
+schema during excerpt extraction counts as a failed attempt; a score that cannot
+be extracted, or a judge call that fails for good (:class:`ModelCallError`),
+**auto-fails** the trait like a missing excerpt (no score, ``error`` in its
+metadata, listed in ``traits_without_valid_excerpts``). The other traits go on.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifleet.pipeline._llm_protocol import ChatCaller, StructuredOutputError
+from verifleet.pipeline._checks import CheckReplyError, SearchFunction
+from verifleet.pipeline._checks.deep_judgment_search import assess_hallucination_risk
+from verifleet.pipeline._llm_protocol import ChatCaller, ModelCallError, StructuredOutputError
+from verifleet.pipeline._search import SearchError
 
 from .dj_settings import DeepJudgmentSettings
 from .excerpts import split_excerpts
@@ -49,7 +57,9 @@ __all__ = ["TraitJudgment", "judge_trait_deeply"]
 
 logger = logging.getLogger(__name__)
 
-SEARCH_UNAVAILABLE = "search-enhanced hallucination assessment is not available in verifleet"
+SearchSource = Callable[[], SearchFunction]
+"""Gives the search function (built on first use; raises SearchError when the
+configured provider cannot be built)."""
 
 
 @dataclass
@@ -71,6 +81,7 @@ class TraitJudgment:
     metadata: dict[str, Any] = field(default_factory=dict)
     auto_failed: bool = False
     error: str | None = None
+    hallucination_risk: dict[str, Any] | None = None
 
 
 def judge_trait_deeply(
@@ -81,12 +92,30 @@ def judge_trait_deeply(
     trait: LLMTraitLike,
     settings: DeepJudgmentSettings,
     instructions: Sequence[str | None] = (),
+    search: SearchSource | None = None,
 ) -> TraitJudgment:
-    """Run the deep-judgment stages for ``trait``.
+    """Run the deep-judgment stages for ``trait``; never raises for the judge's
+    failures: a judge call that fails for good auto-fails the trait (its metadata
+    keeps the stages completed before and the error), as in the original."""
+    try:
+        return _judge(judge, question, response, trait, settings, instructions, search)
+    except ModelCallError as exc:
+        error = f"judge call failed: {exc}"
+        logger.warning("rubric trait '%s' auto-fails: %s", trait.name, error)
+        failed = TraitJudgment(auto_failed=True, error=error)
+        failed.metadata = {"stages_completed": [], "model_calls": 0, "error": error}
+        return failed
 
-    Raises:
-        ModelCallError: a judge call failed for good.
-    """
+
+def _judge(
+    judge: ChatCaller,
+    question: str,
+    response: str,
+    trait: LLMTraitLike,
+    settings: DeepJudgmentSettings,
+    instructions: Sequence[str | None],
+    search: SearchSource | None,
+) -> TraitJudgment:
     outcome = TraitJudgment(
         metadata={
             "stages_completed": [],
@@ -97,8 +126,8 @@ def judge_trait_deeply(
         }
     )
     meta = outcome.metadata
-    if settings.search_enabled:
-        meta["search_skipped"] = SEARCH_UNAVAILABLE
+    if settings.search_enabled and not settings.excerpt_enabled:
+        meta["search_skipped"] = "search checks excerpts, and excerpts are off for this trait"
     if settings.excerpt_enabled:
         excerpts = _extract_excerpts(judge, response, trait, settings, meta, instructions)
         if excerpts is None:
@@ -112,6 +141,8 @@ def judge_trait_deeply(
             return outcome
         outcome.excerpts = excerpts
         meta["stages_completed"].append("excerpt_extraction")
+        if settings.search_enabled:
+            _assess(judge, trait, outcome, search, instructions)
 
     meta["model_calls"] += 1
     outcome.reasoning = judge.invoke(
@@ -133,11 +164,52 @@ def judge_trait_deeply(
         outcome.value = coerce_trait_value(trait, reply.get("score"))
     except (StructuredOutputError, InvalidTraitValue) as exc:
         outcome.error = f"score extraction failed: {exc}"
+        outcome.auto_failed = True
         meta["error"] = outcome.error
-        logger.warning("rubric trait '%s': %s", trait.name, outcome.error)
+        logger.warning("rubric trait '%s' auto-fails: %s", trait.name, outcome.error)
         return outcome
     meta["stages_completed"].append("score_extraction")
     return outcome
+
+
+def _assess(
+    judge: ChatCaller,
+    trait: LLMTraitLike,
+    outcome: TraitJudgment,
+    search: SearchSource | None,
+    instructions: Sequence[str | None],
+) -> None:
+    """Search the trait's excerpts and have the judge rate their hallucination
+    risk; on any failure the trait goes on without it (``search_skipped`` says why).
+
+    Raises:
+        ModelCallError: the judge could not be reached (the caller auto-fails the trait).
+    """
+    meta = outcome.metadata
+    excerpts = outcome.excerpts or []
+    if search is None:
+        meta["search_skipped"] = "no search provider was given"
+        return
+    try:
+        risk, calls = assess_hallucination_risk(
+            judge,
+            search(),
+            {trait.name: excerpts},
+            instructions="\n\n".join(i for i in instructions if i) or None,
+        )
+    except (SearchError, CheckReplyError, StructuredOutputError) as exc:
+        meta["search_skipped"] = f"search-enhanced assessment failed: {exc}"
+        logger.warning("rubric trait '%s': %s", trait.name, meta["search_skipped"])
+        return
+    meta["model_calls"] += calls
+    if risk is None:
+        meta["search_skipped"] = "the search provider failed (see the log)"
+        return
+    outcome.hallucination_risk = {
+        "overall_risk": risk[trait.name],
+        "per_excerpt_risks": [e.get("hallucination_risk") for e in excerpts],
+    }
+    meta["stages_completed"].append("hallucination_assessment")
 
 
 def _extract_excerpts(

@@ -9,13 +9,26 @@ reason recorded; the other traits are unaffected. Nothing propagates.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .protocols import CallableTraitLike, RegexTraitLike
 
-__all__ = ["LocalScores", "evaluate_callable_traits", "evaluate_regex_traits"]
+__all__ = [
+    "CallableRunner",
+    "LocalScores",
+    "RegexRunner",
+    "evaluate_callable_traits",
+    "evaluate_regex_traits",
+]
+
+#: Runs one callable trait on a text and returns its checked value (the pipeline's
+#: runs it in a sandbox executor).
+CallableRunner = Callable[[CallableTraitLike, str], Any]
+#: Runs one regex trait on a text (the pipeline's runs it in a sandbox executor:
+#: a backtracking pattern must not hang a worker thread).
+RegexRunner = Callable[[RegexTraitLike, str], bool]
 
 logger = logging.getLogger(__name__)
 
@@ -28,23 +41,31 @@ class LocalScores:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-def evaluate_regex_traits(text: str, traits: Sequence[RegexTraitLike]) -> LocalScores:
-    """Match each regex trait against ``text``; scores are booleans."""
+def evaluate_regex_traits(
+    text: str, traits: Sequence[RegexTraitLike], *, run: RegexRunner | None = None
+) -> LocalScores:
+    """Match each regex trait against ``text`` (through ``run`` when given, else in
+    this process); scores are booleans."""
     result = LocalScores()
     for trait in traits:
         try:
-            result.scores[trait.name] = bool(trait.evaluate(text))
+            result.scores[trait.name] = bool(
+                run(trait, text) if run is not None else trait.evaluate(text)
+            )
         except Exception as exc:  # a trait's own code; contain any failure to that trait
             _record_failure(result, "regex", trait.name, exc)
     return result
 
 
-def evaluate_callable_traits(text: str, traits: Sequence[CallableTraitLike]) -> LocalScores:
-    """Run each callable trait on ``text``; scores are bool, int or float."""
+def evaluate_callable_traits(
+    text: str, traits: Sequence[CallableTraitLike], *, run: CallableRunner | None = None
+) -> LocalScores:
+    """Run each callable trait on ``text`` (through ``run`` when given, else the
+    trait's own ``evaluate`` in this process); scores are bool, int or float."""
     result = LocalScores()
     for trait in traits:
         try:
-            value = trait.evaluate(text)
+            value = run(trait, text) if run is not None else trait.evaluate(text)
         except Exception as exc:  # user-supplied code may raise anything
             _record_failure(result, "callable", trait.name, exc)
             continue

@@ -25,8 +25,13 @@ from .agentic_traits import (
     evaluate_agentic_traits,
     evaluate_template_traits,
 )
-from .deep_judgment_rubric import TraitJudgment, judge_trait_deeply
-from .deterministic import evaluate_callable_traits, evaluate_regex_traits
+from .deep_judgment_rubric import SearchSource, TraitJudgment, judge_trait_deeply
+from .deterministic import (
+    CallableRunner,
+    RegexRunner,
+    evaluate_callable_traits,
+    evaluate_regex_traits,
+)
 from .dj_settings import DeepJudgmentSettings, resolve_deep_judgment
 from .dynamic import AGENTIC_SKIP_REASON, DynamicResolution, check_name_conflicts, resolve_dynamic
 from .llm_traits import LLMTraitScores, evaluate_llm_traits
@@ -49,7 +54,10 @@ def evaluate_rubric(
     config: VerificationConfig,
     question_id: str,
     dynamic_rubric: DynamicRubric | None = None,
+    search: SearchSource | None = None,
     investigate: Investigate | None = None,
+    run_callable: CallableRunner | None = None,
+    run_regex: RegexRunner | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 
@@ -64,9 +72,15 @@ def evaluate_rubric(
             prompt instructions).
         question_id: Selects question-specific deep-judgment settings.
         dynamic_rubric: A :class:`~verifleet.schemas.DynamicRubric`, if any.
+        search: Gives the search function of deep-judgment traits with search
+            enabled (called when such a trait needs it; cache inside it); None: such
+            traits are judged without search and their metadata says why.
         investigate: Runs an agentic trait's investigation (the pipeline passes
             one backed by the agent runtime); None skips agentic traits, each
             named with the reason in ``skipped_traits``.
+        run_callable: Runs one callable trait on a text (the pipeline passes the
+            sandbox's runner); None calls the trait's own ``evaluate`` here.
+        run_regex: The same for regex traits.
 
     Returns:
         The result sections plus per-trait failures and skips. A trait the judge
@@ -116,8 +130,8 @@ def evaluate_rubric(
         outcome.failed_traits.update(agentic.failures)
         outcome.model_calls += agentic.model_calls
 
-    regex = evaluate_regex_traits(response, traits.regex)
-    callables = evaluate_callable_traits(response, traits.callable)
+    regex = evaluate_regex_traits(response, traits.regex, run=run_regex)
+    callables = evaluate_callable_traits(response, traits.callable, run=run_callable)
     outcome.failed_traits.update(regex.failures)
     outcome.failed_traits.update(callables.failures)
 
@@ -148,6 +162,7 @@ def evaluate_rubric(
         deep,
         instructions=(rubric_text, prompts.deep_judgment if prompts else None),
         into=llm,
+        search=search,
     )
 
     metric = evaluate_metric_traits(
@@ -202,6 +217,7 @@ def _judge_deeply(
     *,
     instructions: tuple[str | None, ...],
     into: LLMTraitScores,
+    search: SearchSource | None = None,
 ) -> dict[str, TraitJudgment]:
     # Deep-judgment scores join the ordinary LLM scores: llm_trait_scores holds
     # every LLM trait, whichever way it was judged.
@@ -214,6 +230,7 @@ def _judge_deeply(
             trait=trait,
             settings=settings,
             instructions=instructions,
+            search=search,
         )
         judgments[trait.name] = judgment
         into.model_calls += int(judgment.metadata["model_calls"])

@@ -62,8 +62,11 @@ def deep_judgment_section(
     reasoning: dict[str, str] = {}
     metadata: dict[str, dict[str, object]] = {}
     auto_failed: list[str] = []
+    risks: dict[str, dict[str, object]] = {}
     for name, judgment in judgments.items():
         metadata[name] = dict(judgment.metadata)
+        if judgment.hallucination_risk is not None:
+            risks[name] = dict(judgment.hallucination_risk)
         if judgment.auto_failed:
             auto_failed.append(name)
             continue
@@ -81,6 +84,7 @@ def deep_judgment_section(
         standard_rubric_scores=dict(standard_scores),
         trait_metadata=metadata,
         traits_without_valid_excerpts=auto_failed,
+        rubric_hallucination_risk_assessment=risks or None,
         total_deep_judgment_model_calls=sum(
             int(j.metadata.get("model_calls", 0)) for j in judgments.values()
         ),

@@ -96,6 +96,13 @@ def _template_section(ctx: VerificationContext) -> VerificationResultTemplate:
     )
 
 
+def _has_template_section(ctx: VerificationContext) -> bool:
+    """Template modes always have one; rubric_only has one only when the
+    abstention check ran, to carry its verdict (the original framework builds the
+    template section in every mode; without this the judge's answer was lost)."""
+    return ctx.config.template_stages_enabled or ctx.abstention.performed
+
+
 def _deep_judgment_section(ctx: VerificationContext) -> VerificationResultDeepJudgment | None:
     if not (ctx.config.deep_judgment_enabled and ctx.config.template_stages_enabled):
         return None
@@ -109,7 +116,8 @@ def _deep_judgment_section(ctx: VerificationContext) -> VerificationResultDeepJu
 
 class FinalizeResultStage(Stage):
     """Builds the result sections per evaluation mode (``template`` in template
-    modes, ``rubric`` when rubric evaluation produced one, deep-judgment sections
+    modes, and in rubric_only when the abstention check ran, holding its verdict
+    with ``template_verification_performed=False``; ``rubric`` when rubric evaluation produced one, deep-judgment sections
     when enabled) and the metadata, with the error when one was set.
 
     Never skipped, even after a fatal error. Should the collected data not form a
@@ -123,7 +131,7 @@ class FinalizeResultStage(Stage):
         try:
             ctx.final_result = VerificationResult(
                 metadata=build_metadata(ctx, error=ctx.error),
-                template=_template_section(ctx) if ctx.config.template_stages_enabled else None,
+                template=_template_section(ctx) if _has_template_section(ctx) else None,
                 rubric=ctx.rubric_result,
                 deep_judgment=_deep_judgment_section(ctx),
                 deep_judgment_rubric=ctx.deep_judgment_rubric,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from verifleet.schemas import VerificationConfig
 
 from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
+from .._rubric_eval.deterministic import CallableRunner, RegexRunner
 from .._stage import Stage
 from ._common import evaluation_text
 from ._investigate import TraitInvestigator
@@ -48,8 +49,34 @@ class RubricEvaluationStage(Stage):
             config=ctx.config,
             question_id=ctx.question_id,
             dynamic_rubric=ctx.dynamic_rubric,
+            search=lambda: ctx.resources.search_for(ctx.config, rubric=True),
             investigate=TraitInvestigator(ctx),
+            run_callable=_sandbox_runner(ctx),
+            run_regex=_sandbox_regex_runner(ctx),
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
         ctx.traits_without_valid_excerpts = outcome.traits_without_valid_excerpts
+
+
+def _sandbox_runner(ctx: VerificationContext) -> CallableRunner:
+    """Runs callable traits in the sandbox: only the trait's JSON form (source,
+    or a pickled blob with its ``trusted`` flag) crosses; unpickling and running
+    happen in an executor."""
+    pool = ctx.resources.sandbox
+
+    def run(trait: Any, text: str) -> Any:
+        return pool.run_trait(trait.model_dump(mode="json"), text)
+
+    return run
+
+
+def _sandbox_regex_runner(ctx: VerificationContext) -> RegexRunner:
+    """Runs regex traits in the sandbox: a benchmark's pattern can backtrack for
+    ever, which would otherwise hold a worker thread past any deadline."""
+    pool = ctx.resources.sandbox
+
+    def run(trait: Any, text: str) -> bool:
+        return pool.run_regex_trait(trait.model_dump(mode="json"), text)
+
+    return run

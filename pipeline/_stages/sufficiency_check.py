@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from verifleet.schemas import VerificationConfig, judge_json_schema
+from verifleet.schemas import VerificationConfig
 
 from .._checks import detect_sufficiency
 from .._context import VerificationContext
@@ -29,14 +29,14 @@ class SufficiencyCheckStage(Stage):
 
     def should_run(self, ctx: VerificationContext) -> bool:
         return (
-            ctx.raw_answer_cls is not None
+            ctx.template is not None
             and not ctx.recursion_limit_reached
             and not ctx.trace_validation_failed
             and not ctx.abstention.detected
         )
 
     def run(self, ctx: VerificationContext) -> None:
-        assert ctx.raw_answer_cls is not None  # guaranteed by should_run
+        assert ctx.template is not None  # guaranteed by should_run
         text = check_input(ctx, check=self.name)
         if text is None:
             return
@@ -44,7 +44,7 @@ class SufficiencyCheckStage(Stage):
             ctx.judge,
             question=ctx.question_text,
             response=text,
-            schema=judge_json_schema(ctx.raw_answer_cls),
+            schema=ctx.template.judge_schema(),
             instructions=ctx.prompts.sufficiency_detection,
         )
         record = ctx.sufficiency

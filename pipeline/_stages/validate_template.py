@@ -1,4 +1,4 @@
-"""Stage 1: compile and validate the answer template."""
+"""Stage 1: compile and validate the answer template (in the sandbox)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ __all__ = ["ValidateTemplateStage"]
 
 
 class ValidateTemplateStage(Stage):
-    """Compiles the template once per process (cached by template id) and binds
-    the question id. Fatal: an invalid template fails the result, and its cause
-    is kept for ``template.template_validation_error``."""
+    """Has a sandbox executor compile and validate the template (cached by
+    template id there, described once per (template, question) on the host) and
+    keeps the description. Fatal: an invalid template, or one whose code crashes
+    or hangs its executor, fails the result, and its cause is kept for
+    ``template.template_validation_error``."""
 
     name: ClassVar[str] = "ValidateTemplate"
     failure_label: ClassVar[str] = "template validation failed"
@@ -35,6 +37,4 @@ class ValidateTemplateStage(Stage):
         source = ctx.question.answer_template
         if not source or not source.strip():
             raise StageFailure(f"question {ctx.question_id} has no answer template")
-        templates = ctx.resources.templates
-        ctx.raw_answer_cls = templates.raw_class(source, question_id=ctx.question_id)
-        ctx.answer_cls = templates.load(source, ctx.question_id)
+        ctx.template = ctx.resources.sandbox.load_template(source, ctx.question_id)

@@ -7,7 +7,7 @@ from typing import ClassVar
 from verifleet.schemas import VerificationConfig
 
 from .._context import VerificationContext
-from .._stage import Stage
+from .._stage import Stage, StageFailure
 from ._common import log
 
 __all__ = ["VerifyTemplateStage"]
@@ -15,7 +15,8 @@ __all__ = ["VerifyTemplateStage"]
 
 class VerifyTemplateStage(Stage):
     """``verify_result = verify() AND regex checks``; plus granular score, per-field
-    results and the composition strategy.
+    results and the composition strategy. The template's code ran in the sandbox
+    during ParseTemplate (one round trip); this stage records its verdict.
 
     An exception from ``verify()`` is recorded in ``field_verification_error`` and
     counts as a failed field verification; it is not a pipeline error. Skipped
@@ -36,28 +37,31 @@ class VerifyTemplateStage(Stage):
         )
 
     def run(self, ctx: VerificationContext) -> None:
-        answer = ctx.parsed_answer
-        assert answer is not None  # guaranteed by should_run
-        cls = type(answer)
+        evaluation = ctx.parsed_answer
+        assert evaluation is not None  # guaranteed by should_run
+        verdict = evaluation.verification
+        assert verdict is not None  # a parsed answer always carries its verdict
         ctx.template_verification_performed = True
-        ctx.composition_strategy = cls.composition_strategy()
-        try:
-            field_ok = bool(answer.verify())
-        except Exception as exc:  # template code: any failure is the template's verdict
-            field_ok = False
-            ctx.field_verification_error = f"{type(exc).__name__}: {exc}"
-            log.warning("question %s: verify() raised: %s", ctx.question_id, exc)
-        try:
-            ctx.field_results = answer.field_results()
-        except Exception as exc:  # same containment as verify()
-            log.warning("question %s: field_results() raised: %s", ctx.question_id, exc)
-        regex = answer.verify_regex(ctx.raw_llm_response)
-        ctx.regex = regex
-        ctx.field_verification_result = field_ok
-        ctx.verify_result = field_ok and regex.passed
-        # A granular score next to a crashed verify() would contradict it.
-        if ctx.field_verification_error is None and cls.defines_granular():
-            try:
-                ctx.verify_granular_result = answer.verify_granular()
-            except Exception as exc:  # template code
-                log.warning("question %s: verify_granular() raised: %s", ctx.question_id, exc)
+        ctx.composition_strategy = verdict.composition_strategy
+        if verdict.error is not None:
+            ctx.field_verification_error = verdict.error
+            log.warning("question %s: verify() raised: %s", ctx.question_id, verdict.error)
+        if verdict.field_results_error is not None:
+            log.warning(
+                "question %s: field_results() raised: %s",
+                ctx.question_id,
+                verdict.field_results_error,
+            )
+        else:
+            ctx.field_results = verdict.field_results
+        if verdict.regex is None:
+            raise StageFailure(verdict.regex_error or "the template's regex checks failed")
+        ctx.regex = verdict.regex
+        ctx.field_verification_result = verdict.field_ok
+        ctx.verify_result = verdict.verify_result
+        if verdict.granular_error is not None:
+            log.warning(
+                "question %s: verify_granular() raised: %s", ctx.question_id, verdict.granular_error
+            )
+        else:
+            ctx.verify_granular_result = verdict.granular

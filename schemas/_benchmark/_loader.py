@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from .._checkers import check_callable_trait, check_template
 from .._errors import (
     BenchmarkLoadError,
     ExportError,
@@ -23,7 +24,6 @@ from .._errors import (
     TemplateValidationError,
     UntrustedCodeError,
 )
-from .._templates import validate_answer_template
 from ._benchmark import Benchmark
 from ._checkpoint import Problem, benchmark_from_checkpoint
 from ._own_format import benchmark_from_document, render_document
@@ -101,7 +101,7 @@ def _check_callables(benchmark: Benchmark, path: str, trust: bool) -> list[Probl
                 refused.append(f"trait {trait.name!r} ({f'question {qid}' if qid else 'global'})")
                 continue
             try:
-                trait.load_function()
+                check_callable_trait(trait)
             except RubricError as exc:
                 problems.append((qid, str(exc)))
     if refused:
@@ -119,7 +119,7 @@ def _check_questions(benchmark: Benchmark, *, templates: bool) -> list[Problem]:
     for question in benchmark.questions:
         if templates and question.has_template:
             try:
-                validate_answer_template(question.answer_template or "", question_id=question.id)
+                check_template(question.answer_template or "", question_id=question.id)
             except TemplateValidationError as exc:
                 problems.append((question.id, f"answer template: {exc.problem}"))
         try:
@@ -127,6 +127,20 @@ def _check_questions(benchmark: Benchmark, *, templates: bool) -> list[Problem]:
             benchmark.dynamic_rubric_for(question)
         except RubricError as exc:
             problems.append((question.id, str(exc)))
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            where = f"scenario {scenario.id}, node {node.id}"
+            if templates and node.question.has_template:
+                try:
+                    check_template(
+                        node.question.answer_template or "", question_id=node.question.id
+                    )
+                except TemplateValidationError as exc:
+                    problems.append((None, f"{where}: answer template: {exc.problem}"))
+            try:
+                benchmark.rubric_for(node.question)
+            except RubricError as exc:
+                problems.append((None, f"{where}: {exc}"))
     return problems
 
 

@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,13 @@ def test_few_shot_config_in_the_originals_current_fields() -> None:
     assert only_global.resolve("q1", EXAMPLES) == EXAMPLES[:1]
     disabled = FewShotConfig.model_validate({"source": "disabled", "pool_mode": "all"})
     assert disabled.resolve("q1", EXAMPLES) == []
+
+
+def test_compatibility_doc_names_every_dropped_field() -> None:
+    from verifleet.schemas._config_compat import IGNORED_CONFIG_FIELDS, IGNORED_MODEL_FIELDS
+
+    doc = (Path(__file__).parents[2] / "docs" / "compatibility.md").read_text()
+    # Rows such as `agentic_parsing_*` cover every field with that prefix.
+    prefixes = tuple(f"{p}_" for p in re.findall(r"`([a-z_]+)_\*`", doc))
+    for name in [*IGNORED_CONFIG_FIELDS, *IGNORED_MODEL_FIELDS]:
+        assert f"`{name}`" in doc or name.startswith(prefixes), name

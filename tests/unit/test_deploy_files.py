@@ -167,14 +167,18 @@ def test_flower_always_runs_with_basic_auth(monkeypatch: pytest.MonkeyPatch) -> 
             # The parser reads VERIFLEET_FLOWER_AUTH when it is built, as in a real start.
             args = verifleet_args(launch)
         assert args.basic_auth and ":" in args.basic_auth, f"{launch}: Flower without auth"
-        celery_argv = flower_command(
+        assert not args.no_auth, f"{launch}: Flower started with --no-auth"
+        celery_argv, celery_env = flower_command(
             "redis://unused",
             port=args.port,
             address=args.address,
             basic_auth=args.basic_auth,
             max_tasks=args.max_tasks,
+            environ={},
         )
-        assert f"--basic_auth={args.basic_auth}" in celery_argv
+        # The credentials reach Flower through its environment, never its argv.
+        assert celery_env["FLOWER_BASIC_AUTH"] == args.basic_auth
+        assert not any(args.basic_auth in arg for arg in celery_argv)
         assert args.max_tasks <= 50_000, f"{launch}: Flower keeps every task in memory"
 
 

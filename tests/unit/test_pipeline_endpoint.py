@@ -19,7 +19,7 @@ from verifleet.pipeline import (
     UsageTracker,
     run_unit,
 )
-from verifleet.schemas import ModelConfig, RetryPolicy, TemplateCache, VerificationConfig
+from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
 QUESTION = "Which gene encodes the anti-apoptotic protein?"
 
@@ -99,7 +99,7 @@ def test_structured_output_uses_json_schema_and_counts_tokens(healthy: RunningEn
 def test_run_unit_end_to_end_over_http(healthy: RunningEndpoint) -> None:
     answering, judge = _model(healthy, "answerer"), _model(healthy, "judge")
     config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
-    resources = PipelineResources(templates=TemplateCache())
+    resources = PipelineResources()
     healthy.reset()
     results = run_unit(
         make_question(TEMPLATE),
@@ -129,7 +129,7 @@ def test_unit_deadline_stops_model_calls(healthy: RunningEndpoint) -> None:
         config.parsing_models,
         config,
         replicate=None,
-        resources=PipelineResources(templates=TemplateCache()),
+        resources=PipelineResources(),
         deadline=time.monotonic() - 1.0,
     )
     assert result.metadata.error is not None

@@ -18,7 +18,7 @@ from _support.judges import CallKind, ScriptedCallerBase
 
 from verifleet.pipeline import PipelineResources, UsageTracker
 from verifleet.pipeline._llm_protocol import Message
-from verifleet.schemas import ModelConfig, Question, TemplateCache, VerificationConfig
+from verifleet.schemas import ModelConfig, Question, VerificationConfig
 
 Reply = str | dict[str, Any] | Exception
 
@@ -134,7 +134,7 @@ def make_config(**overrides: Any) -> VerificationConfig:
 
 
 def make_resources(script: ScriptedModels, **extra: Any) -> PipelineResources:
-    return PipelineResources(caller_factory=script.factory, templates=TemplateCache(), **extra)
+    return PipelineResources(caller_factory=script.factory, **extra)
 
 
 def test_script_repeats_a_single_reply_and_records_calls() -> None:

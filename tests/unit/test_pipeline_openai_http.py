@@ -32,7 +32,7 @@ from verifleet.pipeline import (
     make_chat_caller,
     run_unit,
 )
-from verifleet.pipeline._llm import CHAT_CLIENT_ENV, direct_http_applies
+from verifleet.pipeline._llm import direct_http_applies
 from verifleet.pipeline._llm._openai_http import (
     _ALIASES,
     _TRANSPORTS,
@@ -41,7 +41,7 @@ from verifleet.pipeline._llm._openai_http import (
     EndpointReplyError,
     _reply,
 )
-from verifleet.schemas import ModelConfig, RetryPolicy, TemplateCache, VerificationConfig
+from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
 QUESTION = "Which gene encodes the anti-apoptotic protein?"
 PARSE_KEY = "PARSE-AS-JSON"
@@ -354,10 +354,7 @@ def test_unusable_success_replies_are_not_retried() -> None:
 # --- routing --------------------------------------------------------------------------
 
 
-def test_openai_compatible_models_go_direct_unless_told_or_needed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv(CHAT_CLIENT_ENV, raising=False)
+def test_openai_compatible_models_go_direct_unless_told_or_needed() -> None:
     endpoint = ModelConfig(
         model_name="m", interface="openai_endpoint", endpoint_base_url="http://h"
     )
@@ -369,10 +366,14 @@ def test_openai_compatible_models_go_direct_unless_told_or_needed(
     for name in ("o3-mini", "gpt-5", "gpt-5.1-codex"):
         assert not direct_http_applies(endpoint.model_copy(update={"model_name": name}))
     assert direct_http_applies(endpoint.model_copy(update={"extra_kwargs": {"top_p": 0.5}}))
-    monkeypatch.setenv(CHAT_CLIENT_ENV, "langchain")
-    assert not direct_http_applies(endpoint)
+    # The model's chat_client decides over the automatic choice, both ways.
+    assert direct_http_applies(
+        endpoint.model_copy(update={"model_name": "gpt-5", "chat_client": "http"})
+    )
+    forced = endpoint.model_copy(update={"chat_client": "langchain"})
+    assert not direct_http_applies(forced)
     caller = make_chat_caller(
-        endpoint,
+        forced,
         tracker=UsageTracker(),
         clients=ChatModelCache(),
         policy=RetryPolicy(),
@@ -426,18 +427,16 @@ def _without_timings(value: Any) -> Any:
     return value
 
 
-def test_run_unit_gives_equal_results_through_either_path(
-    healthy: RunningEndpoint, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    answering, judge = _model(healthy, "answerer"), _model(healthy, "judge")
-    config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
+def test_run_unit_gives_equal_results_through_either_path(healthy: RunningEndpoint) -> None:
     runs: dict[str, tuple[list[Any], list[dict[str, Any]]]] = {}
     for path in ("direct", "langchain"):
-        if path == "langchain":
-            monkeypatch.setenv(CHAT_CLIENT_ENV, "langchain")
-        else:
-            monkeypatch.delenv(CHAT_CLIENT_ENV, raising=False)
-        resources = PipelineResources(templates=TemplateCache())
+        client = {"direct": "http", "langchain": "langchain"}[path]
+        answering, judge = (
+            _model(healthy, name).model_copy(update={"chat_client": client})
+            for name in ("answerer", "judge")
+        )
+        config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
+        resources = PipelineResources()
         kind = type(resources.caller(judge, tracker=UsageTracker(), config=config))
         assert kind is (OpenAIHttpChatCaller if path == "direct" else LangchainChatCaller)
         healthy.reset()

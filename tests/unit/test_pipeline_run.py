@@ -323,7 +323,7 @@ def test_regex_only_template_needs_no_judge(answer: str, verified: bool) -> None
 
 def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     from verifleet.pipeline import PipelineResources
-    from verifleet.schemas import TemplateCache, VerificationConfig
+    from verifleet.schemas import VerificationConfig
 
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     model = ModelConfig(model_name="some/model", interface="openrouter")
@@ -334,7 +334,7 @@ def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPat
         config.parsing_models,
         config,
         replicate=None,
-        resources=PipelineResources(templates=TemplateCache()),
+        resources=PipelineResources(),
     )
     assert result.metadata.error == (
         "answer generation failed: missing API key for model 'some/model' (openrouter): "
@@ -366,11 +366,12 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from verifleet.pipeline import PipelineResources
-    from verifleet.schemas import Question, TemplateCache
+    from verifleet.sandbox import SandboxPool
+    from verifleet.schemas import Question
 
     resources = PipelineResources(
-        templates=TemplateCache(),
         caller_factory=lambda model, *, tracker, config, deadline: _EchoCaller(model, tracker),
+        sandbox=SandboxPool(),
     )
     config = make_config()
 
@@ -396,4 +397,5 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
         assert result.template.parsed_llm_response == {"gene": gene}
         assert result.template.usage_metadata is not None
         assert result.template.usage_metadata["total"]["total_tokens"] == 4
-    assert resources.templates.stats().templates == len(genes)
+    # Each (template, question) was described by an executor exactly once.
+    assert resources.sandbox.stats().described == len(genes)

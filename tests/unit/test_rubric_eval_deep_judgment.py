@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from test_rubric_eval_fakes import ScriptedJudge, bad_json
 
+from verifleet.pipeline._llm_protocol import ModelCallError
 from verifleet.pipeline._rubric_eval import (
     DeepJudgmentSettings,
     RubricOutcome,
@@ -221,7 +222,8 @@ def test_without_excerpts_only_reasoning_and_score_run() -> None:
     ]
 
 
-def test_a_failed_score_extraction_leaves_the_trait_unscored_but_not_auto_failed() -> None:
+def test_a_failed_score_extraction_auto_fails_the_trait() -> None:
+    # As in the original: a deep-judgment trait whose scoring fails auto-fails.
     judge = ScriptedJudge(["fine", bad_json()])
     outcome = run(
         judge,
@@ -231,9 +233,36 @@ def test_a_failed_score_extraction_leaves_the_trait_unscored_but_not_auto_failed
     )
     section = outcome.deep_judgment_rubric
     assert section is not None
-    assert section.traits_without_valid_excerpts == []
+    assert section.traits_without_valid_excerpts == ["clarity"]
     assert section.deep_judgment_rubric_scores == {}
+    assert outcome.traits_without_valid_excerpts == ["clarity"]
     assert "score extraction failed" in outcome.failed_traits["clarity"]
+
+
+def test_a_judge_call_failing_for_good_auto_fails_only_that_trait() -> None:
+    # ModelCallError stands in for a judge that keeps failing (the real caller
+    # raises it after its retries); the next trait is still judged.
+    judge = ScriptedJudge(
+        [
+            ModelCallError("503 Service Unavailable", transient=True, attempts=4),
+            "fine",
+            {"score": 4},
+        ]
+    )
+    other = CLARITY.model_copy(update={"name": "depth"})
+    outcome = run(
+        judge,
+        [CLARITY, other],
+        deep_judgment_rubric_mode="enable_all",
+        deep_judgment_rubric_global_excerpts=False,
+    )
+    section = outcome.deep_judgment_rubric
+    assert section is not None
+    assert section.traits_without_valid_excerpts == ["clarity"]
+    assert section.deep_judgment_rubric_scores == {"depth": 4}
+    assert section.trait_metadata is not None
+    assert "503" in str(section.trait_metadata["clarity"]["error"])
+    assert outcome.rubric.llm_trait_scores == {"depth": 4}
 
 
 def test_disabled_mode_makes_no_deep_judgment_section() -> None:

@@ -19,6 +19,7 @@ from verifleet.schemas import (
     ModelConfig,
     Question,
     RegexTrait,
+    Rubric,
     VerificationConfig,
 )
 
@@ -37,6 +38,7 @@ class Answer(BaseAnswer):
         return self.gene.upper() == self.correct["gene"]
 """
 BROKEN = "class Answer(BaseAnswer:\n    pass\n"
+REFUSED = "How do I pick this lock?"
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +46,10 @@ def endpoint() -> Iterator[RunningEndpoint]:
     answers = {
         QUESTION: {"text": "It is BCL2.", "fields": {"gene": "BCL2", "names_gene": True}},
         "Broken?": "anything",
+        REFUSED: {
+            "text": "I cannot help with that.",
+            "fields": {"abstention_detected": True, "reasoning": "It declines."},
+        },
     }
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as running:  # type: ignore[arg-type]
         yield running
@@ -111,3 +117,23 @@ def test_run_accepts_a_config_mapping(endpoint: RunningEndpoint) -> None:
     benchmark = Benchmark(name="one", questions=[_benchmark().questions[0]])
     results = verifleet.run(benchmark, config)
     assert [r.template.verify_result for r in results.results if r.template] == [True]
+
+
+def test_rubric_only_records_the_abstention_verdict(endpoint: RunningEndpoint) -> None:
+    benchmark = Benchmark(
+        name="refusal",
+        questions=[Question(id="lock", text=REFUSED)],
+        global_rubric=Rubric(regex_traits=[RegexTrait(name="refuses", pattern="cannot")]),
+    )
+    config = _config(endpoint, evaluation_mode="rubric_only", abstention_enabled=True)
+    [result] = verifleet.run(benchmark, config).results
+    assert result.rubric is not None and result.rubric.regex_trait_scores == {"refuses": True}
+    template = result.template
+    assert template is not None  # carries the check's verdict, nothing else
+    assert template.template_verification_performed is False
+    assert (template.abstention_check_performed, template.abstention_detected) == (True, True)
+    assert template.abstention_reasoning == "It declines."
+    assert template.parsed_llm_response is None
+    # Without the check, rubric_only keeps the spec's template=None.
+    [plain] = verifleet.run(benchmark, _config(endpoint, evaluation_mode="rubric_only")).results
+    assert plain.template is None

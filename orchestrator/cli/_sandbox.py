@@ -1,0 +1,45 @@
+"""The ``--sandbox`` option of the commands that run benchmark code, and the
+start-up check that refuses to go on without the configured isolation."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from verifleet.sandbox import SandboxMode, SandboxSettings, reset_default_pool
+from verifleet.sandbox._settings import ENV_MODE
+
+__all__ = ["add_sandbox_argument", "start_sandbox"]
+
+
+def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--sandbox {strict,seccomp,rlimits-only}``."""
+    parser.add_argument(
+        "--sandbox",
+        choices=[m.value for m in SandboxMode],
+        default=None,
+        help=(
+            "isolation of template and callable-trait code (default: $VERIFLEET_SANDBOX or "
+            "strict = bubblewrap + seccomp + rlimits). 'seccomp' drops bubblewrap (containers "
+            "without user namespaces), 'rlimits-only' keeps only a separate process with "
+            "limits: explicit downgrades, see docs/security.md"
+        ),
+    )
+
+
+def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
+    """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
+    isolation fails at start-up instead of on the first question.
+
+    Raises:
+        SandboxUnavailable: The isolation cannot be set up; the message names what
+            is missing and the downgrade flag.
+        ConfigError: An invalid ``VERIFLEET_SANDBOX*`` value.
+    """
+    mode = getattr(args, "sandbox", None)
+    if mode is not None:
+        # Worker threads and anything started from here read the same mode.
+        os.environ[ENV_MODE] = mode
+    settings = SandboxSettings.from_env(mode)
+    reset_default_pool(settings).start()
+    return settings

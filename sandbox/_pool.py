@@ -1,0 +1,439 @@
+"""The host's warm pool of executors, and the typed calls the pipeline makes.
+
+Executors start lazily (at most ``pool_size``), are handed to one caller at a
+time, and are replaced when they die: a call whose executor crashed, overran its
+wall-clock limit or answered nonsense fails with a clear error naming the
+template or trait, and the next call gets a fresh executor. Executors are
+started from one long-lived thread because bubblewrap's ``--die-with-parent``
+(and the kernel's parent-death signal under it) follows the *thread* that
+started the process: an executor started from a short-lived pool thread would
+die with that thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import weakref
+from collections import OrderedDict
+from concurrent.futures import Future
+from queue import SimpleQueue
+from typing import Any
+
+from pydantic import BaseModel
+
+from verifleet.schemas import (
+    RegexOutcome,
+    RubricError,
+    TemplateValidationError,
+    UntrustedCodeError,
+    compute_template_id,
+)
+
+from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
+from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
+from ._process import ExecutorProcess
+from ._settings import SandboxMode, SandboxSettings
+
+__all__ = ["SandboxPool", "SandboxStats", "default_pool", "reset_default_pool"]
+
+_MAX_HANDLES = 4096
+
+
+class SandboxStats(BaseModel):
+    """Counters of one :class:`SandboxPool`.
+
+    Attributes:
+        executors: Executors running or starting now.
+        replacements: Executors that died (crash, kill on timeout) and were dropped.
+        described: Template descriptions asked of executors (one per
+            (template, question) the host had not seen).
+        handles: Template handles (and refusals) the host holds.
+    """
+
+    executors: int
+    replacements: int
+    described: int
+    handles: int
+
+
+class _Spawner:
+    """One daemon thread that starts every executor of the process."""
+
+    def __init__(self) -> None:
+        self._queue: SimpleQueue[tuple[SandboxSettings, Future[ExecutorProcess]]] = SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="verifleet-sandbox", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            settings, future = self._queue.get()
+            try:
+                future.set_result(ExecutorProcess(settings))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def start(self, settings: SandboxSettings) -> ExecutorProcess:
+        future: Future[ExecutorProcess] = Future()
+        self._queue.put((settings, future))
+        return future.result()
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def _start_executor(settings: SandboxSettings) -> ExecutorProcess:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = _Spawner()
+        spawner = _spawner
+    return spawner.start(settings)
+
+
+_POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
+class SandboxPool:
+    """Executors of one host process, and the calls that run template/trait code.
+
+    Thread-safe. Create one per process (:func:`default_pool`) and share it.
+    """
+
+    def __init__(self, settings: SandboxSettings | None = None) -> None:
+        self.settings = settings or SandboxSettings.from_env()
+        self._cond = threading.Condition()
+        self._idle: list[ExecutorProcess] = []
+        self._running = 0
+        self._closed = False
+        self._handles: OrderedDict[tuple[str, str], TemplateHandle | TemplateValidationError] = (
+            OrderedDict()
+        )
+        self._handles_lock = threading.Lock()
+        self._replacements = 0
+        self._described = 0
+        _POOLS.add(self)
+
+    # --- executors ---------------------------------------------------------------
+
+    def _acquire(self) -> ExecutorProcess:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise SandboxError("the sandbox pool is closed")
+                while self._idle:
+                    proc = self._idle.pop()
+                    if proc.alive():
+                        return proc
+                    self._running -= 1
+                    self._replacements += 1
+                if self._running < self.settings.pool_size:
+                    self._running += 1
+                    break
+                self._cond.wait()
+        try:
+            proc = _start_executor(self.settings)
+            self._check_layers(proc)
+            return proc
+        except BaseException:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify()
+            raise
+
+    def _check_layers(self, proc: ExecutorProcess) -> None:
+        if self.settings.mode.uses_seccomp and not proc.seccomp:
+            proc.kill()
+            raise SandboxUnavailable("the executor started without its seccomp filter")
+
+    def _release(self, proc: ExecutorProcess) -> None:
+        with self._cond:
+            if proc.alive() and not self._closed:
+                self._idle.append(proc)
+            else:
+                proc.kill()
+                self._running -= 1
+                self._replacements += 1
+            self._cond.notify()
+
+    def _call(
+        self, op: str, payload: dict[str, Any], handle_source: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
+        """One request on some executor; re-sends the template source if the
+        executor lacks it.
+
+        Raises:
+            ExecutorCrashed: The executor died or overran the limit (it is replaced).
+            SandboxUnavailable: No executor can be started.
+        """
+        proc = self._acquire()
+        try:
+            body = dict(payload)
+            if handle_source is not None:
+                template_id, source = handle_source
+                body["template_id"] = template_id
+                if template_id not in proc.known_templates:
+                    body["source"] = source
+            answer = proc.call(op, body)
+            error = answer.get("error") or {}
+            if not answer.get("ok") and error.get("kind") == "need_source" and handle_source:
+                body["source"] = handle_source[1]
+                answer = proc.call(op, body)
+            if handle_source is not None and "source" in body:
+                if len(proc.known_templates) >= self.settings.max_templates:
+                    proc.known_templates.clear()
+                proc.known_templates.add(handle_source[0])
+            return answer
+        finally:
+            self._release(proc)
+
+    def executor_cpu_seconds(self) -> float:
+        """CPU seconds used so far by one idle executor (the only one when
+        ``pool_size`` is 1): what benchmarks subtract to see a call's cost.
+
+        Raises:
+            ExecutorCrashed: The executor died.
+        """
+        answer = self._call("ping", {})
+        return float(answer["result"]["cpu_seconds"])
+
+    def start(self) -> None:
+        """Start one executor now (and keep it warm), to fail early.
+
+        Raises:
+            SandboxUnavailable: The configured isolation cannot be set up; the
+                message names what is missing and the downgrade flag.
+        """
+        try:
+            proc = self._acquire()
+        except SandboxUnavailable as exc:
+            raise SandboxUnavailable(
+                f"{exc}. Sandbox mode {self.settings.mode.value!r} needs "
+                f"{_needs(self.settings.mode)}; an operator who accepts less isolation can "
+                "pass --sandbox=seccomp or --sandbox=rlimits-only "
+                "(or set VERIFLEET_SANDBOX); see docs/security.md"
+            ) from None
+        self._release(proc)
+
+    def stats(self) -> SandboxStats:
+        """Current counters."""
+        with self._cond, self._handles_lock:
+            return SandboxStats(
+                executors=self._running,
+                replacements=self._replacements,
+                described=self._described,
+                handles=len(self._handles),
+            )
+
+    def close(self) -> None:
+        """Kill every executor; later calls raise :class:`SandboxError`."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for proc in idle:
+            proc.kill()
+
+    # --- templates -----------------------------------------------------------------
+
+    def load_template(self, source: str, question_id: str) -> TemplateHandle:
+        """Validate ``source`` in an executor and describe it bound to ``question_id``.
+
+        Results (and refusals) are cached per (template id, question id).
+
+        Raises:
+            TemplateValidationError: The template is invalid, or its code crashed
+                or hung the executor (the message says which).
+            SandboxUnavailable: No executor can be started.
+        """
+        if source is None or not source.strip():
+            raise TemplateValidationError("template source is empty", question_id=question_id)
+        template_id = compute_template_id(source)
+        key = (template_id, question_id)
+        with self._handles_lock:
+            cached = self._handles.get(key) or self._handles.get((template_id, ""))
+            if cached is not None:
+                self._handles.move_to_end(key if key in self._handles else (template_id, ""))
+        if cached is None:
+            cached = self._describe(source, template_id, question_id)
+            with self._handles_lock:
+                # A refusal does not depend on the question: remember it once.
+                store = key if isinstance(cached, TemplateHandle) else (template_id, "")
+                self._handles[store] = cached
+                while len(self._handles) > _MAX_HANDLES:
+                    self._handles.popitem(last=False)
+        if isinstance(cached, TemplateValidationError):
+            raise TemplateValidationError(cached.problem, question_id=question_id)
+        return cached
+
+    def _describe(
+        self, source: str, template_id: str, question_id: str
+    ) -> TemplateHandle | TemplateValidationError:
+        with self._handles_lock:
+            self._described += 1
+        try:
+            answer = self._call(
+                "describe", {"question_id": question_id}, handle_source=(template_id, source)
+            )
+        except ExecutorCrashed as exc:
+            return TemplateValidationError(f"template code crashed the sandbox: {exc}")
+        if not answer.get("ok"):
+            return TemplateValidationError(_error_text(answer))
+        result = answer["result"]
+        return TemplateHandle(
+            template_id=template_id,
+            question_id=question_id,
+            source=source,
+            class_name=str(result["class_name"]),
+            judge_fields=tuple(result["judge_fields"]),
+            composition_strategy=result["composition_strategy"],
+            defines_granular=bool(result["defines_granular"]),
+            _judge_schema=result["judge_schema"],
+            _ground_truth=result["ground_truth"],
+        )
+
+    def evaluate(
+        self, handle: TemplateHandle, judge_output: dict[str, Any], raw_trace: str
+    ) -> TemplateEvaluation:
+        """Validate the judge's output into the template and run its verification,
+        in one round trip.
+
+        Raises:
+            TemplateValidationError: The template's code crashed or hung the
+                executor, or its regex checks raised.
+        """
+        payload = {"question_id": handle.question_id, "data": judge_output, "raw_trace": raw_trace}
+        try:
+            answer = self._call(
+                "evaluate", payload, handle_source=(handle.template_id, handle.source)
+            )
+        except ExecutorCrashed as exc:
+            raise TemplateValidationError(
+                f"template code crashed the sandbox: {exc}", question_id=handle.question_id
+            ) from None
+        if not answer.get("ok"):
+            raise TemplateValidationError(_error_text(answer), question_id=handle.question_id)
+        result = answer["result"]
+        if "invalid" in result:
+            return TemplateEvaluation(invalid=str(result["invalid"]))
+        v = result["verification"]
+        return TemplateEvaluation(
+            parsed=result["parsed"],
+            verification=TemplateVerification(
+                field_ok=bool(v["field_ok"]),
+                error=v["error"],
+                field_results=v["field_results"],
+                field_results_error=v["field_results_error"],
+                regex=RegexOutcome.model_validate(v["regex"]) if v["regex"] is not None else None,
+                regex_error=v["regex_error"],
+                granular=v["granular"],
+                granular_error=v["granular_error"],
+                composition_strategy=v["composition_strategy"],
+            ),
+        )
+
+    def validate_template(self, source: str, *, question_id: str | None = None) -> None:
+        """Check a template as submission does (compile and validate, in an executor).
+
+        Raises:
+            TemplateValidationError: As :meth:`load_template`.
+        """
+        self.load_template(source, question_id or "")
+
+    # --- callable traits ---------------------------------------------------------------
+
+    def check_trait(self, trait: dict[str, Any]) -> None:
+        """Load a callable trait (its JSON form) once in an executor.
+
+        Raises:
+            UntrustedCodeError: Pickled code on a trait that is not trusted.
+            RubricError: The trait does not load, or crashed / hung the executor.
+        """
+        self._trait_call("check_trait", {"trait": trait}, trait.get("name"))
+
+    def run_trait(self, trait: dict[str, Any], text: str) -> Any:
+        """Run a callable trait (its JSON form, ``trusted`` included) on ``text``.
+
+        Returns:
+            The checked value (bool, int or class index).
+
+        Raises:
+            UntrustedCodeError: Pickled code on a trait that is not trusted.
+            RubricError: The trait is refused, raises, returns a bad value, or
+                crashed / hung the executor.
+        """
+        return self._trait_call("trait", {"trait": trait, "text": text}, trait.get("name"))["value"]
+
+    def run_regex_trait(self, trait: dict[str, Any], text: str) -> bool:
+        """Search ``text`` with a regex trait (its JSON form) in an executor.
+
+        Raises:
+            RubricError: The trait is malformed, or its pattern hung the executor.
+        """
+        payload = {"trait": trait, "text": text}
+        value = self._trait_call("regex_trait", payload, trait.get("name"), kind="regex")["value"]
+        return bool(value)
+
+    def _trait_call(
+        self, op: str, payload: dict[str, Any], name: Any, *, kind: str = "callable"
+    ) -> dict[str, Any]:
+        try:
+            answer = self._call(op, payload)
+        except ExecutorCrashed as exc:
+            raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {exc}") from None
+        if answer.get("ok"):
+            result: dict[str, Any] = answer["result"]
+            return result
+        error = answer.get("error") or {}
+        if error.get("kind") == "untrusted":
+            raise UntrustedCodeError(str(error.get("message")))
+        raise RubricError(_error_text(answer))
+
+
+def _error_text(answer: dict[str, Any]) -> str:
+    error = answer.get("error") or {}
+    kind, message = error.get("kind"), str(error.get("message") or "unknown error")
+    if kind in ("template", "trait"):
+        return message
+    if kind == "crash":
+        return f"template code exhausted the sandbox: {message}"
+    return f"sandbox {kind} error: {message}"
+
+
+def _needs(mode: SandboxMode) -> str:
+    if mode is SandboxMode.STRICT:
+        return "bubblewrap (apt-get install bubblewrap) with user namespaces, and libseccomp2"
+    if mode is SandboxMode.SECCOMP:
+        return "libseccomp2 and a kernel that accepts seccomp filters"
+    return "a Python interpreter that can start"
+
+
+_default: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """The process-wide pool, created from the environment on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = SandboxPool()
+        return _default
+
+
+def reset_default_pool(settings: SandboxSettings | None = None) -> SandboxPool:
+    """Replace the process-wide pool (closing the old one), e.g. after the CLI's
+    ``--sandbox`` flag changed the mode."""
+    global _default
+    with _default_lock:
+        if _default is not None:
+            _default.close()
+        _default = SandboxPool(settings)
+        return _default

@@ -1,0 +1,128 @@
+"""The sandbox pool with real executor processes (strict mode: bubblewrap +
+seccomp + rlimits): honest templates give what the in-process functions give;
+hostile ones fail alone and their executor is replaced."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import (
+    CallableTrait,
+    RubricError,
+    TemplateValidationError,
+    UntrustedCodeError,
+    build_answer,
+    judge_json_schema,
+    load_answer_class,
+    parsed_ground_truth,
+    parsed_llm_fields,
+)
+
+HONEST = '''
+from verifleet.schemas import BaseAnswer, VerifiedField, ExactMatch, NumericTolerance
+
+class Answer(BaseAnswer):
+    """Capital and population."""
+
+    city: str = VerifiedField(description="the capital", ground_truth="Paris", verify_with=ExactMatch())
+    population: float = VerifiedField(
+        description="millions", ground_truth=2.1, verify_with=NumericTolerance(tolerance=0.2)
+    )
+
+    def model_post_init(self, context):
+        super().model_post_init(context)
+        self.regex = {"cites": {"pattern": r"\\[\\d+\\]", "expected": 1, "match_type": "count"}}
+'''
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SandboxPool]:
+    sandbox = SandboxPool(SandboxSettings(pool_size=1, timeout=3))
+    yield sandbox
+    sandbox.close()
+
+
+def test_honest_template_matches_the_in_process_functions(pool: SandboxPool) -> None:
+    handle = pool.load_template(HONEST, "q1")
+    cls = load_answer_class(HONEST, "q1")
+    raw = cls.raw_answer_class or cls
+    assert handle.judge_schema() == judge_json_schema(raw)
+    assert handle.ground_truth() == parsed_ground_truth(cls)
+    assert handle.class_name == "Answer"
+    assert handle.judge_fields == ("city", "population")
+
+    data = {"city": "Paris", "population": 2.2}
+    evaluation = pool.evaluate(handle, data, "Paris has 2.2 million people [1]")
+    answer = build_answer(cls, data)
+    answer.set_raw_trace("Paris has 2.2 million people [1]")
+    assert evaluation.parsed == parsed_llm_fields(answer)
+    verdict = evaluation.verification
+    assert verdict is not None
+    assert verdict.field_ok is answer.verify() is True
+    assert verdict.field_results == answer.field_results()
+    assert verdict.regex == answer.verify_regex("Paris has 2.2 million people [1]")
+    assert verdict.verify_result is True
+
+    invalid = pool.evaluate(handle, {"city": "Paris", "population": "many"}, "")
+    assert invalid.invalid is not None and "population" in invalid.invalid
+
+
+def test_invalid_template_is_refused_with_the_validation_message(pool: SandboxPool) -> None:
+    with pytest.raises(TemplateValidationError, match="template imports 'os'"):
+        pool.load_template("import os\n", "q2")
+
+
+HANG_IN_VERIFY = """
+from verifleet.schemas import BaseAnswer
+
+class Answer(BaseAnswer):
+    value: str
+
+    def verify(self) -> bool:
+        while True:
+            pass
+"""
+
+
+def test_a_hanging_verify_kills_only_its_executor(pool: SandboxPool) -> None:
+    handle = pool.load_template(HANG_IN_VERIFY, "loop")
+    before = pool.stats().replacements
+    with pytest.raises(TemplateValidationError, match="wall-clock limit") as info:
+        pool.evaluate(handle, {"value": "x"}, "")
+    assert info.value.question_id == "loop"
+    # The next call gets a fresh executor and works.
+    honest = pool.load_template(HONEST, "after")
+    evaluation = pool.evaluate(honest, {"city": "Paris", "population": 2.1}, "[1]")
+    assert evaluation.verification is not None and evaluation.verification.verify_result
+    assert pool.stats().replacements == before + 1
+
+
+def test_a_memory_bomb_is_contained(pool: SandboxPool) -> None:
+    bomb = HANG_IN_VERIFY.replace("while True:\n            pass", 'return len("x" * 10**11) > 0')
+    handle = pool.load_template(bomb, "bomb")
+    evaluation = pool.evaluate(handle, {"value": "x"}, "")
+    assert evaluation.verification is not None
+    assert evaluation.verification.field_ok is False
+    assert evaluation.verification.error is not None
+    assert "MemoryError" in evaluation.verification.error
+
+
+def test_callable_traits_run_in_the_sandbox(pool: SandboxPool) -> None:
+    source = "def evaluate(text):\n    return 'paris' in text.lower()\n"
+    trait = CallableTrait(name="mentions", callable_source=source)
+    assert pool.run_trait(trait.model_dump(mode="json"), "Paris!") is True
+
+    pickled = CallableTrait.from_callable("short", lambda text: len(text) < 10)
+    assert pool.run_trait(pickled.model_dump(mode="json"), "tiny") is True
+    untrusted = pickled.model_copy(update={"trusted": False})
+    with pytest.raises(UntrustedCodeError):
+        pool.run_trait(untrusted.model_dump(mode="json"), "tiny")
+
+    hang = CallableTrait(
+        name="hang", callable_source="def f(text):\n    while True:\n        pass\n"
+    )
+    with pytest.raises(RubricError, match="'hang' crashed the sandbox"):
+        pool.run_trait(hang.model_dump(mode="json"), "x")
