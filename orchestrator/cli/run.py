@@ -96,6 +96,12 @@ def _run(args: argparse.Namespace) -> int:
 def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
     if not benchmark.questions and not benchmark.scenarios:
         raise ConfigError(f"{out}: the benchmark has no questions and no scenarios")
+    if benchmark.scenarios and out.suffix.lower() not in (".parquet", ".pq", ".json"):
+        console.print(
+            f"[yellow]warning:[/yellow] {out.suffix} files hold result rows only: the "
+            "scenario runs (scenario_results) are not kept, and a resumed run repeats "
+            "them; use .parquet or .json"
+        )
     output = RunOutput(out)
     done = output.done_keys()
     done_scenarios = output.done_scenarios()

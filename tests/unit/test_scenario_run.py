@@ -5,6 +5,7 @@ turn, and the conversation handed to the answering model."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from _support.scenarios import (
     scenario_config,
 )
 
+import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.pipeline import PipelineResources, run_scenario
 from verifleet.schemas import ScenarioExecutionError, load_benchmark
@@ -154,3 +156,32 @@ def test_the_documented_example_takes_the_fallback_then_the_branch() -> None:
         "retries": 1,
         "cancers": ["follicular lymphoma"],
     }
+
+
+def test_a_passed_deadline_ends_the_run_as_timeout(endpoint: RunningEndpoint) -> None:
+    benchmark = scenario_benchmark()
+    config = scenario_config(endpoint.base_url)
+    run = run_scenario(
+        benchmark.get_scenario("branch_pass"),
+        config.answering_models[0],
+        config.parsing_models,
+        config,
+        replicate=None,
+        resources=PipelineResources(),
+        deadline=time.monotonic() - 1.0,
+    )
+    outcome = run.scenario_result
+    assert outcome is not None and outcome.status == "timeout"
+    assert outcome.turn_count == 0 and run.results == []
+    assert outcome.terminal_failure is not None and outcome.terminal_failure.node_id == "start"
+
+
+def test_verifleet_run_returns_scenario_results_and_errors(endpoint: RunningEndpoint) -> None:
+    result_set = verifleet.run(scenario_benchmark(), scenario_config(endpoint.base_url))
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert set(runs) == {"branch_pass", "branch_fail", "loop", "tally", "broken"}
+    assert runs["branch_fail"].path == ["start", "retry"]
+    assert result_set.errors is not None
+    assert [desc for desc, _exc in result_set.errors] == [runs["broken"].error()[0]]  # type: ignore[index]
+    turns = sum(r.turn_count for r in runs.values())
+    assert len(result_set.results) == 1 + turns  # the plain question and every turn
