@@ -47,11 +47,13 @@ def register(commands: Any) -> None:
     view = commands.add_parser(
         "view",
         help="look at results in the browser (a local web page)",
-        description="Serve a web page over result files or fleet jobs: pass rates with "
-        "confidence intervals, score distributions, rubric heat map, error and override "
-        "counts, a searchable question table, each result in full, and a comparison of "
-        "two runs. A running job's pages update live. Binds to 127.0.0.1 unless --host "
-        "says otherwise; any other address needs a token.",
+        description=(
+            "Serve a web page over result files or fleet jobs: pass rates with\n"
+            "confidence intervals, score distributions, a rubric heat map, error and\n"
+            "override counts, a searchable question table, each result in full, and a\n"
+            "comparison of two runs. A running job's pages update live. Binds to\n"
+            "127.0.0.1 unless --host says otherwise; any other address needs a token."
+        ),
         epilog=_VIEW_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -110,6 +112,8 @@ def _view(args: argparse.Namespace) -> int:
     runs = _load(args)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    if token and not args.token:
+        print(f"bound to {args.host}: generated a token for this session", file=sys.stderr)
     print(f"verifleet viewer: open {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     serve(runs, host=args.host, port=args.port, token=token, title=args.title)
     return 0
