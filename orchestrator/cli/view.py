@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from verifleet.schemas import ConfigError
 from verifleet.store import ResultStore
 
@@ -96,7 +98,10 @@ def _load(args: argparse.Namespace) -> list[Any]:
                     store = ResultStore.from_url(redis_url_from(args.redis))
                 except ConfigError as exc:
                     raise ConfigError(f"{source}: no such file, and {exc}") from None
-            run = JobRun(store, source)
+            try:
+                run = JobRun(store, source)
+            except redis.RedisError as exc:
+                raise ConfigError(f"{source}: no such file, and Redis failed: {exc}") from None
         took = time.perf_counter() - started
         print(f"{run.name}: {len(run.index):,} results ({took:.1f} s)", file=sys.stderr)
         runs.append(run)
