@@ -95,14 +95,14 @@ def register(commands: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    # Refuse to consume tasks on a machine that lacks the configured isolation.
+    start_sandbox(args)
     url = redis_url_from(args.redis)
     # Celery retries a refused broker connection forever; a wrong password, CA or
     # host should stop the worker at once with one clear line instead.
     RedisTarget.parse(url).check()
     # The app reads its settings from the environment when it is imported.
     os.environ["VERIFLEET_REDIS_URL"] = url
-    # Refuse to consume tasks on a machine that lacks the configured isolation.
-    start_sandbox(args)
     from verifleet.workers.app import app
 
     argv = [
