@@ -23,11 +23,12 @@ congestion signal:
   remembered as the endpoint's *peak*;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
-- **probing**: from ``peak - 1`` on, +0.005 per round trip, faster the longer
-  it holds (+0.05 per slot gained): one slot above ``peak - 1`` takes ~48 round
-  trips (24 s at 0.5 s a call), since every 429 carrying ``Retry-After`` pauses
-  the endpoint for everyone, while a capacity that really grew is still found
-  (35 slots above take ~120 round trips);
+- **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
+  it holds (+0.025 per slot gained): one slot above ``peak - 1`` takes ~96
+  round trips (48 s at 0.5 s a call), since every 429 carrying ``Retry-After``
+  pauses the endpoint for everyone (measured: at +0.005 a probe every ~25 s cost
+  a 1 s pause each time), while a capacity that really grew is still found (35
+  slots above take ~230 round trips);
 - the window only grows while at least half of it is in use, so a light load
   never builds a window it has not tried;
 - it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
@@ -88,8 +89,8 @@ class AdaptivePolicy:
     initial: float = 16.0
     backoff: float = 0.9
     hold: float = 1.0
-    probe: float = 0.005
-    probe_gain: float = 0.05
+    probe: float = 0.0025
+    probe_gain: float = 0.025
     latency_tolerance: float = 2.0
     latency_floor: float = 0.05
     smoothing: float = 0.1

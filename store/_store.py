@@ -35,6 +35,55 @@ _ZSTD_LEVEL = 3
 # KEYS: in-flight zset, meta hash. ARGV: now, unit key, ISO time. Checking and
 # setting the status in one script also closes the gap in which a cancel could be
 # overwritten by "running".
+# Everything a worker checks and records as it takes a unit up, in one round trip.
+# KEYS: meta, done, inflight. ARGV: the unit's key, now (s), now (ISO).
+# Returns [status ('' when the job is unknown), 1 when the unit is done already].
+# A unit of a live job that is not done is marked started (in flight; a queued
+# job becomes running).
+_BEGIN_UNIT = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {'', 0} end
+if status == 'cancelled' then return {status, 0} end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {status, 1} end
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+redis.call('HSETNX', KEYS[1], 'started', ARGV[3])
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running')
+  status = 'running'
+end
+return {status, 0}
+"""
+
+# A unit's results written once and the unit marked done, in one round trip.
+# KEYS: results, pairs, failed, done, inflight, meta, then one verdict set per
+# result. ARGV: the unit's key, now (ISO), then per result: its key, its blob,
+# its pair id, the pair's display text, 1 if it is an error.
+# Verdicts count only what this call actually stored: a redelivered task that
+# judged differently must not add its verdict next to the first one.
+# Returns 1 when this call finished the whole job.
+_WRITE_UNIT = """
+local any_error = false
+local n = (#ARGV - 2) / 5
+for i = 0, n - 1 do
+  local a = 3 + i * 5
+  if redis.call('HSETNX', KEYS[1], ARGV[a], ARGV[a + 1]) == 1 then
+    redis.call('HSETNX', KEYS[2], ARGV[a + 2], ARGV[a + 3])
+    redis.call('SADD', KEYS[7 + i], ARGV[a])
+    if ARGV[a + 4] == '1' then any_error = true end
+  end
+end
+if any_error then redis.call('SADD', KEYS[3], ARGV[1]) end
+redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+local total = redis.call('HGET', KEYS[6], 'total_units')
+if total and redis.call('SCARD', KEYS[4]) >= tonumber(total) then
+  redis.call('HSET', KEYS[6], 'status', 'done')
+  redis.call('HSETNX', KEYS[6], 'finished', ARGV[2])
+  return 1
+end
+return 0
+"""
+
 _MARK_STARTED = """
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSETNX', KEYS[2], 'started', ARGV[3])
@@ -156,6 +205,8 @@ class ResultStore:
         self.prefix = prefix
         self._codecs = _Codecs()
         self._mark_started = client.register_script(_MARK_STARTED)
+        self._begin_unit = client.register_script(_BEGIN_UNIT)
+        self._write_unit = client.register_script(_WRITE_UNIT)
         self._write_scenario = client.register_script(_WRITE_SCENARIO)
 
     def _compress(self, data: bytes) -> bytes:
@@ -275,6 +326,23 @@ class ResultStore:
         """Keys of every finished unit (streamed with SSCAN)."""
         return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
 
+    def begin_unit(self, job_id: str, unit_key: str) -> tuple[JobStatus | None, bool]:
+        """What a worker checks and records as it takes a unit up, in one round
+        trip: the job's status (None: no such job) and whether the unit is done
+        already. A unit of a job that is neither cancelled nor done is marked
+        started, as :meth:`mark_started` does.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        keys = self.keys(job_id)
+        status, done = self._begin_unit(
+            keys=[keys.meta, keys.done, keys.inflight],
+            args=[unit_key, time.time(), datetime.now(UTC).isoformat(timespec="seconds")],
+        )
+        text = _text(status)
+        return (JobStatus(text) if text else None), bool(int(done))
+
     def mark_started(self, job_id: str, unit_key: str) -> None:
         """Record that a worker picked the unit up (for "in flight"); a queued job
         becomes running. One round trip: this runs once per unit."""
@@ -297,12 +365,19 @@ class ResultStore:
             True when this call finished the whole job.
         """
         keys = self.keys(job_id)
-        blobs = [self._compress(r.model_dump_json().encode()) for r in results]
-        pipe = self.client.pipeline(transaction=True)
-        for key, blob in zip(result_keys, blobs, strict=True):
-            pipe.hsetnx(keys.results, key, blob)
-        written = pipe.execute()
-        return self._count_and_finish(job_id, unit_key, results, result_keys, written)
+        # One round trip (a Lua script) instead of two pipelines and, for the
+        # job's last unit, two more writes: this runs once per unit.
+        key_list = [keys.results, keys.pairs, keys.failed, keys.done, keys.inflight, keys.meta]
+        args: list[str | bytes] = [unit_key, datetime.now(UTC).isoformat(timespec="seconds")]
+        for result, key in zip(results, result_keys, strict=True):
+            meta = result.metadata
+            answering, parsing = meta.answering.display_string, meta.parsing.display_string
+            pair = _pair_id(answering, parsing)
+            verdict = _verdict(result)
+            key_list.append(keys.verdicts(pair, verdict))
+            blob = self._compress(result.model_dump_json().encode())
+            args += [key, blob, pair, f"{answering}\t{parsing}", "1" if verdict == "error" else "0"]
+        return bool(self._write_unit(keys=key_list, args=args))
 
     def write_scenario_unit(
         self,

@@ -38,7 +38,7 @@ from verifleet.store import ResultStore
 
 from ._settings import WorkerSettings
 from .app import app
-from .tasks import _until_redis_answers
+from .tasks import _until_redis_answers, worker_store
 
 __all__ = ["score_rollout_task"]
 
@@ -71,7 +71,7 @@ def _state(job_id: str) -> tuple[ResultStore, RewardScorer]:
     with _lock:
         settings: WorkerSettings = app.conf.verifleet_settings
         if "store" not in _shared:
-            _shared["store"] = ResultStore.from_url(settings.redis_url, prefix=settings.prefix)
+            _shared["store"] = worker_store(settings)
         store = _shared["store"]
         assert isinstance(store, ResultStore)
         scorer = _scorers.get(job_id)

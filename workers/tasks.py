@@ -30,6 +30,7 @@ from verifleet.store import (
     TASK_NAMES,
     JobStatus,
     Liveness,
+    RedisTarget,
     ResultStore,
     ScenarioUnit,
     Unit,
@@ -68,13 +69,31 @@ class _ProcessState:
 _state_lock = threading.Lock()
 _state: _ProcessState | None = None
 
+#: The most Redis connections one worker process opens. redis-py 8 caps a pool at
+#: 100 by default and then raises "Too many connections": a worker's 128 threads
+#: (each holding one connection while it waits for an endpoint's window with
+#: BLPOP) ran into it. Connections are made as threads need them.
+MAX_REDIS_CONNECTIONS = 4096
+
+
+def worker_store(settings: WorkerSettings) -> ResultStore:
+    """The store of a worker process, with a connection pool that fits its threads.
+
+    Raises:
+        ConfigError: a malformed Redis URL or TLS option.
+    """
+    client = RedisTarget.parse(settings.redis_url).client(
+        health_check_interval=30, max_connections=MAX_REDIS_CONNECTIONS
+    )
+    return ResultStore(client, prefix=settings.prefix)
+
 
 def _process_state() -> _ProcessState:
     global _state
     with _state_lock:
         if _state is None:
             settings: WorkerSettings = app.conf.verifleet_settings
-            store = ResultStore.from_url(settings.redis_url, prefix=settings.prefix)
+            store = worker_store(settings)
             gate = RedisCallGate(
                 store.client,
                 lease_seconds=settings.lease_seconds,
@@ -167,22 +186,27 @@ def run_unit_task(
     state = _process_state()
     store, jobs, settings = state.store, state.jobs, state.settings
     deadline = time.monotonic() + settings.unit_deadline
-    status = _until_redis_answers(lambda: store.status(job_id), deadline=deadline)
-    if status is None:
+    try:
+        # cached per process: a round trip only for a job's first unit here
+        spec = _until_redis_answers(lambda: jobs.get(job_id), deadline=deadline)
+    except KeyError:
         log.warning("task for unknown job %s dropped", job_id)
         return "unknown-job"
-    if status == JobStatus.CANCELLED:
-        return "cancelled"
-    spec = _until_redis_answers(lambda: jobs.get(job_id), deadline=deadline)
     unit = Unit(
         question=spec.benchmark.questions[question_index],
         answering=spec.config.answering_models[answering_index],
         replicate=replicate,
     )
     key = unit_key(unit, job_id=job_id)
-    if _until_redis_answers(lambda: store.unit_done(job_id, key), deadline=deadline):
+    # status, done already, mark started: one round trip
+    status, done = _until_redis_answers(lambda: store.begin_unit(job_id, key), deadline=deadline)
+    if status is None:
+        log.warning("task for unknown job %s dropped", job_id)
+        return "unknown-job"
+    if status == JobStatus.CANCELLED:
+        return "cancelled"
+    if done:
         return "already-done"
-    _until_redis_answers(lambda: store.mark_started(job_id, key), deadline=deadline)
     results = run_unit(
         unit.question,
         unit.answering,

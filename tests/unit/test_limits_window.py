@@ -70,11 +70,11 @@ def test_recovery_is_fast_below_the_last_peak_and_probing_slow_above_it() -> Non
     while window.size < 66:  # at the peak: a slot only after many round trips
         _succeed(window, int(window.size), in_flight=int(window.size))
         probing += 1
-    assert probing >= 40
+    assert probing >= 80
     while window.size < 100:  # ... faster the longer the endpoint takes more
         _succeed(window, int(window.size), in_flight=int(window.size))
         probing += 1
-    assert probing <= 130
+    assert probing <= 250
 
 
 def test_a_sustained_latency_rise_is_pushback_and_one_stalled_call_is_not() -> None:
