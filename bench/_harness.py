@@ -41,11 +41,13 @@ from verifleet.store import DEFAULT_QUEUE
 
 __all__ = [
     "BENCH_DIR",
+    "BENCH_PIDS",
     "EndpointProc",
     "RedisProc",
     "WorkerProcs",
     "capitals",
     "cpu_seconds",
+    "descendants_cpu_seconds",
     "fleet_config",
     "free_port",
     "machine_line",
@@ -163,10 +165,49 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _children() -> dict[int, list[int]]:
+    """Live processes by parent pid (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(stat.parent.name))
+    return kids
+
+
+def descendants_cpu_seconds(pid: int, exclude: Sequence[int] = ()) -> float:
+    """CPU seconds of the live descendants of ``pid`` (the sandbox's template
+    executors, say), plus those of its children it has reaped, leaving out the
+    subtrees of ``exclude`` (the bench's own endpoint and Redis)."""
+    kids, total = _children(), 0.0
+    stack = [c for c in kids.get(pid, []) if c not in exclude]
+    while stack:
+        child = stack.pop()
+        total += cpu_seconds(child)
+        stack.extend(c for c in kids.get(child, []) if c not in exclude)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[13]) + int(fields[14])) / _TICKS  # cutime, cstime
+    except (OSError, IndexError, ValueError):
+        pass
+    return total
+
+
+#: Processes a bench started for itself (endpoint, Redis, workers): never counted
+#: as this process's descendants.
+BENCH_PIDS: set[int] = set()
+
+
 def self_cpu_seconds() -> float:
-    """CPU seconds of this process (all threads)."""
+    """CPU seconds of this process (all threads) and of its descendants but the
+    bench's own servers and workers (:data:`BENCH_PIDS`): in local mode the
+    sandbox's template executors are children of this process, and their CPU
+    is verifleet's."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    own = usage.ru_utime + usage.ru_stime
+    return own + descendants_cpu_seconds(os.getpid(), tuple(BENCH_PIDS))
 
 
 def machine_line() -> str:
@@ -226,6 +267,7 @@ class RedisProc:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        BENCH_PIDS.add(self.proc.pid)
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 20
         while True:
@@ -290,6 +332,7 @@ class EndpointProc:
             stderr=subprocess.DEVNULL,
             text=True,
         )
+        BENCH_PIDS.add(self.proc.pid)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "port=" not in line:
@@ -375,6 +418,7 @@ class WorkerProcs:
                     start_new_session=True,
                 )
             )
+            BENCH_PIDS.add(self.procs[-1].pid)
         try:
             self._wait_ready(redis_url)
         except BaseException:
@@ -402,8 +446,9 @@ class WorkerProcs:
             client.close()
 
     def cpu_seconds(self) -> float:
-        """CPU seconds of all worker processes so far."""
-        return sum(cpu_seconds(p.pid) for p in self.procs)
+        """CPU seconds of all worker processes so far, their sandbox executors
+        (child processes) included."""
+        return sum(cpu_seconds(p.pid) + descendants_cpu_seconds(p.pid) for p in self.procs)
 
     def round_trips(self) -> int:
         """Redis round trips of all workers so far (``count_round_trips`` only;
