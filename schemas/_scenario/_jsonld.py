@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._errors import VerifleetError
 from ._model import ScenarioDefinition
 
 __all__ = ["DEFAULT_CHECKPOINT_TURN_LIMIT", "is_scenario_part", "scenario_from_jsonld"]
@@ -44,7 +45,7 @@ _MODEL_FIELDS = (
 )
 
 
-class ScenarioPartError(ValueError):
+class ScenarioPartError(VerifleetError, ValueError):
     """A scenario part that cannot be read (the message names what is at fault)."""
 
 
