@@ -20,6 +20,8 @@ Fault injection, decided in this order for every other chat call:
 
 1. ``max_concurrency``: a call arriving while that many are in flight gets 429
    with ``Retry-After`` at once (it never counts as in flight).
+   ``serve_concurrency`` instead makes calls beyond that many wait their turn,
+   as a server with that many batch slots does: latency rises with load.
 2. ``fail_first``: the first N calls for each distinct prompt get 500.
 3. ``rate_429`` / ``rate_5xx``: that fraction of calls gets 429 / 503.
 4. ``timeout_rate``: that fraction of calls waits ``slow_ms`` instead of the
@@ -30,8 +32,9 @@ faults in the same order whatever the interleaving of concurrent calls.
 
 Answers come from a map keyed by question text or id (``--answers FILE``, JSON): a
 value is either the answer text, an object of template field values, or
-``{"text": ..., "fields": {...}}`` with both. A call whose prompt contains a key uses
-that entry (the longest key wins); other calls get type-appropriate defaults.
+``{"text": ..., "fields": {...}}`` with both (plus an optional ``"delay_ms"``: extra
+latency for that question). A call whose prompt contains a key uses that entry (the
+longest key wins); other calls get type-appropriate defaults.
 """
 
 from __future__ import annotations
@@ -87,16 +90,19 @@ class AnswerEntry(BaseModel):
         text: The plain-text answer (also the fallback for string fields).
         fields: Field values for structured (``json_schema``) replies, by property name;
             nested objects take nested maps.
+        delay_ms: Extra latency of replies to this question, on top of the
+            endpoint's (one slow question among fast ones, for time-limit tests).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     text: str | None = None
     fields: dict[str, Any] = Field(default_factory=dict)
+    delay_ms: float = Field(default=0.0, ge=0)
 
     @classmethod
     def coerce(cls, value: Any) -> AnswerEntry:
-        """Read one answers-map value: a string, a field map, or ``{text, fields}``.
+        """Read one answers-map value: a string, a field map, or ``{text, fields, delay_ms}``.
 
         Raises:
             ValueError: the value is none of those.
@@ -106,7 +112,7 @@ class AnswerEntry(BaseModel):
         if isinstance(value, str):
             return cls(text=value)
         if isinstance(value, dict):
-            if value and set(value) <= {"text", "fields"}:
+            if value and set(value) <= {"text", "fields", "delay_ms"}:
                 return cls.model_validate(value)
             return cls(fields=value)
         raise ValueError(f"an answer must be a string or an object, got {type(value).__name__}")
@@ -136,6 +142,9 @@ class EndpointConfig(BaseModel):
         default=None, ge=1, description="completion tokens per reply (default: ~chars/4)"
     )
     max_concurrency: int | None = Field(default=None, ge=1)
+    serve_concurrency: int | None = Field(
+        default=None, ge=1, description="calls served at once; later ones queue"
+    )
     retry_after_s: int = Field(default=1, ge=0)
     rate_429: float = Field(default=0.0, ge=0, le=1)
     rate_5xx: float = Field(default=0.0, ge=0, le=1)
@@ -205,7 +214,11 @@ class EndpointApp:
         #: Decoded chat request bodies in arrival order, when ``record_requests``.
         self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
+        self._serving: asyncio.Semaphore | None = None  # made on the serving loop
         self._keys = sorted((k for k in config.answers if k), key=len, reverse=True)
+        # Only look the prompt up for a delay when some answer has one: benches
+        # push thousands of calls per second through here.
+        self._delayed = any(entry.delay_ms for entry in config.answers.values())
         self._prefix_len = min([_PREFIX, *(len(k) for k in self._keys)])
         self._index: dict[str, list[str]] | None = None
         if len(self._keys) > _LINEAR_SCAN_MAX:
@@ -320,7 +333,15 @@ class EndpointApp:
             delay_ms = config.slow_ms
         else:
             delay_ms = self._latency_ms(self._draw(digest, attempt, "latency"))
-        if delay_ms > 0:
+        if self._delayed:
+            entry = self.lookup(prompt)
+            delay_ms += entry.delay_ms if entry is not None else 0.0
+        if config.serve_concurrency is not None:
+            if self._serving is None:
+                self._serving = asyncio.Semaphore(config.serve_concurrency)
+            async with self._serving:  # queued calls wait here: latency grows
+                await asyncio.sleep(delay_ms / 1000)
+        elif delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         return 200, self._completion(request, prompt, digest), []
 
@@ -555,6 +576,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--latency-dist", choices=["fixed", "uniform", "exp"], default="fixed")
     add("--reply-tokens", type=int, default=None, help="completion tokens per reply")
     add("--max-concurrency", type=int, default=None, help="calls in flight; excess gets 429")
+    add("--serve-concurrency", type=int, default=None, help="calls served at once; excess queue")
     add("--retry-after", dest="retry_after_s", type=int, default=1, help="Retry-After on 429 (s)")
     add("--rate-429", type=float, default=0.0, help="fraction of calls answered 429")
     add("--rate-5xx", type=float, default=0.0, help="fraction of calls answered 503")

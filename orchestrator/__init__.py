@@ -23,6 +23,7 @@ if typing.TYPE_CHECKING:
         iter_results,
         read_parquet_rows,
         read_results,
+        read_scenario_results,
         resolve_format,
         write_results,
     )
@@ -46,6 +47,7 @@ _LAZY: dict[str, str] = {
     "iter_results": "._export",
     "read_parquet_rows": "._export",
     "read_results": "._export",
+    "read_scenario_results": "._export",
     "resolve_format": "._export",
     "write_results": "._export",
     # the bundled local model (llama-server + SmolLM2) for the quick start and tests
@@ -72,6 +74,7 @@ __all__ = [
     "llama_server_cache_dir",
     "read_parquet_rows",
     "read_results",
+    "read_scenario_results",
     "resolve_format",
     "write_results",
 ]

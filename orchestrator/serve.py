@@ -1,19 +1,23 @@
 """The reward service: ``POST /verify``, ``GET /health`` and the OpenAPI document.
 
-Status codes: 200 with the reward; 400 for a body that is not JSON; 404 for an
-unknown question id; 413 for a body over the size limit; 422 for a body of the
-wrong shape or a response with nothing to verify; 500 only for faults of the
-server itself. A judge that fails is not a server fault: the result records it
+Status codes: 200 with the reward; 400 for a body that is not JSON; 401 without
+the bearer token (when the service has one; ``/health`` never needs it); 404 for
+an unknown question id; 413 for a body over the size limit; 422 for a body of the
+wrong shape or a response with nothing to verify; 504 when scoring takes longer
+than the per-request time limit; 500 only for faults of the server itself. A judge that fails is not a server fault: the result records it
 and the reward is the config's ``error_reward``.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+import time
+from collections.abc import Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -31,9 +35,18 @@ from verifleet.reward import (
     UnknownQuestionError,
     VerifyRequest,
 )
-from verifleet.schemas import Benchmark, ModelConfig, VerificationResult
+from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "HealthResponse", "VerifyResponse", "create_app"]
+from ._serve_guards import BearerAuth, BodyLimit, bearer_token_ok
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "HEALTH_PATH",
+    "HealthResponse",
+    "VerifyResponse",
+    "create_app",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -41,11 +54,13 @@ _log = logging.getLogger(__name__)
 #: one request hold a worker thread's memory hostage.
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: Seconds one ``/verify`` may take: a few judge calls with their retries. Longer
+#: requests get 504 and their scoring is abandoned (its judge calls stop at this
+#: deadline), so a stuck judge cannot pile up requests.
+DEFAULT_REQUEST_TIMEOUT = 300.0
+
+#: Served without the bearer token, so load balancers can probe the service.
+HEALTH_PATH = "/health"
 
 
 class VerifyResponse(BaseModel):
@@ -61,69 +76,15 @@ class VerifyResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    """``GET /health``."""
+    """``GET /health``. Without the bearer token (when the service has one) only
+    ``status`` and ``version`` are filled: what the service verifies is not public."""
 
     status: str
     version: str
-    benchmark: str
-    questions: int
-    reward_mode: RewardMode
-    parsing_models: list[str]
-
-
-class BodyLimit:
-    """ASGI middleware answering 413 to bodies over ``max_bytes``: by the declared
-    ``Content-Length`` before reading, else while reading (chunked uploads).
-
-    The body is read here and replayed to the app: FastAPI turns any error raised
-    while it reads the body into a 400, which would hide the 413.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._reject(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        await self.app(scope, replay, send)
-
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps({"message": f"request body larger than {self.max_bytes} bytes"}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    benchmark: str | None = None
+    questions: int | None = None
+    reward_mode: RewardMode | None = None
+    parsing_models: list[str] | None = None
 
 
 def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
@@ -148,6 +109,14 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return _error(422, "malformed request: " + "; ".join(lines[:10]), detail)
 
 
+def _timed_out(limit: float) -> JSONResponse:
+    return _error(
+        504,
+        f"verification took longer than the server's time limit of {limit:g}s "
+        "(--request-timeout); it was abandoned, retry later or raise the limit",
+    )
+
+
 def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
     return _error(404 if isinstance(exc, UnknownQuestionError) else 422, str(exc))
 
@@ -164,6 +133,8 @@ def create_app(
     *,
     resources: PipelineResources | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    token: str | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> FastAPI:
     """The reward service for ``benchmark``.
 
@@ -174,10 +145,19 @@ def create_app(
         resources: Pipeline caches (use ``reward_resources(RedisJudgeCache(...))``
             to share the judge-call cache through Redis).
         max_body_bytes: Larger request bodies get 413.
+        token: When set, every route but ``/health`` needs
+            ``Authorization: Bearer <token>`` (else 401).
+        request_timeout: Seconds one ``/verify`` may take; longer ones get 504,
+            their judge calls stop at that deadline and their result is discarded.
 
     Raises:
-        ConfigError: the reward config does not fit the benchmark.
+        ConfigError: the reward config does not fit the benchmark, an empty
+            token, or a limit that is not positive.
     """
+    if token is not None and not token.strip():
+        raise ConfigError("the bearer token is empty")
+    if max_body_bytes <= 0 or request_timeout <= 0:
+        raise ConfigError("max_body_bytes and request_timeout must be positive")
     scorer = RewardScorer(benchmark, parsing_models, reward_config, resources=resources)
     app = FastAPI(
         title="verifleet reward service",
@@ -187,12 +167,19 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(InvalidRequestError, _invalid_request)
     app.add_exception_handler(Exception, _server_fault)
+    # The last middleware added runs first: auth answers 401 before any body is read.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if token is not None:
+        app.add_middleware(BearerAuth, token=token, open_paths=[HEALTH_PATH])
     app.state.scorer = scorer
+    secret = token.encode() if token is not None else None
 
-    @app.get("/health", response_model=HealthResponse)
-    def health() -> HealthResponse:
-        """Liveness and what the service verifies against."""
+    @app.get(HEALTH_PATH, response_model=HealthResponse, response_model_exclude_none=True)
+    def health(request: Request) -> HealthResponse:
+        """Liveness, and (with the token, if the service has one) what the service
+        verifies against."""
+        if secret is not None and not bearer_token_ok(request.headers.raw, secret):
+            return HealthResponse(status="ok", version=__version__)
         return HealthResponse(
             status="ok",
             version=__version__,
@@ -207,17 +194,34 @@ def create_app(
         response_model=VerifyResponse,
         responses={
             400: {"description": "body is not JSON"},
+            401: {"description": "missing or wrong bearer token"},
             404: {"description": "unknown question id"},
             413: {"description": "body too large"},
             422: {"description": "malformed request or nothing to verify"},
+            504: {"description": "scoring took longer than the time limit"},
         },
     )
-    def verify(body: VerifyRequest) -> JSONResponse:
+    async def verify(body: VerifyRequest) -> JSONResponse:
         """Verify the response of ``body`` and return the request with its reward.
 
-        Runs in the server's thread pool: scoring blocks on judge calls.
+        Scoring blocks on judge calls, so it runs in a worker thread, bounded by
+        the time limit: the judge calls get the same deadline (no new call or
+        retry starts after it), and a request still running at the deadline is
+        answered 504 at once while its thread winds down and its result is dropped.
         """
-        scored = scorer.score(body)
+        started = time.monotonic()
+        deadline = started + request_timeout
+        try:
+            with anyio.fail_after(request_timeout):
+                scored = await anyio.to_thread.run_sync(
+                    functools.partial(scorer.score, body, deadline=deadline),
+                    abandon_on_cancel=True,
+                )
+        except TimeoutError:
+            return _timed_out(request_timeout)
+        if time.monotonic() >= deadline:
+            # Judge calls cut by the deadline: not a verdict on the response.
+            return _timed_out(request_timeout)
         payload = body.model_dump(mode="json", exclude_unset=True)
         payload.update(
             reward=scored.reward,

@@ -1,12 +1,16 @@
 """verifleet.pipeline — the 13-stage verification pipeline, its checks and model
 adapters. Imports only :mod:`verifleet.schemas`.
 
-Entry point: :func:`run_unit` verifies one (question, answering model, replicate)
+Entry points: :func:`run_scenario` runs one multi-turn scenario unit turn by
+turn through :func:`run_unit`, which verifies one (question, answering model, replicate)
 with every parsing model and returns one ``VerificationResult`` each; the answer
 is generated once per unit. Content failures end up in the results, never as
 exceptions. Create :class:`PipelineResources` once per process
 (``PipelineResources.default()``) so chat clients, compiled templates, recorded
 answers and the embedding model are built once and shared by all threads.
+
+An answering model with MCP servers is answered by :class:`McpAgentRunner` (the
+built-in agent runtime, replaceable through ``PipelineResources.agent``).
 
 Stages code against :class:`ChatCaller`; :class:`LangchainChatCaller` implements
 it with a per-process client cache, retries with backoff for transient errors,
@@ -37,12 +41,14 @@ from ._llm import (
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
 # --- running a unit ---------------------------------------------------------------
+from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
 from ._context import VerificationContext
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
+from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
 
 # --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
@@ -58,6 +64,7 @@ from ._search import (
 
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
+    "AgentDeadlineError",
     "AgentRunner",
     "CachedAnswer",
     "CallGate",
@@ -70,10 +77,13 @@ __all__ = [
     "LocalSearch",
     "ManualAnswerError",
     "ManualAnswerStore",
+    "McpAgentRunner",
+    "McpServerError",
     "Message",
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "ScenarioRun",
     "SearchError",
     "SearchHit",
     "SearchProvider",
@@ -86,10 +96,13 @@ __all__ = [
     "VerificationContext",
     "build_search_provider",
     "endpoint_pause",
+    "evaluate_outcomes",
     "get_chat_model",
     "make_chat_caller",
+    "next_edge",
     "register_interface",
     "registered_interfaces",
+    "run_scenario",
     "run_unit",
     "search_function",
 ]

@@ -29,7 +29,7 @@ from verifleet.schemas import (
 
 from ._answer import CachedAnswer
 from ._llm import UsageTracker
-from ._llm_protocol import ChatCaller
+from ._llm_protocol import ChatCaller, Message
 
 if TYPE_CHECKING:
     from ._resources import PipelineResources
@@ -80,6 +80,8 @@ class VerificationContext:
     deadline: float | None = None
     usage: UsageTracker = field(default_factory=UsageTracker)
     answer: CachedAnswer | None = None
+    #: Earlier turns of a scenario (user/assistant messages), asked before the question.
+    conversation: list[Message] = field(default_factory=list)
 
     # --- bookkeeping ------------------------------------------------------------
     started: float = field(default_factory=time.monotonic)

@@ -17,6 +17,7 @@ from verifleet.schemas import (
 from ._answer import CachedAnswer
 from ._context import VerificationContext
 from ._llm import UsageTracker
+from ._llm_protocol import Message
 from ._orchestrator import StageOrchestrator
 from ._resources import PipelineResources
 
@@ -52,6 +53,7 @@ def run_unit(
     resources: PipelineResources | None = None,
     cached_answer: CachedAnswer | None = None,
     deadline: float | None = None,
+    conversation: Sequence[Message] = (),
 ) -> list[VerificationResult]:
     """Verify one (question, answering model, replicate) with every parsing model.
 
@@ -71,6 +73,8 @@ def run_unit(
         resources: Per-process caches; :meth:`PipelineResources.default` if None.
         cached_answer: An answer obtained earlier; skips the answering call.
         deadline: ``time.monotonic()`` value after which model calls stop.
+        conversation: Earlier user/assistant messages of a scenario; the
+            answering model sees them before the question.
 
     Returns:
         One :class:`~verifleet.schemas.VerificationResult` per parsing model.
@@ -104,6 +108,7 @@ def run_unit(
             deadline=deadline,
             usage=tracker,
             answer=answer,
+            conversation=list(conversation),
         )
         results.append(orchestrator.run(ctx))
         if answer is None:

@@ -26,7 +26,7 @@ import zstandard
 from celery import Celery
 
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
-from verifleet.store import DEFAULT_QUEUE
+from verifleet.store import DEFAULT_QUEUE, RedisTarget, redis_client
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError
@@ -169,8 +169,9 @@ class _Sender:
     """Sends score tasks by name through one producer, in batches."""
 
     def __init__(self, redis_url: str, queue: str, batch: int = 200) -> None:
-        self._app = Celery("verifleet-reward-client", broker=redis_url)
+        self._app = Celery("verifleet-reward-client")
         self._app.conf.update(
+            **RedisTarget.parse(redis_url).celery_settings(),
             task_serializer="json",
             accept_content=["json"],
             task_ignore_result=True,
@@ -235,7 +236,7 @@ def score_rollouts_fleet(
         redis.RedisError: Redis is unreachable.
         OSError: a file cannot be read or written.
     """
-    client = redis.Redis.from_url(redis_url)
+    client = redis_client(redis_url)
     job_id = store_reward_job(
         client, scorer.benchmark, scorer.parsing_models, scorer.reward_config, prefix=prefix
     )

@@ -136,10 +136,15 @@ class ModelConfig(BaseModel):
     agent_recursion_limit: int = Field(default=25, ge=1)
     manual_traces_path: str | None = None
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
-    # Fleet-wide limits for this model's endpoint (None: unlimited). Tokens per
-    # minute count each call's estimate until the provider reports its usage (see
-    # ``verifleet.pipeline.CallGate``).
+    # Limits of this model's endpoint, fleet-wide (see ``verifleet.limits``).
+    # Calls in flight follow an adaptive window that grows until the endpoint
+    # pushes back (429, Retry-After, rising latency), never above
+    # ``max_concurrency`` (None: ``verifleet.limits.DEFAULT_MAX_CONCURRENCY``);
+    # ``adaptive_concurrency=False`` holds exactly ``max_concurrency`` (None:
+    # unlimited). Per-minute budgets: None is unlimited; tokens count each call's
+    # estimate until the provider reports its usage.
     max_concurrency: int | None = Field(default=None, ge=1)
+    adaptive_concurrency: bool = True
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)
 
@@ -420,7 +425,9 @@ class VerificationConfig(BaseModel):
     prompt_config: PromptConfig | None = None
 
     # verifleet: execution
-    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    # Local mode: the most units at once; below it, the endpoints' adaptive
+    # windows decide (see ``verifleet.limits``).
+    max_concurrency: int = Field(default=256, ge=1, le=4096)
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     request_timeout: float = Field(default=120.0, gt=0.0)
     unit_deadline: float = Field(default=900.0, gt=0.0)

@@ -14,29 +14,51 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
-from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
-from ._protocol import DEFAULT_QUEUE, TASK_NAME, UnitRef
+from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
+from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._sending import send_units
 from ._store import JobProgress, JobStatus, ResultStore
-from ._units import Unit, expand_units, result_key, unit_key, unit_messages, unit_result_keys
+from ._units import (
+    ScenarioUnit,
+    Unit,
+    count_units,
+    expand_scenario_units,
+    expand_units,
+    keyed_question_id,
+    result_key,
+    scenario_result_keys,
+    scenario_unit_key,
+    unit_key,
+    unit_messages,
+    unit_result_keys,
+)
 
 __all__ = [
     "DEFAULT_QUEUE",
+    "SCENARIO_TASK_NAME",
     "TASK_NAME",
-    "EndpointGate",
-    "EndpointLimits",
+    "TASK_NAMES",
+    "TLS_ENV",
     "JobKeys",
     "JobProgress",
     "JobStatus",
     "Liveness",
+    "RedisAccessError",
+    "RedisTarget",
     "ResultStore",
+    "ScenarioUnit",
     "Unit",
     "UnitRef",
-    "endpoint_id",
+    "count_units",
+    "expand_scenario_units",
     "expand_units",
-    "is_rate_limited",
+    "keyed_question_id",
+    "mask_password",
+    "redis_client",
     "result_key",
+    "scenario_result_keys",
+    "scenario_unit_key",
     "send_units",
     "unit_key",
     "unit_messages",

@@ -35,6 +35,16 @@ class JobKeys:
         return self._k("results")
 
     @property
+    def scenarios(self) -> str:
+        """Hash: scenario unit key → compressed ScenarioExecutionResult JSON (written once)."""
+        return self._k("scenarios")
+
+    @property
+    def scenario_errors(self) -> str:
+        """Set: scenario units whose run ended in status ``error``."""
+        return self._k("scenario_errors")
+
+    @property
     def done(self) -> str:
         """Set: units whose results are all written."""
         return self._k("done")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from celery import Celery
 
-from ._protocol import TASK_NAME, UnitRef
+from ._protocol import UnitRef
 
 __all__ = ["send_units"]
 
@@ -49,6 +49,6 @@ def _send_batch(app: Celery, batch: list[tuple[UnitRef, dict[str, str]]], queue:
     with app.producer_or_acquire() as producer, producer.batch(max_size=len(batch)):
         for ref, labels in batch:
             app.send_task(
-                TASK_NAME, args=ref.task_args(), kwargs=labels, queue=queue, producer=producer
+                ref.task_name, args=ref.task_args(), kwargs=labels, queue=queue, producer=producer
             )
     return len(batch)

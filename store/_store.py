@@ -22,9 +22,10 @@ import redis
 import zstandard
 from pydantic import BaseModel, Field
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from ._keys import JOBS_INDEX, JobKeys
+from ._redis_url import RedisTarget
 
 __all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
 
@@ -41,6 +42,21 @@ if redis.call('HGET', KEYS[2], 'status') == 'queued' then
   redis.call('HSET', KEYS[2], 'status', 'running')
 end
 return 0
+"""
+
+
+# KEYS: scenarios hash, results hash. ARGV: scenario unit key, run blob, then result
+# key/blob pairs. Whoever stores the run stores its turns, in one atomic step: a
+# redelivered scenario that took another path (a model is not deterministic) can
+# neither add its turns next to the first run's nor replace them.
+_WRITE_SCENARIO = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
+  return 0
+end
+for i = 3, #ARGV, 2 do
+  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+return 1
 """
 
 
@@ -97,6 +113,9 @@ class JobProgress(BaseModel):
     in_flight: int = 0
     results: int = 0
     pairs: list[PairProgress] = Field(default_factory=list)
+    total_scenarios: int = 0
+    scenarios_done: int = 0
+    scenario_errors: int = 0
 
     @property
     def finished(self) -> bool:
@@ -137,6 +156,7 @@ class ResultStore:
         self.prefix = prefix
         self._codecs = _Codecs()
         self._mark_started = client.register_script(_MARK_STARTED)
+        self._write_scenario = client.register_script(_WRITE_SCENARIO)
 
     def _compress(self, data: bytes) -> bytes:
         return self._codecs.compressor.compress(data)
@@ -146,10 +166,15 @@ class ResultStore:
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> ResultStore:
-        """A store on the Redis server at ``url``; the prefix defaults to
-        ``VERIFLEET_PREFIX`` (as the workers read it), else ``vf``."""
+        """A store on the Redis server at ``url`` (password and ``rediss://`` TLS
+        options as :class:`RedisTarget` resolves them); the prefix defaults to
+        ``VERIFLEET_PREFIX`` (as the workers read it), else ``vf``.
+
+        Raises:
+            ConfigError: a malformed URL or TLS option (see :class:`RedisTarget`).
+        """
         resolved = prefix or os.environ.get("VERIFLEET_PREFIX") or "vf"
-        return cls(redis.Redis.from_url(url, health_check_interval=30), prefix=resolved)
+        return cls(RedisTarget.parse(url).client(health_check_interval=30), prefix=resolved)
 
     def keys(self, job_id: str) -> JobKeys:
         """Key names of ``job_id``."""
@@ -167,8 +192,10 @@ class ResultStore:
         config_json: str,
         total_units: int,
         name: str = "",
+        total_scenarios: int = 0,
     ) -> None:
-        """Store a job's spec once and register it (status ``queued``)."""
+        """Store a job's spec once and register it (status ``queued``).
+        ``total_units`` counts scenario units too; ``total_scenarios`` only those."""
         keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         pipe = self.client.pipeline(transaction=True)
@@ -185,6 +212,7 @@ class ResultStore:
                 "status": JobStatus.QUEUED.value,
                 "created": now,
                 "total_units": total_units,
+                "total_scenarios": total_scenarios,
                 "name": name,
             },
         )
@@ -274,6 +302,49 @@ class ResultStore:
         for key, blob in zip(result_keys, blobs, strict=True):
             pipe.hsetnx(keys.results, key, blob)
         written = pipe.execute()
+        return self._count_and_finish(job_id, unit_key, results, result_keys, written)
+
+    def write_scenario_unit(
+        self,
+        job_id: str,
+        unit_key: str,
+        run: ScenarioExecutionResult,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+    ) -> bool:
+        """Store a scenario run and its turn results once, and mark the unit done.
+
+        The run and its turns go in together or not at all (one server-side
+        script): a second run of the same unit (a redelivery) stores nothing and
+        counts nothing, even if it took another path through the graph.
+
+        Returns:
+            True when this call finished the whole job.
+        """
+        keys = self.keys(job_id)
+        args: list[Any] = [unit_key, self._compress(run.model_dump_json().encode())]
+        for key, result in zip(result_keys, results, strict=True):
+            args += [key, self._compress(result.model_dump_json().encode())]
+        stored = bool(self._write_scenario(keys=[keys.scenarios, keys.results], args=args))
+        if stored and run.status == "error":
+            self.client.sadd(keys.scenario_errors, unit_key)
+        written = [stored] * len(results)
+        return self._count_and_finish(job_id, unit_key, results, result_keys, written)
+
+    def iter_scenario_results(self, job_id: str) -> Iterator[ScenarioExecutionResult]:
+        """Every stored scenario run (HSCAN order)."""
+        for _key, blob in self.client.hscan_iter(self.keys(job_id).scenarios, count=500):
+            yield ScenarioExecutionResult.model_validate_json(self._decompress(blob))
+
+    def _count_and_finish(
+        self,
+        job_id: str,
+        unit_key: str,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+        written: Sequence[Any],
+    ) -> bool:
+        keys = self.keys(job_id)
         # Verdicts count only what this call actually stored: a redelivered task
         # that judged differently must not add its verdict next to the first one.
         pipe = self.client.pipeline(transaction=True)
@@ -320,7 +391,9 @@ class ResultStore:
         pipe.zcount(keys.inflight, time.time() - stale_after, "+inf")
         pipe.hlen(keys.results)
         pipe.hgetall(keys.pairs)
-        done, failed, inflight, results, pairs = pipe.execute()
+        pipe.hlen(keys.scenarios)
+        pipe.scard(keys.scenario_errors)
+        done, failed, inflight, results, pairs, scenarios, scenario_errors = pipe.execute()
         progress = [self._pair_progress(keys, _text(p), _text(v)) for p, v in pairs.items()]
         return JobProgress(
             job_id=job_id,
@@ -333,6 +406,9 @@ class ResultStore:
             in_flight=inflight,
             results=results,
             pairs=sorted(progress, key=lambda p: (p.answering, p.parsing)),
+            total_scenarios=int(meta.get("total_scenarios", 0)),
+            scenarios_done=scenarios,
+            scenario_errors=scenario_errors,
         )
 
     def _pair_progress(self, keys: JobKeys, pair: str, names: str) -> PairProgress:

@@ -6,14 +6,27 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from verifleet.schemas import ModelConfig, VerificationConfig, compute_unit_key
+from verifleet.schemas import ModelConfig, VerificationConfig, compute_unit_key, md5_hex
 
 from ._protocol import UnitRef
 
 if TYPE_CHECKING:
-    from verifleet.schemas import Benchmark, Question, VerificationResult
+    from verifleet.schemas import Benchmark, Question, ScenarioDefinition, VerificationResult
 
-__all__ = ["Unit", "expand_units", "result_key", "unit_key", "unit_messages", "unit_result_keys"]
+__all__ = [
+    "ScenarioUnit",
+    "Unit",
+    "count_units",
+    "expand_scenario_units",
+    "expand_units",
+    "keyed_question_id",
+    "result_key",
+    "scenario_result_keys",
+    "scenario_unit_key",
+    "unit_key",
+    "unit_messages",
+    "unit_result_keys",
+]
 
 
 @dataclass(frozen=True)
@@ -24,6 +37,79 @@ class Unit:
     question: Question
     answering: ModelConfig
     replicate: int
+
+
+@dataclass(frozen=True)
+class ScenarioUnit:
+    """One (scenario, answering model, replicate): all its turns run in one task."""
+
+    scenario: ScenarioDefinition
+    answering: ModelConfig
+    replicate: int
+
+
+def count_units(benchmark: Benchmark, config: VerificationConfig) -> int:
+    """How many units a job has: questions and scenarios, × models × replicates."""
+    per_item = len(config.answering_models) * config.replicate_count
+    return (len(benchmark.questions) + len(benchmark.scenarios)) * per_item
+
+
+def expand_scenario_units(
+    benchmark: Benchmark, config: VerificationConfig
+) -> Iterator[ScenarioUnit]:
+    """Every scenario unit of the job, scenario-major."""
+    for scenario in benchmark.scenarios:
+        for answering in config.answering_models:
+            for replicate in range(1, config.replicate_count + 1):
+                yield ScenarioUnit(scenario=scenario, answering=answering, replicate=replicate)
+
+
+def _scenario_version(scenario: ScenarioDefinition) -> str:
+    """Stands in for a template id: a changed scenario is a different unit."""
+    return md5_hex(scenario.model_dump_json())
+
+
+def scenario_unit_key(unit: ScenarioUnit, *, job_id: str = "") -> str:
+    """The deterministic key of a scenario unit (where its run result is stored)."""
+    return compute_unit_key(
+        job_id=job_id,
+        question_id=f"scenario:{unit.scenario.id}",
+        template_id=_scenario_version(unit.scenario),
+        answering_key=unit.answering.identity().canonical_key,
+        parsing_key="",
+        replicate=unit.replicate,
+    )
+
+
+def keyed_question_id(
+    question_id: str, scenario_id: str | None, turn: int | None, node: str | None
+) -> str:
+    """The question id a result's key is computed from: the question's own, or for
+    a scenario turn one naming the scenario, the turn and the node (a node visited
+    twice gives two keys)."""
+    if scenario_id is None:
+        return question_id
+    return f"scenario:{scenario_id}/{turn}/{node}"
+
+
+def _turn_key(result: VerificationResult, job_id: str) -> str:
+    meta = result.metadata
+    return compute_unit_key(
+        job_id=job_id,
+        question_id=keyed_question_id(
+            meta.question_id, meta.scenario_id, meta.scenario_turn, meta.scenario_node
+        ),
+        template_id=meta.template_id,
+        answering_key=meta.answering.canonical_key,
+        parsing_key=meta.parsing.canonical_key,
+        replicate=meta.replicate,
+    )
+
+
+def scenario_result_keys(results: Sequence[VerificationResult], *, job_id: str = "") -> list[str]:
+    """The keys of a scenario run's turn results: scenario, turn, node, models and
+    replicate, so a node visited twice gives two keys and a rerun the same ones."""
+    return [_turn_key(r, job_id) for r in results]
 
 
 def expand_units(benchmark: Benchmark, config: VerificationConfig) -> Iterator[Unit]:
@@ -66,8 +152,11 @@ def unit_key(unit: Unit, *, job_id: str = "") -> str:
 
 
 def result_key(result: VerificationResult, *, job_id: str = "") -> str:
-    """The deterministic key of a finished result (matches :func:`unit_result_keys`)."""
+    """The deterministic key of a finished result (matches :func:`unit_result_keys`,
+    or :func:`scenario_result_keys` for a scenario turn's result)."""
     meta = result.metadata
+    if meta.scenario_id is not None:
+        return _turn_key(result, job_id)
     return compute_unit_key(
         job_id=job_id,
         question_id=meta.question_id,
@@ -81,8 +170,8 @@ def result_key(result: VerificationResult, *, job_id: str = "") -> str:
 def unit_messages(
     job_id: str, benchmark: Benchmark, config: VerificationConfig, skip: set[str] | None = None
 ) -> Iterator[tuple[UnitRef, dict[str, str]]]:
-    """The task of every unit of a job, in submit order, lazily: its reference and
-    the labels that name it in Flower.
+    """The task of every unit of a job, in submit order (questions, then
+    scenarios), lazily: its reference and the labels that name it in Flower.
 
     Args:
         skip: Unit keys (:func:`unit_key` with ``job_id``) to leave out, e.g. the
@@ -101,5 +190,26 @@ def unit_messages(
                 }
                 ref = UnitRef(
                     job_id=job_id, question_index=qi, answering_index=ai, replicate=replicate
+                )
+                yield ref, labels
+    for si, scenario in enumerate(benchmark.scenarios):
+        for ai, answering in enumerate(config.answering_models):
+            for replicate in range(1, config.replicate_count + 1):
+                if skip is not None:
+                    key = scenario_unit_key(
+                        ScenarioUnit(scenario, answering, replicate), job_id=job_id
+                    )
+                    if key in skip:
+                        continue
+                labels = {
+                    "scenario_id": scenario.id,
+                    "answering": answering.identity().display_string,
+                }
+                ref = UnitRef(
+                    job_id=job_id,
+                    question_index=si,
+                    answering_index=ai,
+                    replicate=replicate,
+                    kind="scenario",
                 )
                 yield ref, labels

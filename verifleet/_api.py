@@ -50,7 +50,8 @@ def run(
     trust_callables: bool = False,
     resources: PipelineResources | None = None,
 ) -> VerificationResultSet:
-    """Verify every (question x answering model x replicate) unit in this process.
+    """Verify every (question x answering model x replicate) unit in this process,
+    then every (scenario x answering model x replicate) unit, turn by turn.
 
     Args:
         benchmark: A :class:`~verifleet.schemas.Benchmark`, or the path of a
@@ -61,9 +62,11 @@ def run(
         resources: Per-process caches to reuse across calls; a fresh set if None.
 
     Returns:
-        One result per unit and parsing model, in the order units finish. A
-        question whose template does not compile, or a model that keeps failing,
-        is recorded in its own results (``metadata.error``); it is not raised.
+        One result per unit and parsing model (per turn for scenarios), in the
+        order units finish; ``scenario_results`` holds each scenario run and
+        ``errors`` the runs that failed. A question whose template does not
+        compile, or a model that keeps failing, is recorded in its own results
+        (``metadata.error``); it is not raised.
 
     Raises:
         BenchmarkLoadError: the benchmark file is missing or malformed.
@@ -76,7 +79,19 @@ def run(
     loaded = _benchmark(benchmark, trust_callables=trust_callables)
     runner = LocalRunner(loaded, _config(config), resources=resources)
     results = [result for _unit, unit_results in runner.run() for result in unit_results]
-    return VerificationResultSet(results=results)
+    runs = []
+    for _scenario, run in runner.run_scenarios():
+        results.extend(run.results)
+        if run.scenario_result is not None:
+            runs.append(run.scenario_result)
+    if not runs:
+        return VerificationResultSet(results=results)
+    failed = [entry for entry in (r.error() for r in runs) if entry is not None]
+    return VerificationResultSet(
+        results=results,
+        scenario_results=runs,
+        errors=[(desc, exc) for desc, exc in failed] or None,
+    )
 
 
 def submit(

@@ -31,7 +31,7 @@ from celery import Celery
 
 from verifleet.store import (
     DEFAULT_QUEUE,
-    TASK_NAME,
+    TASK_NAMES,
     ResultStore,
     send_units,
     unit_messages,
@@ -52,7 +52,7 @@ def _job_of_unacked(raw: Any) -> str | None:
     """The job id in one of kombu's unacked entries (``[message, exchange, key]``)."""
     try:
         message = json.loads(raw)[0]
-        if message["headers"].get("task") != TASK_NAME:
+        if message["headers"].get("task") not in TASK_NAMES:
             return None
         body = message["body"]
         if message["properties"].get("body_encoding") == "base64":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from verifleet.store import DEFAULT_QUEUE
+from verifleet.store import DEFAULT_QUEUE, RedisTarget
 
 from ._settings import WorkerSettings
 
@@ -21,11 +21,11 @@ def make_app(settings: WorkerSettings | None = None) -> Celery:
     """Build a configured Celery app (one per process)."""
     settings = settings or WorkerSettings.from_env()
     celery_app = Celery(
-        "verifleet",
-        broker=settings.redis_url,
-        include=["verifleet.workers.tasks", "verifleet.workers.reward_tasks"],
+        "verifleet", include=["verifleet.workers.tasks", "verifleet.workers.reward_tasks"]
     )
     celery_app.conf.update(
+        # The broker URL and, for rediss://, the TLS options the store uses too.
+        **RedisTarget.parse(settings.redis_url).celery_settings(),
         task_acks_late=True,
         worker_prefetch_multiplier=1,
         task_reject_on_worker_lost=True,

@@ -22,25 +22,30 @@ from typing import Any, TypeVar
 import redis
 from celery import Task, signals
 
-from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.limits import RedisCallGate
+from verifleet.pipeline import PipelineResources, run_scenario, run_unit
 from verifleet.store import (
+    SCENARIO_TASK_NAME,
     TASK_NAME,
+    TASK_NAMES,
     JobStatus,
     Liveness,
     ResultStore,
+    ScenarioUnit,
     Unit,
+    scenario_result_keys,
+    scenario_unit_key,
     unit_key,
     unit_result_keys,
 )
 
 from ._jobs import JobCache
-from ._limiter import RedisCallGate
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
 from .app import app
 
-__all__ = ["run_unit_task"]
+__all__ = ["run_scenario_task", "run_unit_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +109,7 @@ def _start_heartbeat(**_kwargs: Any) -> None:
 def _hold(request: Any = None, **_kwargs: Any) -> None:
     # Runs in the consumer when a message arrives, before a thread picks it up:
     # prefetched tasks of a worker that dies are recorded too.
-    if request is None or request.name != TASK_NAME:
+    if request is None or request.name not in TASK_NAMES:
         return
     state = _process_state()
     task = {"args": list(request.args), "kwargs": dict(request.kwargs)}
@@ -117,7 +122,7 @@ def _hold(request: Any = None, **_kwargs: Any) -> None:
 
 @signals.task_postrun.connect
 def _release(task_id: str = "", task: Any = None, **_kwargs: Any) -> None:
-    if task is None or task.name != TASK_NAME:
+    if task is None or task.name not in TASK_NAMES:
         return
     try:
         liveness = _process_state().liveness
@@ -193,6 +198,65 @@ def run_unit_task(
     # Writing gets its own deadline: the unit's work is done and must not be lost.
     _until_redis_answers(
         lambda: store.write_unit(job_id, key, results, keys),
+        deadline=time.monotonic() + settings.unit_deadline,
+    )
+    return "done"
+
+
+@app.task(name=SCENARIO_TASK_NAME, bind=True, acks_late=True)
+def run_scenario_task(
+    self: Task,
+    job_id: str,
+    scenario_index: int,
+    answering_index: int,
+    replicate: int,
+    **labels: str,
+) -> str:
+    """Run one (scenario, answering model, replicate) unit of ``job_id``: every
+    turn, then store the run and its turn results in one atomic write.
+
+    Nothing is stored before the last turn, so a worker killed mid-scenario
+    leaves nothing behind; the redelivered task runs the scenario from its
+    first turn, and a task that finds the unit done (or loses the race to
+    store it) adds nothing.
+
+    Returns:
+        ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
+    """
+    state = _process_state()
+    store, jobs, settings = state.store, state.jobs, state.settings
+    deadline = time.monotonic() + settings.unit_deadline
+    status = _until_redis_answers(lambda: store.status(job_id), deadline=deadline)
+    if status is None:
+        log.warning("task for unknown job %s dropped", job_id)
+        return "unknown-job"
+    if status == JobStatus.CANCELLED:
+        return "cancelled"
+    spec = _until_redis_answers(lambda: jobs.get(job_id), deadline=deadline)
+    unit = ScenarioUnit(
+        scenario=spec.benchmark.scenarios[scenario_index],
+        answering=spec.config.answering_models[answering_index],
+        replicate=replicate,
+    )
+    key = scenario_unit_key(unit, job_id=job_id)
+    if _until_redis_answers(lambda: store.unit_done(job_id, key), deadline=deadline):
+        return "already-done"
+    _until_redis_answers(lambda: store.mark_started(job_id, key), deadline=deadline)
+    run = run_scenario(
+        unit.scenario,
+        unit.answering,
+        spec.config.parsing_models,
+        spec.config,
+        replicate=replicate,
+        global_rubric=spec.benchmark.global_rubric,
+        resources=state.resources,
+        deadline=deadline,
+    )
+    outcome = run.scenario_result
+    assert outcome is not None  # run_scenario always sets it
+    keys = scenario_result_keys(run.results, job_id=job_id)
+    _until_redis_answers(
+        lambda: store.write_scenario_unit(job_id, key, outcome, run.results, keys),
         deadline=time.monotonic() + settings.unit_deadline,
     )
     return "done"

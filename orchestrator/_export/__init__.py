@@ -14,17 +14,21 @@ from .api import (
 from .layout import RESULT_ARROW_SCHEMA
 from .parquet import ParquetResultWriter, iter_parquet, write_stored_parquet
 from .rows import read_parquet_rows
+from .scenarios import SCENARIO_METADATA_KEY, read_scenario_results, scenario_errors
 
 __all__ = [
     "RESULT_ARROW_SCHEMA",
     "RESULT_FORMATS",
+    "SCENARIO_METADATA_KEY",
     "ParquetResultWriter",
     "ResultFormat",
     "iter_parquet",
     "iter_results",
     "read_parquet_rows",
     "read_results",
+    "read_scenario_results",
     "resolve_format",
+    "scenario_errors",
     "write_results",
     "write_stored_parquet",
 ]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal, cast, get_args
 
-from verifleet.schemas import VerificationResult, VerificationResultSet
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult, VerificationResultSet
 
 from .csvio import iter_csv, write_csv
 from .files import PathLike, export_error
 from .jsonio import iter_json, iter_jsonl, write_json, write_jsonl
 from .parquet import DEFAULT_BATCH_SIZE, ParquetResultWriter, iter_parquet
+from .scenarios import read_scenario_results, scenario_errors
 
 __all__ = [
     "RESULT_FORMATS",
@@ -67,18 +68,21 @@ def write_results(
     format: str | None = None,
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    scenario_results: Sequence[ScenarioExecutionResult] | None = None,
 ) -> int:
     """Write results to ``path``, streaming; the file appears only when complete.
 
     Args:
         results: Any iterable of results (consumed once, lazily), or a result set
-            (only its ``results`` are written: ``scenario_results`` and ``errors``
-            have no place in these formats).
+            (its ``scenario_results`` are written too unless given separately;
+            ``errors`` follow from them and are not stored).
         path: Destination; an existing file is replaced on success only.
         format: ``parquet``, ``json``, ``jsonl`` or ``csv``; from the extension if None.
         job_id: Fills the ``result_key`` column (Parquet and CSV) with each result's
             deterministic unit key in that job; JSON formats have no such column.
         batch_size: Parquet rows per batch and row group.
+        scenario_results: Scenario runs to keep with the results: Parquet (in the
+            footer) and JSON hold them; JSON Lines and CSV cannot and ignore them.
 
     Returns:
         The number of results written.
@@ -88,14 +92,18 @@ def write_results(
     """
     chosen = resolve_format(path, format)
     if isinstance(results, VerificationResultSet):
+        if scenario_results is None:
+            scenario_results = results.scenario_results
         results = results.results
     if chosen == "parquet":
         with ParquetResultWriter(path, batch_size=batch_size, job_id=job_id) as writer:
+            if scenario_results is not None:
+                writer.set_scenario_results(scenario_results)
             return writer.write_many(results)
     if chosen == "csv":
         return write_csv(results, path, job_id=job_id)
     if chosen == "json":
-        return write_json(results, path)
+        return write_json(results, path, scenario_results=scenario_results)
     return write_jsonl(results, path)
 
 
@@ -129,12 +137,15 @@ def read_results(
     """Load every result stored in ``path`` into a :class:`VerificationResultSet`.
 
     The set equals the one (or the results) that were written, field for field,
-    including absent sections; ``scenario_results`` and ``errors`` are None.
+    including absent sections, and the scenario results (Parquet and JSON; None
+    when there are none); ``errors`` lists the scenario runs that failed.
 
     Raises:
         ExportError: unknown format or extension, or the file is missing,
             unreadable, incompatible or holds an invalid result.
     """
+    results = list(iter_results(path, format=format, batch_size=batch_size))
+    scenarios = read_scenario_results(path, format=format)
     return VerificationResultSet(
-        results=list(iter_results(path, format=format, batch_size=batch_size))
+        results=results, scenario_results=scenarios, errors=scenario_errors(scenarios)
     )

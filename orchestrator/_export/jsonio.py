@@ -21,15 +21,16 @@ float does not survive a JSON round trip (Parquet keeps it).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
 from pydantic import ValidationError
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from .files import PathLike, atomic_output, export_error, require_readable
 from .layout import FORMAT_NAME, FORMAT_VERSION
+from .scenarios import json_scenario_line
 
 __all__ = ["iter_json", "iter_jsonl", "write_json", "write_jsonl"]
 
@@ -37,8 +38,16 @@ _HEADER = f'{{"format": "{FORMAT_NAME}", "version": {FORMAT_VERSION}, "results":
 _FOOTER = "]}"
 
 
-def write_json(results: Iterable[VerificationResult], path: PathLike) -> int:
+def write_json(
+    results: Iterable[VerificationResult],
+    path: PathLike,
+    *,
+    scenario_results: Sequence[ScenarioExecutionResult] | None = None,
+) -> int:
     """Write ``results`` as a verifleet JSON document, streaming (atomic on success).
+
+    ``scenario_results``, when given, follow the results on the closing line
+    (``"scenario_results": [...]``); see :mod:`.scenarios`.
 
     Returns:
         The number of results written.
@@ -55,7 +64,10 @@ def write_json(results: Iterable[VerificationResult], path: PathLike) -> int:
                 out.write("\n" if count == 0 else ",\n")
                 out.write(result.model_dump_json())
                 count += 1
-            out.write("\n" + _FOOTER + "\n")
+            if scenario_results is None:
+                out.write("\n" + _FOOTER + "\n")
+            else:
+                out.write("\n" + json_scenario_line(scenario_results) + "\n")
     # ValueError: a free-form value pydantic cannot serialise to JSON.
     except (OSError, ValueError) as exc:
         raise export_error(path, f"cannot write: {exc}") from exc
@@ -157,7 +169,7 @@ def _json_rows(path: PathLike) -> Iterator[VerificationResult]:
 def _stream_body(path: PathLike, lines: IO[str]) -> Iterator[VerificationResult]:
     for number, line in enumerate(lines, start=2):
         body = line.rstrip("\r\n")
-        if body == _FOOTER:
+        if body == _FOOTER or body.startswith("],"):  # "]," opens the scenario results
             return
         yield _parse(path, body.removesuffix(","), f"line {number}")
     raise export_error(path, "truncated: the closing ']}' is missing")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from .files import PathLike, export_error, publish, remove_quietly, temp_sibling
 from .layout import (
@@ -24,6 +24,7 @@ from .layout import (
     row_to_result,
 )
 from .prefetch import prefetched
+from .scenarios import SCENARIO_METADATA_KEY, scenario_results_json
 from .stored import StoredResultError, stored_batch
 
 __all__ = ["DEFAULT_BATCH_SIZE", "ParquetResultWriter", "iter_parquet", "write_stored_parquet"]
@@ -88,6 +89,7 @@ class ParquetResultWriter:
         self._closed = False
         self._io = ThreadPoolExecutor(1, "verifleet-parquet") if background else None
         self._in_flight: Future[None] | None = None
+        self._scenarios: str | None = None
         self._temp = temp_sibling(path)
         try:
             self._writer = pq.ParquetWriter(
@@ -161,6 +163,17 @@ class ParquetResultWriter:
             self.write(result)
         return self._count - before
 
+    def set_scenario_results(self, scenario_results: Sequence[ScenarioExecutionResult]) -> None:
+        """Keep ``scenario_results`` in the file's footer (key-value metadata under
+        :data:`SCENARIO_METADATA_KEY`, as JSON); written by :meth:`close`.
+
+        Raises:
+            ExportError: the writer is closed.
+        """
+        if self._closed:
+            raise export_error(self._path, "writer is already closed")
+        self._scenarios = scenario_results_json(scenario_results)
+
     def close(self) -> None:
         """Flush pending rows, finish the file and move it onto ``path``.
 
@@ -174,6 +187,8 @@ class ParquetResultWriter:
         try:
             self._flush()
             self._wait()
+            if self._scenarios is not None:
+                self._writer.add_key_value_metadata({SCENARIO_METADATA_KEY: self._scenarios})
             self._writer.close()
         except BaseException:
             self.abort()
@@ -342,6 +357,7 @@ def write_stored_parquet(
     *,
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    scenario_results: Sequence[ScenarioExecutionResult] | None = None,
 ) -> int:
     """Write results kept as stored JSON to a Parquet file, page by page.
 
@@ -354,6 +370,7 @@ def write_stored_parquet(
         path: Destination; an existing file is replaced on success only.
         job_id: Fills the ``result_key`` column.
         batch_size: Rows per batch and row group.
+        scenario_results: Scenario runs kept in the footer.
 
     Returns:
         The number of results written.
@@ -370,6 +387,8 @@ def write_stored_parquet(
         contextlib.closing(ahead),  # stops the fetching thread on an error too
         ParquetResultWriter(path, batch_size=batch_size, job_id=job_id, background=True) as writer,
     ):
+        if scenario_results is not None:
+            writer.set_scenario_results(scenario_results)
         for page in ahead:
             for data in page:
                 writer.write_stored(data)

@@ -36,7 +36,7 @@ import pydantic_core
 
 from verifleet.errors import StoredResultError
 from verifleet.schemas import ModelIdentity, VerificationResult, compute_unit_key
-from verifleet.store import result_key
+from verifleet.store import keyed_question_id, result_key
 
 from .arrow_types import FieldCodec, codec_for_model
 from .layout import (
@@ -170,7 +170,12 @@ def _fast_names(dumped: Any, job_id: str | None) -> RowNames | None:
         # equality tests against the model path catch any drift between the two.
         key = compute_unit_key(
             job_id=job_id,
-            question_id=meta["question_id"],
+            question_id=keyed_question_id(
+                meta["question_id"],
+                meta.get("scenario_id"),
+                meta.get("scenario_turn"),
+                meta.get("scenario_node"),
+            ),
             template_id=meta["template_id"],
             answering_key=answering[1],
             parsing_key=parsing[1],

@@ -11,18 +11,23 @@ from collections.abc import Iterable
 
 from celery import Celery
 
-from verifleet.store import DEFAULT_QUEUE, UnitRef, send_units
+from verifleet.store import DEFAULT_QUEUE, RedisTarget, UnitRef, send_units
 
 __all__ = ["Broker"]
 
 
 class Broker:
-    """Sends unit tasks to the workers' queue on ``redis_url``."""
+    """Sends unit tasks to the workers' queue on ``redis_url``.
+
+    Raises:
+        ConfigError: a malformed URL or TLS option (see ``RedisTarget``).
+    """
 
     def __init__(self, redis_url: str, *, queue: str = DEFAULT_QUEUE) -> None:
         self.queue = queue
-        self.app = Celery("verifleet-client", broker=redis_url)
+        self.app = Celery("verifleet-client")
         self.app.conf.update(
+            **RedisTarget.parse(redis_url).celery_settings(),
             task_serializer="json",
             accept_content=["json"],
             task_ignore_result=True,

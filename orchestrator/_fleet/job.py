@@ -10,13 +10,14 @@ from pathlib import Path
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
+    ScenarioExecutionResult,
     VerificationConfig,
     VerificationResult,
     VerificationResultSet,
 )
 from verifleet.store import JobProgress, JobStatus, ResultStore
 
-from .._export import resolve_format, write_results, write_stored_parquet
+from .._export import resolve_format, scenario_errors, write_results, write_stored_parquet
 from .broker import Broker
 from .submit import resume_job, submit_job
 
@@ -129,14 +130,24 @@ class Job:
         """Stream every stored result (bounded memory)."""
         return self.store.iter_results(self.job_id)
 
+    def scenario_results(self) -> list[ScenarioExecutionResult] | None:
+        """Every finished scenario run, None when the job has none."""
+        runs = list(self.store.iter_scenario_results(self.job_id))
+        return runs or None
+
     def result_set(self) -> VerificationResultSet:
-        """All results as a :class:`VerificationResultSet`."""
-        return VerificationResultSet(results=list(self.iter_results()))
+        """All results as a :class:`VerificationResultSet`, with the scenario runs
+        in ``scenario_results`` and the failed ones in ``errors``."""
+        runs = self.scenario_results()
+        return VerificationResultSet(
+            results=list(self.iter_results()), scenario_results=runs, errors=scenario_errors(runs)
+        )
 
     def export(self, path: Path) -> int:
         """Stream the results into ``path`` (format from its extension).
 
-        Parquet and CSV carry each result's key in this job (``result_key``).
+        Parquet and CSV carry each result's key in this job (``result_key``);
+        Parquet and JSON also hold the scenario runs.
         Parquet is written from the stored JSON without validating every result
         into a model (several times faster); the file is the same as the one
         :func:`~verifleet.orchestrator.write_results` makes of :meth:`iter_results`.
@@ -149,7 +160,8 @@ class Job:
                 stored result is invalid; ``path`` is then left as it was.
             redis.RedisError: Redis is unreachable.
         """
+        runs = self.scenario_results()
         if resolve_format(path) == "parquet":
             pages = self.store.iter_stored_batches(self.job_id)
-            return write_stored_parquet(pages, path, job_id=self.job_id)
-        return write_results(self.iter_results(), path, job_id=self.job_id)
+            return write_stored_parquet(pages, path, job_id=self.job_id, scenario_results=runs)
+        return write_results(self.iter_results(), path, job_id=self.job_id, scenario_results=runs)

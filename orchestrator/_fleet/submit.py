@@ -15,7 +15,7 @@ from verifleet.schemas import (
     TemplateValidationError,
     VerificationConfig,
 )
-from verifleet.store import ResultStore, unit_messages
+from verifleet.store import ResultStore, count_units, unit_messages
 
 from .broker import Broker
 
@@ -64,14 +64,25 @@ def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
             pool.validate_template(q.answer_template or "", question_id=q.id)
         except TemplateValidationError as exc:
             templates[q.id] = f"question {q.id}: template: {exc.problem}"
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            if not node.question.has_template:
+                continue
+            where = f"scenario {scenario.id}, node {node.id}"
+            try:
+                pool.validate_template(
+                    node.question.answer_template or "", question_id=node.question.id
+                )
+            except TemplateValidationError as exc:
+                templates[where] = f"{where}: template: {exc.problem}"
     return problems, templates
 
 
 def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[list[str], list[str]]:
     """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
-    if not benchmark.questions:
-        problems.append("the benchmark has no questions")
+    if not benchmark.questions and not benchmark.scenarios:
+        problems.append("the benchmark has no questions and no scenarios")
     others, templates = _validate(benchmark)
     problems.extend(others)
     failing = list(templates.values())
@@ -80,6 +91,13 @@ def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[lis
             f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
             for q in benchmark.questions
             if not q.has_template
+        )
+        failing.extend(
+            f"scenario {s.id}, node {n.id}: evaluation mode '{config.evaluation_mode}' "
+            "needs an answer template"
+            for s in benchmark.scenarios
+            for n in s.nodes
+            if not n.question.has_template
         )
     if config.rubric_stages_enabled:
         names: set[str] = set()
@@ -156,19 +174,26 @@ def submit_job(
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
-    units = len(benchmark.questions) * len(config.answering_models) * config.replicate_count
+    units = count_units(benchmark, config)
     store.create_job(
         job_id,
         benchmark_json=benchmark.model_dump_json(),
         config_json=config.model_dump_json(),
         total_units=units,
         name=name or benchmark.name,
+        total_scenarios=len(benchmark.scenarios)
+        * len(config.answering_models)
+        * config.replicate_count,
     )
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
         job_id=job_id,
         units=sent,
-        expected_results=sent * len(config.parsing_models),
+        # Scenario turns add results beyond these: how many depends on the paths taken.
+        expected_results=len(benchmark.questions)
+        * len(config.answering_models)
+        * config.replicate_count
+        * len(config.parsing_models),
         failing_questions=failing,
     )
 

@@ -6,10 +6,13 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from verifleet.schemas import ExportError, VerificationResult
+from verifleet.pipeline import ScenarioRun
+from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
 from verifleet.store import result_key
 
 from .journal import Journal, journal_path
+from .runner import scenario_done_key
+from .scenario_journal import ScenarioJournal, scenario_journal_path
 
 __all__ = ["RunOutput"]
 
@@ -20,7 +23,9 @@ class RunOutput:
     Results already in the output file or in its journal count as done; new ones
     go to the journal as they finish; :meth:`finalize` writes the merged,
     de-duplicated set to the output file atomically (write a temporary file, then
-    rename) and removes the journal.
+    rename) and removes the journal. Scenario runs go to their own journal, each
+    whole with its turn results; Parquet and JSON outputs keep them (JSON Lines
+    and CSV cannot: their scenarios run again on resume).
     """
 
     def __init__(self, path: Path) -> None:
@@ -28,7 +33,26 @@ class RunOutput:
 
         self.path = path
         self.journal = Journal(journal_path(path))
+        self.scenario_journal = ScenarioJournal(scenario_journal_path(path))
         self._iter_results = iter_results
+
+    def _existing_scenarios(self) -> list[ScenarioExecutionResult]:
+        from verifleet.orchestrator import read_scenario_results
+
+        stored = read_scenario_results(self.path) if self.path.exists() else None
+        journalled = [r.scenario_result for r in self.scenario_journal.read()]
+        return [*(stored or []), *(r for r in journalled if r is not None)]
+
+    def done_scenarios(self) -> set[str]:
+        """:func:`scenario_done_key` of every scenario run already produced."""
+        return {
+            scenario_done_key(r.scenario_id, r.answering_model or "", r.replicate)
+            for r in self._existing_scenarios()
+        }
+
+    def record_scenario(self, run: ScenarioRun) -> None:
+        """Journal one finished scenario run with its turn results."""
+        self.scenario_journal.append(run)
 
     def _existing(self) -> Iterator[VerificationResult]:
         if self.path.exists():
@@ -39,6 +63,8 @@ class RunOutput:
             except Exception as exc:
                 raise ExportError(f"{self.path}: cannot read existing results: {exc}") from exc
         yield from self.journal.read()
+        for run in self.scenario_journal.read():
+            yield from run.results
 
     def done_keys(self) -> set[str]:
         """Keys of every result already produced for this output."""
@@ -58,6 +84,11 @@ class RunOutput:
         from verifleet.orchestrator import write_results
 
         self.journal.close()
+        self.scenario_journal.close()
+        runs: dict[str, ScenarioExecutionResult] = {}
+        for run in self._existing_scenarios():
+            key = scenario_done_key(run.scenario_id, run.answering_model or "", run.replicate)
+            runs.setdefault(key, run)
         seen: set[str] = set()
 
         def unique() -> Iterator[VerificationResult]:
@@ -69,9 +100,10 @@ class RunOutput:
 
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
         try:
-            count = write_results(unique(), tmp)
+            count = write_results(unique(), tmp, scenario_results=list(runs.values()) or None)
             os.replace(tmp, self.path)
         finally:
             tmp.unlink(missing_ok=True)
         self.journal.remove()
+        self.scenario_journal.remove()
         return count

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
-from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.limits import LocalCallGate, endpoint_id
+from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
 from verifleet.schemas import (
     Benchmark,
     ModelConfig,
@@ -20,11 +21,15 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultMetadata,
 )
-from verifleet.store import Unit, expand_units, unit_result_keys
+from verifleet.store import (
+    ScenarioUnit,
+    Unit,
+    expand_scenario_units,
+    expand_units,
+    unit_result_keys,
+)
 
-from .limits import LocalCallGate
-
-__all__ = ["LocalRunner", "failed_unit_results"]
+__all__ = ["LocalRunner", "failed_unit_results", "scenario_done_key"]
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +37,19 @@ log = logging.getLogger(__name__)
 class LocalRunner:
     """Runs a job's units concurrently and yields results as they finish.
 
+    How many units run at once follows the endpoints' adaptive windows (see
+    :mod:`verifleet.limits`): a quarter more units than the windows of the job's
+    endpoints admit calls together (plus four, for units between calls), so the
+    windows stay full and few threads wait at a gate; never more than the
+    config's ``max_concurrency``. With a gate other than the default local one,
+    ``max_concurrency`` units run.
+
     Args:
         benchmark: The questions (templates are validated by the pipeline per unit).
-        config: The verification config; ``max_concurrency`` threads run units.
+        config: The verification config; ``max_concurrency`` caps the units at once.
         resources: Per-process caches (chat clients, compiled templates, the
-            embedding model); one shared instance by default.
+            embedding model); by default a shared instance with a
+            :class:`~verifleet.limits.LocalCallGate`.
     """
 
     def __init__(
@@ -57,8 +70,70 @@ class LocalRunner:
         """Every unit of the job, in a stable order."""
         return expand_units(self.benchmark, self.config)
 
+    def count_scenario_units(self) -> int:
+        """How many scenario units the job has."""
+        return (
+            len(self.benchmark.scenarios)
+            * len(self.config.answering_models)
+            * self.config.replicate_count
+        )
+
+    def run_scenarios(
+        self,
+        *,
+        done: set[str] | frozenset[str] = frozenset(),
+        on_skip: Callable[[ScenarioUnit], None] | None = None,
+    ) -> Iterator[tuple[ScenarioUnit, ScenarioRun]]:
+        """Run every scenario unit whose :func:`scenario_done_key` is not in ``done``.
+
+        Yields ``(unit, run)`` in completion order; a scenario that fails has its
+        failure in ``run.scenario_result`` (status ``error``), never raised.
+        """
+
+        def todo() -> Iterator[ScenarioUnit]:
+            for unit in expand_scenario_units(self.benchmark, self.config):
+                key = scenario_done_key(
+                    unit.scenario.id, unit.answering.identity().display_string, unit.replicate
+                )
+                if key in done:
+                    if on_skip is not None:
+                        on_skip(unit)
+                    continue
+                yield unit
+
+        workers = self.config.max_concurrency
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-scn") as pool:
+            pending: dict[Future[ScenarioRun], ScenarioUnit] = {}
+            source = todo()
+            exhausted = False
+            while True:
+                # as for units: the endpoints' windows decide how many run
+                window = self.units_at_once()
+                while not exhausted and not self._stop.is_set() and len(pending) < window:
+                    unit = next(source, None)
+                    if unit is None:
+                        exhausted = True
+                        break
+                    pending[pool.submit(self._run_scenario, unit)] = unit
+                if not pending:
+                    return
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield pending.pop(future), future.result()
+
+    def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
+        return run_scenario(
+            unit.scenario,
+            unit.answering,
+            self.config.parsing_models,
+            self.config,
+            replicate=unit.replicate,
+            global_rubric=self.benchmark.global_rubric,
+            resources=self.resources,
+        )
+
     def count_units(self) -> int:
-        """How many units the job has."""
+        """How many question units the job has."""
         return (
             len(self.benchmark.questions)
             * len(self.config.answering_models)
@@ -86,17 +161,35 @@ class LocalRunner:
             unit for unit in self.units() if not _already_done(unit, parsing, done_keys, on_skip)
         )
         workers = self.config.max_concurrency
+        # Threads start as units are submitted, so only as many exist as the
+        # windows ever asked for.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-unit") as pool:
-            yield from self._drain(pool, todo, window=2 * workers)
+            yield from self._drain(pool, todo)
+
+    def units_at_once(self) -> int:
+        """How many units to keep running now (see the class docstring)."""
+        most = self.config.max_concurrency
+        gate = self.resources.call_gate
+        if not isinstance(gate, LocalCallGate):
+            return most
+        windows: dict[str, int] = {}
+        for model in (*self.config.answering_models, *self.config.parsing_models):
+            limit = gate.limit(model)
+            if limit is None:
+                return most  # an endpoint nothing limits: the config decides
+            windows[endpoint_id(model)] = limit
+        return min(most, sum(windows.values()) * 5 // 4 + 4)
 
     def _drain(
-        self, pool: ThreadPoolExecutor, todo: Iterable[Unit], *, window: int
+        self, pool: ThreadPoolExecutor, todo: Iterable[Unit]
     ) -> Iterator[tuple[Unit, list[VerificationResult]]]:
-        # A bounded window of submitted futures keeps memory flat for huge jobs.
+        # A bounded set of submitted futures keeps memory flat for huge jobs; its
+        # size follows the windows as they grow or shrink.
         pending: dict[Future[list[VerificationResult]], Unit] = {}
         source = iter(todo)
         exhausted = False
         while True:
+            window = self.units_at_once()
             while not exhausted and not self._stop.is_set() and len(pending) < window:
                 unit = next(source, None)
                 if unit is None:
@@ -183,3 +276,8 @@ def failed_unit_results(
             )
         )
     return results
+
+
+def scenario_done_key(scenario_id: str, answering: str, replicate: int | None) -> str:
+    """Names a finished scenario run in a local output (scenario, model, replicate)."""
+    return f"{scenario_id}\t{answering}\t{replicate}"

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
-__all__ = ["PairCounts", "PassRateTally"]
+__all__ = ["PairCounts", "PassRateTally", "ScenarioTally"]
 
 
 @dataclass
@@ -72,4 +72,37 @@ class PassRateTally:
                 str(c.errors),
                 rate,
             )
+        return table
+
+
+class ScenarioTally:
+    """Scenario runs by status and by outcome, counted as they finish."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.by_status: dict[str, int] = defaultdict(int)
+        self.outcomes_passed = 0
+        self.errors: list[str] = []
+
+    def add(self, run: ScenarioExecutionResult) -> None:
+        """Count one finished run; a failed one is remembered for the summary."""
+        self.runs += 1
+        self.by_status[run.status] += 1
+        if run.outcomes_passed:
+            self.outcomes_passed += 1
+        entry = run.error()
+        if entry is not None:
+            self.errors.append(f"{entry[0]}: {entry[1]}")
+
+    def table(self, title: str = "Scenario runs") -> Table:
+        """A rich table: runs per status and runs whose outcome criteria all held."""
+        table = Table(title=title)
+        names = ("runs", "completed", "limit_reached", "timeout", "error", "outcomes passed")
+        for name in names:
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_row(
+            str(self.runs),
+            *(str(self.by_status.get(s, 0)) for s in names[1:5]),
+            str(self.outcomes_passed),
+        )
         return table

@@ -11,6 +11,8 @@ import argparse
 import logging
 import sys
 
+import redis
+
 from verifleet import __version__
 from verifleet.schemas import VerifleetError
 
@@ -50,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.handler(args)
     except VerifleetError as exc:
         print(f"verifleet {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except redis.RedisError as exc:
+        # Redis lost mid-command (the commands check it once up front): one line, the
+        # error names the host, never the URL with its password.
+        print(f"verifleet {args.command}: error: Redis: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"verifleet {args.command}: interrupted", file=sys.stderr)

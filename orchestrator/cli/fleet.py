@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from verifleet.schemas import ConfigError, load_benchmark
-from verifleet.store import JobProgress, ResultStore
+from verifleet.store import JobProgress, RedisTarget, ResultStore, mask_password
 
 from .._fleet.broker import Broker
 from .._fleet.job import Job, redis_url_from
@@ -78,8 +78,21 @@ def register(commands: Any) -> None:
     results.set_defaults(handler=_results)
 
 
+def _url(args: argparse.Namespace) -> str:
+    """The Redis URL of ``--redis`` / ``VERIFLEET_REDIS_URL``, checked with one PING so
+    that a wrong password, CA or host is one clear line, not a traceback.
+
+    Raises:
+        ConfigError: no URL, or a malformed one.
+        RedisAccessError: Redis is unreachable or refuses the password or TLS.
+    """
+    url = redis_url_from(args.redis)
+    RedisTarget.parse(url).check()
+    return url
+
+
 def _store(args: argparse.Namespace) -> ResultStore:
-    return ResultStore.from_url(redis_url_from(args.redis))
+    return ResultStore.from_url(_url(args))
 
 
 def _progress(store: ResultStore, job_id: str) -> JobProgress:
@@ -90,13 +103,13 @@ def _progress(store: ResultStore, job_id: str) -> JobProgress:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    url = redis_url_from(args.redis)
+    url = _url(args)
+    start_sandbox(args)  # templates and callable traits are checked in sandbox executors
     # Templates are checked by submit_job: a broken one fails its own question
     # (or, with --strict, rejects the job), as `verifleet run` does.
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
-    start_sandbox(args)  # templates are validated in sandbox executors
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)
@@ -116,8 +129,10 @@ def _submit(args: argparse.Namespace) -> int:
     print(
         f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results expected)"
     )
-    print(f"watch it:    verifleet watch {report.job_id} --redis {url}")
-    print(f"collect it:  verifleet results {report.job_id} --redis {url} --out results.parquet")
+    # The URL's password stays out of the terminal (and its scrollback).
+    shown = mask_password(url)
+    print(f"watch it:    verifleet watch {report.job_id} --redis {shown}")
+    print(f"collect it:  verifleet results {report.job_id} --redis {shown} --out results.parquet")
     return 0
 
 
@@ -148,6 +163,11 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
         f"failed {p.failed_units}  in flight {p.in_flight}  "
         f"rate {rate or 0:.2f} units/s  ETA {eta}"
     )
+    if p.total_scenarios:
+        line.append(
+            f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "
+            f"scenario errors {p.scenario_errors}"
+        )
     table = Table(title="pass rate so far")
     for col in ("answering", "parsing", "passed", "failed", "errors", "pass rate"):
         table.add_column(col)
@@ -187,7 +207,7 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    job = Job(args.job_id, args.redis)
+    job = Job(args.job_id, _url(args))
     _progress(job.store, args.job_id)
     job.cancel()
     print(
@@ -197,7 +217,7 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    job = Job(args.job_id, args.redis)
+    job = Job(args.job_id, _url(args))
     _progress(job.store, args.job_id)
     sent = job.resume()
     print(f"job {args.job_id}: {sent} units re-enqueued")
@@ -205,7 +225,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    job = Job(args.job_id, args.redis)
+    job = Job(args.job_id, _url(args))
     _progress(job.store, args.job_id)
     count = job.export(args.out)
     print(f"{count} results written to {args.out}")

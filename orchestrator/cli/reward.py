@@ -24,6 +24,7 @@ import redis
 
 from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_local
 from verifleet.schemas import ConfigError
+from verifleet.store import mask_password
 
 from ._sandbox import start_sandbox
 from .serve import add_reward_arguments, reward_setup
@@ -90,7 +91,9 @@ def _reward(args: argparse.Namespace) -> int:
                     on_error=_report_line,
                 )
             except redis.ConnectionError as exc:
-                raise ConfigError(f"cannot reach Redis at {args.redis}: {exc}") from None
+                raise ConfigError(
+                    f"cannot reach Redis at {mask_password(args.redis)}: {exc}"
+                ) from None
         else:
             report = score_rollouts_local(
                 args.rollouts, args.out, scorer, concurrency=args.concurrency, on_error=_report_line

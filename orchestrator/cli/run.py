@@ -1,9 +1,11 @@
 """``verifleet run``: a whole job in this process (local mode).
 
 Runs every (question × answering model × replicate) unit concurrently, generates
-each answer once for all parsing models, shows live progress, prints pass rates
-per model pair and writes the result set. Re-running with the same ``--out``
-resumes: units already in the file (or its journal) are not run again.
+each answer once for all parsing models, then every (scenario × answering model ×
+replicate) unit turn by turn; shows live progress, prints pass rates per model
+pair and scenario runs by status, and writes the result set (scenario runs too,
+in .parquet and .json). Re-running with the same ``--out`` resumes: units already
+in the file (or its journals) are not run again.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from verifleet.schemas import ConfigError, load_benchmark
 from .._local.output import RunOutput
 from .._local.progress import RunProgress
 from .._local.runner import LocalRunner
-from .._local.tally import PassRateTally
+from .._local.tally import PassRateTally, ScenarioTally
 from ._console import make_console
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import add_config_arguments, build_config, local_model_needed
@@ -92,13 +94,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
-    if not benchmark.questions:
-        raise ConfigError(f"{out}: the benchmark has no questions")
+    if not benchmark.questions and not benchmark.scenarios:
+        raise ConfigError(f"{out}: the benchmark has no questions and no scenarios")
+    if benchmark.scenarios and out.suffix.lower() not in (".parquet", ".pq", ".json"):
+        console.print(
+            f"[yellow]warning:[/yellow] {out.suffix} files hold result rows only: the "
+            "scenario runs (scenario_results) are not kept, and a resumed run repeats "
+            "them; use .parquet or .json"
+        )
     output = RunOutput(out)
     done = output.done_keys()
+    done_scenarios = output.done_scenarios()
     runner = LocalRunner(benchmark, config)
-    total = runner.count_units()
+    total = runner.count_units() + runner.count_scenario_units()
     tally = PassRateTally()
+    scenarios = ScenarioTally()
     skipped = 0
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
@@ -116,9 +126,17 @@ def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
                 progress.advance(
                     failed=any(not r.metadata.completed_without_errors for r in results)
                 )
+            for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
+                output.record_scenario(run)
+                for result in run.results:
+                    tally.add(result)
+                assert run.scenario_result is not None
+                scenarios.add(run.scenario_result)
+                progress.advance(failed=run.scenario_result.status == "error")
         except KeyboardInterrupt:
             runner.stop()
             output.journal.close()
+            output.scenario_journal.close()
             console.print(
                 f"interrupted: finished units are kept in {output.journal.path}; "
                 f"run the same command again to resume"
@@ -129,6 +147,10 @@ def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
     if skipped:
         console.print(f"resumed: {skipped} of {total} units were already in {out}")
     console.print(tally.table())
+    if scenarios.runs:
+        console.print(scenarios.table())
+        for line in scenarios.errors:
+            console.print(f"[yellow]scenario failed:[/yellow] {line}")
     ran = total - skipped
     console.print(
         f"{ran} units in {elapsed:.1f}s ({ran / elapsed if elapsed else 0:.2f} units/s); "

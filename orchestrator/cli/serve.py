@@ -6,17 +6,23 @@ full verification result. The response is verified as given: no answer is
 generated. ``--reward-config`` chooses binary, continuous or hybrid rewards (see
 docs/reward.md); ``--redis`` shares the judge-call cache between service
 replicas so every replica gives a response the same reward.
+
+Beyond this machine, set ``VERIFLEET_SERVE_TOKEN`` (every route but ``GET /health``
+then needs ``Authorization: Bearer <token>``) and put a TLS reverse proxy in front:
+the server refuses a non-loopback ``--host`` without a token unless
+``--insecure-no-auth`` is given. Bodies over ``--max-body-bytes`` get 413, requests
+still scoring after ``--request-timeout`` seconds get 504.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
+import os
 import sys
 from pathlib import Path
 from typing import Any
-
-import redis
 
 from verifleet.reward import (
     MemoryJudgeCache,
@@ -27,23 +33,40 @@ from verifleet.reward import (
     reward_resources,
 )
 from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
+from verifleet.store import RedisTarget
 
 from .._fleet.submit import template_problems
-from ..serve import DEFAULT_MAX_BODY_BYTES, create_app
+from ..serve import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, create_app
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
-__all__ = ["add_reward_arguments", "judge_models", "register", "reward_setup"]
+__all__ = [
+    "TOKEN_ENV",
+    "add_reward_arguments",
+    "check_exposure",
+    "is_loopback",
+    "judge_models",
+    "register",
+    "reward_setup",
+]
+
+#: The environment variable holding the bearer token of ``verifleet serve``.
+TOKEN_ENV = "VERIFLEET_SERVE_TOKEN"
 
 _EPILOG = """\
 examples:
   verifleet serve bench.yaml                      # the bundled local judge
   verifleet serve bench.yaml --parsing openai:gpt-4.1-mini --port 8080
   verifleet serve bench.yaml --parsing http://127.0.0.1:8000/v1#judge \\
-      --reward-config reward.yaml --redis redis://127.0.0.1:6379/0
+      --reward-config reward.yaml --redis redis://:PASSWORD@127.0.0.1:6379/0
 
   curl -s localhost:8080/verify -H 'content-type: application/json' \\
       -d '{"question_id": "q1", "response": "The capital is Paris."}'
+
+  # beyond this machine: a bearer token, and TLS from a reverse proxy (docs/reward.md)
+  export VERIFLEET_SERVE_TOKEN=$(openssl rand -hex 32)
+  verifleet serve bench.yaml --host 127.0.0.1 --port 8080   # the proxy terminates TLS
+  curl -s https://reward.example.org/verify -H "authorization: Bearer $VERIFLEET_SERVE_TOKEN" ...
 """
 
 
@@ -125,7 +148,9 @@ def reward_setup(
     Raises:
         BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
             template does not compile or is refused.
-        ConfigError: a bad model spec or reward config, or a missing API key.
+        ConfigError: a bad model spec or reward config, a malformed Redis URL, or
+            a missing API key.
+        RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
@@ -141,7 +166,9 @@ def reward_setup(
     models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:
-        cache: Any = RedisJudgeCache(redis.Redis.from_url(redis_url))
+        target = RedisTarget.parse(redis_url)
+        target.check()  # a wrong password or CA fails here, not on the first request
+        cache: Any = RedisJudgeCache(target.client())
     else:
         cache = MemoryJudgeCache()
     resources = reward_resources(cache)
@@ -163,21 +190,94 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_reward_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1); any other than a loopback address "
+        "needs --token (or --insecure-no-auth)",
+    )
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    parser.add_argument("--redis", metavar="URL", help="share the judge-call cache through Redis")
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share the judge-call cache through Redis (redis://:PASSWORD@host:port/db, or "
+        "rediss:// for TLS)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV) or None,
+        help=f"bearer token every request but GET /health must send (default: ${TOKEN_ENV}; "
+        "prefer the variable: command lines are visible to other local users)",
+    )
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow binding a non-loopback address without a token (anyone who reaches the "
+        "port can run verifications)",
+    )
     parser.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_MAX_BODY_BYTES,
         help=f"larger requests get 413 (default {DEFAULT_MAX_BODY_BYTES})",
     )
+    parser.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=DEFAULT_REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help="a /verify still scoring after this long gets 504 and is abandoned "
+        f"(default {DEFAULT_REQUEST_TIMEOUT:g})",
+    )
     parser.set_defaults(handler=_serve)
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{raw}: must be a positive integer")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{raw}: must be a positive number")
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the service on this machine. Host names other
+    than ``localhost`` count as not loopback: what they resolve to can change."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None, *, insecure_no_auth: bool) -> None:
+    """Refuse to serve an open service beyond this machine.
+
+    Raises:
+        ConfigError: ``host`` is not a loopback address, no token is set and
+            ``insecure_no_auth`` is False; or the token is empty.
+    """
+    if token is not None and not token.strip():
+        raise ConfigError(f"--token / {TOKEN_ENV} is empty")
+    if token is None and not insecure_no_auth and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to serve on {host} without authentication: anyone who reaches it "
+            f"could run verifications. Set {TOKEN_ENV} (or --token) to require a bearer "
+            "token, bind 127.0.0.1 behind a TLS reverse proxy, or pass --insecure-no-auth"
+        )
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
@@ -188,10 +288,13 @@ def _serve(args: argparse.Namespace) -> int:
             reward,
             resources=scorer.resources,
             max_body_bytes=args.max_body_bytes,
+            token=args.token,
+            request_timeout=args.request_timeout,
         )
+        auth = "bearer token required" if args.token else "NO authentication"
         print(
             f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "
-            f"{reward.mode} reward) on http://{args.host}:{args.port}/verify",
+            f"{reward.mode} reward) on http://{args.host}:{args.port}/verify ({auth})",
             flush=True,
         )
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)

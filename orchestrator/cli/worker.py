@@ -4,8 +4,8 @@
 one process; scale past ~600 tasks/s with more processes, not more threads). It
 is equivalent to ``celery -A verifleet.workers.app worker -P threads -c N -Q verifleet``.
 
-``flower`` starts Flower against the same broker with a bounded task history and,
-when credentials are configured, basic auth.
+``flower`` starts Flower against the same broker with a bounded task history and
+basic auth; see ``verifleet flower --help``.
 """
 
 from __future__ import annotations
@@ -13,14 +13,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
-from verifleet.store import DEFAULT_QUEUE
+from verifleet.schemas import ConfigError
+from verifleet.store import DEFAULT_QUEUE, RedisTarget
 
 from .._fleet.job import redis_url_from
 from ._sandbox import add_sandbox_argument, start_sandbox
 
-__all__ = ["flower_command", "register"]
+__all__ = ["AUTH_ENV", "DEFAULT_CONCURRENCY", "flower_command", "register"]
+
+#: Threads of a worker process: enough that the fleet-wide adaptive window, not
+#: the thread count, decides how many calls an endpoint gets.
+DEFAULT_CONCURRENCY = 128
+
+#: The environment variable with Flower's basic-auth credentials (user:password).
+AUTH_ENV = "VERIFLEET_FLOWER_AUTH"
+
+_FLOWER_DOC = """\
+Start Flower (the Celery dashboard) against the fleet's broker, with a bounded task
+history. Flower shows every task's arguments and can shut workers down, so it never
+starts without authentication: give --basic-auth USER:PASSWORD (or set
+VERIFLEET_FLOWER_AUTH), configure Flower's OAuth (FLOWER_AUTH, FLOWER_AUTH_PROVIDER),
+or pass --no-auth to run it open on purpose. Serve it behind a TLS proxy when it
+listens beyond localhost: basic auth over plain HTTP sends the password in clear.
+
+The Redis URL may carry a password (redis://:PASSWORD@host:6379/0) and TLS
+(rediss://...?ssl_ca_certs=/path/ca.pem, or VERIFLEET_REDIS_SSL_* variables).
+"""
 
 
 def register(commands: Any) -> None:
@@ -32,31 +53,56 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
-    worker.add_argument("--concurrency", type=int, default=32, help="units at once (threads)")
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"most units at once (threads; default {DEFAULT_CONCURRENCY}): the fleet-wide "
+        "adaptive window "
+        "of each endpoint decides how many of them call it",
+    )
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
     add_sandbox_argument(worker)
     worker.set_defaults(handler=_worker)
 
-    flower = commands.add_parser("flower", help="start Flower for the fleet")
+    flower = commands.add_parser(
+        "flower",
+        help="start Flower for the fleet (needs --basic-auth or --no-auth)",
+        description=_FLOWER_DOC,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     flower.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
     flower.add_argument("--port", type=int, default=5555)
     flower.add_argument("--address", default="127.0.0.1")
     flower.add_argument(
         "--basic-auth",
-        default=os.environ.get("VERIFLEET_FLOWER_AUTH"),
-        help="user:password (default: $VERIFLEET_FLOWER_AUTH); strongly advised off-localhost",
+        metavar="USER:PASSWORD",
+        default=os.environ.get(AUTH_ENV) or os.environ.get("FLOWER_BASIC_AUTH"),
+        help=f"basic auth, comma-separated for several users (default: ${AUTH_ENV}, "
+        "else $FLOWER_BASIC_AUTH); passed to Flower through its environment, not its "
+        "command line",
+    )
+    flower.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="start Flower without any authentication (anyone who reaches the port sees "
+        "every task's arguments and can shut workers down)",
     )
     flower.add_argument("--max-tasks", type=int, default=10000, help="tasks kept in memory")
     flower.set_defaults(handler=_flower)
 
 
 def _worker(args: argparse.Namespace) -> int:
-    # The app reads its settings from the environment when it is imported.
-    os.environ["VERIFLEET_REDIS_URL"] = redis_url_from(args.redis)
     # Refuse to consume tasks on a machine that lacks the configured isolation.
     start_sandbox(args)
+    url = redis_url_from(args.redis)
+    # Celery retries a refused broker connection forever; a wrong password, CA or
+    # host should stop the worker at once with one clear line instead.
+    RedisTarget.parse(url).check()
+    # The app reads its settings from the environment when it is imported.
+    os.environ["VERIFLEET_REDIS_URL"] = url
     from verifleet.workers.app import app
 
     argv = [
@@ -76,33 +122,83 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_basic_auth(basic_auth: str) -> None:
+    for pair in basic_auth.split(","):
+        user, sep, password = pair.partition(":")
+        if not (user and sep and password):
+            # The value itself is a secret: say what is wrong, not what it is.
+            raise ConfigError(
+                f"--basic-auth / ${AUTH_ENV}: expected user:password (comma-separated for "
+                "several users); an entry has no user or no password"
+            )
+
+
 def flower_command(
-    redis_url: str, *, port: int, address: str, basic_auth: str | None, max_tasks: int
-) -> list[str]:
-    """The ``celery flower`` command line ``verifleet flower`` runs."""
+    redis_url: str,
+    *,
+    port: int,
+    address: str,
+    basic_auth: str | None,
+    max_tasks: int,
+    no_auth: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """The ``celery flower`` command line ``verifleet flower`` runs, and its
+    environment: the broker URL and the basic-auth credentials travel there, not in
+    the arguments, which any local user can read with ``ps``.
+
+    Flower's own OAuth (``FLOWER_AUTH`` with ``FLOWER_AUTH_PROVIDER`` in
+    ``environ``) counts as authentication too.
+
+    Raises:
+        ConfigError: no authentication is configured and ``no_auth`` is False, or
+            ``basic_auth`` is not ``user:password[,user:password...]``.
+    """
+    env = dict(os.environ if environ is None else environ)
+    oauth = bool(env.get("FLOWER_AUTH") and env.get("FLOWER_AUTH_PROVIDER"))
+    if basic_auth:
+        _check_basic_auth(basic_auth)
+        env["FLOWER_BASIC_AUTH"] = basic_auth
+    elif not (oauth or no_auth):
+        raise ConfigError(
+            "Flower shows every task's arguments and can shut workers down: give "
+            f"--basic-auth USER:PASSWORD (or set {AUTH_ENV}), or pass --no-auth to run "
+            "it open on purpose"
+        )
+    else:
+        # --no-auth means none: a stray FLOWER_BASIC_AUTH would contradict the log line.
+        env.pop("FLOWER_BASIC_AUTH", None)
+    env["VERIFLEET_REDIS_URL"] = redis_url
     cmd = [
         sys.executable,
         "-m",
         "celery",
-        "-b",
-        redis_url,
+        "-A",
+        "verifleet.orchestrator._fleet.flower_app",
         "flower",
         f"--port={port}",
         f"--address={address}",
         f"--max_tasks={max_tasks}",
     ]
-    if basic_auth:
-        cmd.append(f"--basic_auth={basic_auth}")
-    return cmd
+    return cmd, env
 
 
 def _flower(args: argparse.Namespace) -> int:
-    cmd = flower_command(
-        redis_url_from(args.redis),
+    url = redis_url_from(args.redis)
+    cmd, env = flower_command(
+        url,
         port=args.port,
         address=args.address,
         basic_auth=args.basic_auth,
         max_tasks=args.max_tasks,
+        no_auth=args.no_auth,
     )
-    os.execv(cmd[0], cmd)
-    return 0  # pragma: no cover - execv does not return
+    RedisTarget.parse(url).check()  # a wrong password or CA fails here, in one line
+    if args.no_auth and not args.basic_auth:
+        print(
+            "verifleet flower: WARNING: running without authentication (--no-auth)",
+            file=sys.stderr,
+            flush=True,
+        )
+    os.execve(cmd[0], cmd, env)
+    return 0  # pragma: no cover - execve does not return

@@ -1,18 +1,23 @@
 """Reading a judge's JSON reply: strict parsing, schema checking, repair.
 
-Judges are small models as often as large ones. The checker covers the part of
-JSON Schema that pydantic emits for answer templates and check payloads
-(``type``, ``properties``, ``required``, ``enum``, ``const``, ``items``,
-``anyOf``/``oneOf``, ``additionalProperties: false`` and local ``$ref``), which is
-all we need to tell a judge precisely what was wrong with its reply.
+Judges are small models as often as large ones. Replies are checked against the
+JSON schema the judge was given with ``jsonschema`` and repaired with
+``json_repair``; what is ours is the wording of the problems, which goes back to
+the judge when it is asked again, so it must name the field and say what to fix.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable
 from typing import Any
+
+import json_repair
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
+from referencing.exceptions import Unresolvable
 
 __all__ = ["parse_strict", "repair_json", "schema_errors"]
 
@@ -44,9 +49,14 @@ def parse_strict(text: str) -> dict[str, Any]:
     return value
 
 
-def _structural(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """``(position, char)`` of the characters of ``text`` outside JSON strings
-    (quotes included, escapes respected), from ``start``."""
+def _first_object(text: str) -> str | None:
+    """The first balanced ``{...}`` in ``text`` (strings and escapes respected), or
+    everything from the first ``{`` when no object closes (a reply cut off at
+    ``max_tokens``); None without a ``{``."""
+    start = text.find("{")
+    if start == -1:
+        return None
+    depth = 0
     in_string = escaped = False
     for pos in range(start, len(text)):
         char = text[pos]
@@ -57,46 +67,20 @@ def _structural(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
                 escaped = True
             elif char == '"':
                 in_string = False
-                yield pos, char
-        else:
-            in_string = char == '"'
-            yield pos, char
-
-
-def _first_object(text: str) -> str | None:
-    """The first balanced ``{...}`` in ``text``, respecting strings and escapes."""
-    start = text.find("{")
-    while start != -1:
-        depth = 0
-        for pos, char in _structural(text, start):
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : pos + 1]
-        start = text.find("{", start + 1)
-    return None
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """Remove commas that directly precede ``}`` or ``]`` outside strings (a regex
-    would also eat them inside string values such as a key ``",]"``)."""
-    dropped: set[int] = set()
-    last_comma: int | None = None
-    for pos, char in _structural(text):
-        if char == ",":
-            last_comma = pos
-        elif char in "}]" and last_comma is not None:
-            dropped.add(last_comma)
-            last_comma = None
-        elif not char.isspace():
-            last_comma = None
-    return "".join(c for i, c in enumerate(text) if i not in dropped)
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : pos + 1]
+    return text[start:]
 
 
 def repair_json(text: str) -> dict[str, Any]:
-    """Last resort: take the first JSON object in ``text`` and fix trailing commas.
+    """Last resort: take the first JSON object in ``text`` and repair it with
+    ``json_repair`` (trailing commas, missing commas or quotes, unclosed brackets).
 
     Raises:
         ValueError: no object could be recovered.
@@ -105,90 +89,87 @@ def repair_json(text: str) -> dict[str, Any]:
     if candidate is None:
         raise ValueError("no JSON object found in the reply")
     try:
-        value = json.loads(candidate)
+        return _object(json.loads(candidate))
     except json.JSONDecodeError:
-        try:
-            value = json.loads(_drop_trailing_commas(candidate))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON even after repair ({exc.msg})") from None
+        pass
+    repaired = json_repair.loads(candidate)
+    if not isinstance(repaired, dict) or (not repaired and candidate.strip() != "{}"):
+        raise ValueError("not valid JSON even after repair")
+    return repaired
+
+
+def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("no JSON object found in the reply")
     return value
 
 
-_TYPE_CHECKS: dict[str, Any] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-}
+_TYPES = Draft202012Validator.TYPE_CHECKER
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    ref = schema.get("$ref")
-    if not isinstance(ref, str) or not ref.startswith("#/"):
-        return schema
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node.get(part, {}) if isinstance(node, dict) else {}
-    return _resolve(node, root) if isinstance(node, dict) else {}
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))
 
 
-def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], path: str) -> list[str]:
-    schema = _resolve(schema, root)
+def _where(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _json_type(value: Any) -> str:
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if _TYPES.is_type(value, name):
+            return name
+    return type(value).__name__
+
+
+def _messages(error: ValidationError) -> list[str]:
+    """Our wording of one jsonschema error: short, naming the field, in terms a
+    small judge model can act on when it is re-asked."""
+    path = _where(error.absolute_path)
     where = path or "the reply"
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            if any(not _check(value, opt, root, path) for opt in options if isinstance(opt, dict)):
-                break
-            return [f"{where}: {json.dumps(value)[:80]} matches none of the allowed forms"]
-    if "const" in schema and value != schema["const"]:
-        return [f"{where}: must be {json.dumps(schema['const'])}"]
-    if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
-        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
-        return [f"{where}: {json.dumps(value)[:80]} is not one of {allowed}"]
-    declared = schema.get("type")
-    types = [declared] if isinstance(declared, str) else list(declared or [])
-    if types and not any(_TYPE_CHECKS.get(t, lambda _v: True)(value) for t in types):
+    value, kind = error.instance, error.validator
+    if kind == "required":
+        missing = [n for n in error.validator_value if isinstance(value, dict) and n not in value]
+        return [f"{_join(path, n)}: required field is missing" for n in missing]
+    if kind == "additionalProperties" and isinstance(value, dict):
+        known = error.schema.get("properties") or {}
+        return [f"{_join(path, n)}: unexpected field" for n in value if n not in known]
+    if kind == "type":
+        declared = error.validator_value
+        types = [declared] if isinstance(declared, str) else list(declared)
         return [f"{where}: expected {' or '.join(types)}, got {_json_type(value)}"]
-    errors: list[str] = []
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        for name in schema.get("required") or []:
-            if name not in value:
-                errors.append(f"{_join(path, name)}: required field is missing")
-        for name, item in value.items():
-            if name in props:
-                errors.extend(_check(item, props[name], root, _join(path, name)))
-            elif schema.get("additionalProperties") is False:
-                errors.append(f"{_join(path, name)}: unexpected field")
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            errors.extend(_check(item, schema["items"], root, f"{path}[{index}]"))
-    return errors
+    if kind == "enum":
+        allowed = ", ".join(json.dumps(v) for v in error.validator_value)
+        return [f"{where}: {json.dumps(value)[:80]} is not one of {allowed}"]
+    if kind == "const":
+        return [f"{where}: must be {json.dumps(error.validator_value)}"]
+    if kind in ("anyOf", "oneOf"):
+        return [f"{where}: {json.dumps(value)[:80]} matches none of the allowed forms"]
+    return [f"{where}: {error.message}"]
 
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _json_type(value: Any) -> str:
-    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
-        if _TYPE_CHECKS[name](value):
-            return name
-    return type(value).__name__
-
-
 def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
-    """Every way ``value`` violates ``schema`` (empty when it conforms).
+    """Every way ``value`` violates ``schema`` (empty when it conforms), checked by
+    ``jsonschema`` (draft 2020-12, what pydantic emits).
 
     Messages name the field path, e.g. ``answer.count: expected integer, got string``.
+    A schema jsonschema cannot use (an unresolvable ``$ref``) checks nothing: the
+    reply is then judged by the template's own validation alone.
     """
-    return _check(value, schema, schema, "")
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    except (SchemaError, UnknownType, Unresolvable):
+        return []
+    messages: list[str] = []
+    for error in errors:
+        messages.extend(m for m in _messages(error) if m not in messages)
+    return messages

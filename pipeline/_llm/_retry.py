@@ -1,5 +1,10 @@
 """Retrying transient model errors with exponential backoff and jitter.
 
+The loop is tenacity's; what is ours is which errors are transient
+(:func:`classify_error`), the backoff of the :class:`RetryPolicy` with the server's
+``Retry-After`` when longer, and the unit deadline, which no attempt starts after
+and no backoff sleep crosses.
+
 Transient means the same request may well succeed later: HTTP 408/409/429/5xx,
 timeouts, refused or reset connections. Everything else (bad request, bad key,
 unknown model) fails at once: retrying would only burn the unit's deadline.
@@ -18,7 +23,9 @@ from typing import Any, TypeVar
 
 import httpx
 import openai
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from verifleet.errors import VerifleetError
 from verifleet.schemas import RetryPolicy
 
 from .._llm_protocol import ModelCallError
@@ -29,6 +36,7 @@ __all__ = [
     "call_with_retry",
     "classify_error",
     "endpoint_pause",
+    "is_rate_limited",
 ]
 
 #: The longest pause one ``Retry-After`` imposes on a whole endpoint (seconds): a
@@ -94,6 +102,12 @@ def _parse_retry_after(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def is_rate_limited(exc: BaseException | None) -> bool:
+    """True when ``exc`` is the endpoint saying 429 Too Many Requests (an
+    exception exposing ``status_code``, directly or on ``.response``)."""
+    return exc is not None and _status_of(exc) == 429
 
 
 def endpoint_pause(exc: BaseException | None) -> float:
@@ -187,44 +201,82 @@ def call_with_retry(
             the last attempt (message ``"<cause> after <n> attempts"``), or the
             deadline. A :class:`ModelCallError` raised by ``fn`` passes through.
     """
-    attempt = 0
-    while True:
-        attempt += 1
-        if deadline is not None and time.monotonic() >= deadline:
+
+    def wait(state: RetryCallState) -> float:
+        info = _info_of(state)
+        delay = policy.delay_before(state.attempt_number + 1, rand())
+        if info.retry_after is not None and info.retry_after > delay:
+            delay = info.retry_after
+        if deadline is not None and time.monotonic() + delay >= deadline:
             raise ModelCallError(
-                f"unit deadline exceeded before attempt {attempt} of {label}",
+                f"{info.description} after {state.attempt_number} attempts "
+                f"(next retry in {delay:.1f}s would pass the unit deadline)",
                 transient=True,
-                attempts=attempt - 1,
-            )
-        try:
-            return fn()
-        except ModelCallError:
-            raise
-        except Exception as exc:
-            info = classify_error(exc)
-            if not info.transient:
-                raise ModelCallError(info.description, transient=False, attempts=attempt) from exc
-            if attempt >= policy.max_attempts:
-                noun = "attempt" if attempt == 1 else "attempts"
-                raise ModelCallError(
-                    f"{info.description} after {attempt} {noun}", transient=True, attempts=attempt
-                ) from exc
-            delay = policy.delay_before(attempt + 1, rand())
-            if info.retry_after is not None and info.retry_after > delay:
-                delay = info.retry_after
-            if deadline is not None and time.monotonic() + delay >= deadline:
-                raise ModelCallError(
-                    f"{info.description} after {attempt} attempts "
-                    f"(next retry in {delay:.1f}s would pass the unit deadline)",
-                    transient=True,
-                    attempts=attempt,
-                ) from exc
-            _log.warning(
-                "%s failed (%s), attempt %d of %d; retrying in %.2fs",
-                label,
-                info.description,
-                attempt,
-                policy.max_attempts,
-                delay,
-            )
-            sleep(delay)
+                attempts=state.attempt_number,
+            ) from _error_of(state)
+        _log.warning(
+            "%s failed (%s), attempt %d of %d; retrying in %.2fs",
+            label,
+            info.description,
+            state.attempt_number,
+            policy.max_attempts,
+            delay,
+        )
+        return delay
+
+    def give_up(state: RetryCallState) -> T:
+        info, attempt = _info_of(state), state.attempt_number
+        noun = "attempt" if attempt == 1 else "attempts"
+        raise ModelCallError(
+            f"{info.description} after {attempt} {noun}", transient=True, attempts=attempt
+        ) from _error_of(state)
+
+    def guarded() -> T:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise _DeadlinePassed
+        return fn()
+
+    retrying = Retrying(
+        retry=retry_if_exception(_retryable),
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=wait,
+        sleep=sleep,
+        retry_error_callback=give_up,
+        reraise=True,
+    )
+    try:
+        return retrying(guarded)
+    except _DeadlinePassed:
+        attempt = retrying.statistics.get("attempt_number", 1)
+        raise ModelCallError(
+            f"unit deadline exceeded before attempt {attempt} of {label}",
+            transient=True,
+            attempts=attempt - 1,
+        ) from None
+    except ModelCallError:
+        raise
+    except Exception as exc:  # not transient: no retry was worth it
+        info = classify_error(exc)
+        attempt = retrying.statistics.get("attempt_number", 1)
+        raise ModelCallError(info.description, transient=False, attempts=attempt) from exc
+
+
+class _DeadlinePassed(VerifleetError):
+    """The unit deadline passed before an attempt started (a signal inside
+    :func:`call_with_retry`, turned into a :class:`ModelCallError` there)."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, ModelCallError | _DeadlinePassed) or not isinstance(exc, Exception):
+        return False
+    return classify_error(exc).transient
+
+
+def _error_of(state: RetryCallState) -> BaseException | None:
+    return state.outcome.exception() if state.outcome is not None else None
+
+
+def _info_of(state: RetryCallState) -> ErrorInfo:
+    error = _error_of(state)
+    assert isinstance(error, Exception)  # tenacity calls these after a failed attempt
+    return classify_error(error)

@@ -72,6 +72,7 @@ def _prompt(ctx: VerificationContext) -> tuple[list[Message], int]:
         system_prompt=ctx.answering.system_prompt,
         examples=examples,
         instructions=ctx.prompts.generation,
+        history=ctx.conversation,
     )
     return messages, len(examples)
 

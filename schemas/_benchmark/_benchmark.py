@@ -9,16 +9,18 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from .._checkers import check_callable_trait, check_template
 from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
+from .._scenario import ScenarioDefinition
 from ._question import Question
 
 __all__ = ["Benchmark"]
 
 
 class Benchmark(BaseModel):
-    """A named, versioned set of questions and an optional global rubric.
+    """A named, versioned set of questions, multi-turn scenarios and an optional
+    global rubric.
 
-    Question ids are unique; constructing a benchmark with a repeated id fails with
-    a ``ValidationError`` naming it.
+    Question ids are unique, and so are scenario ids; constructing a benchmark
+    with a repeated id fails with a ``ValidationError`` naming it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -32,6 +34,7 @@ class Benchmark(BaseModel):
     global_rubric: Rubric | None = None
     global_dynamic_rubric: DynamicRubric | None = None
     custom_metadata: dict[str, Any] = Field(default_factory=dict)
+    scenarios: list[ScenarioDefinition] = Field(default_factory=list)
 
     _index: dict[str, Question] = PrivateAttr(default_factory=dict)
 
@@ -43,7 +46,23 @@ class Benchmark(BaseModel):
                 raise ValueError(f"question id {question.id!r} is used by more than one question")
             index[question.id] = question
         self._index = index
+        seen: set[str] = set()
+        for scenario in self.scenarios:
+            if scenario.id in seen:
+                raise ValueError(f"scenario id {scenario.id!r} is used by more than one scenario")
+            seen.add(scenario.id)
         return self
+
+    def get_scenario(self, scenario_id: str) -> ScenarioDefinition:
+        """The scenario with ``scenario_id``.
+
+        Raises:
+            KeyError: no such scenario.
+        """
+        for scenario in self.scenarios:
+            if scenario.id == scenario_id:
+                return scenario
+        raise KeyError(f"no scenario {scenario_id!r} in benchmark {self.name!r}")
 
     @property
     def question_ids(self) -> list[str]:
@@ -127,4 +146,18 @@ class Benchmark(BaseModel):
                 self.dynamic_rubric_for(q)
             except RubricError as exc:
                 problems.append(f"question {q.id}: rubric: {exc}")
+        for scenario in self.scenarios:
+            for node in scenario.nodes:
+                where = f"scenario {scenario.id}, node {node.id}"
+                if templates and node.question.has_template:
+                    try:
+                        check_template(
+                            node.question.answer_template or "", question_id=node.question.id
+                        )
+                    except TemplateValidationError as exc:
+                        problems.append(f"{where}: template: {exc.problem}")
+                try:
+                    self.rubric_for(node.question)
+                except RubricError as exc:
+                    problems.append(f"{where}: rubric: {exc}")
         return problems

@@ -18,6 +18,8 @@ from verifleet.errors import VerifleetError
 
 from .._identity import md5_hex
 from .._rubric import AnyTrait, DynamicRubric, Rubric
+from .._scenario import ScenarioDefinition
+from .._scenario._jsonld import is_scenario_part, scenario_from_jsonld
 from ._benchmark import Benchmark
 from ._question import Question
 from ._ratings import (
@@ -149,6 +151,24 @@ def _global_rubrics(data: dict[str, Any]) -> tuple[Rubric | None, DynamicRubric 
     return rubric, dynamic
 
 
+def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[Problem]]:
+    """The scenarios in ``hasPart`` (parts of other types are left to other readers)."""
+    parts = data.get("hasPart")
+    if not isinstance(parts, list):
+        return [], []
+    scenarios: list[ScenarioDefinition] = []
+    problems: list[Problem] = []
+    for position, part in enumerate(parts, start=1):
+        if not is_scenario_part(part):
+            continue
+        name = part.get("name") if isinstance(part.get("name"), str) else f"#{position}"
+        try:
+            scenarios.append(scenario_from_jsonld(part))
+        except ValueError as exc:
+            problems.append((None, f"scenario {name}: {exc}"))
+    return scenarios, problems
+
+
 def _creator(value: Any) -> str | None:
     if isinstance(value, dict):
         value = value.get("name")
@@ -190,6 +210,8 @@ def benchmark_from_checkpoint(
             problems.append((question.id, "question id is used by more than one question"))
         seen.add(question.id)
         questions.append(question)
+    scenarios, scenario_problems = _scenarios(data)
+    problems += scenario_problems
     if problems:
         return None, problems
     props = property_map(data, what="benchmark")
@@ -205,6 +227,7 @@ def benchmark_from_checkpoint(
             global_rubric=global_rubric,
             global_dynamic_rubric=global_dynamic,
             custom_metadata=custom,
+            scenarios=scenarios,
         )
     except ValidationError as exc:
         return None, [(None, validation_summary(exc))]

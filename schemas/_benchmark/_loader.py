@@ -127,6 +127,20 @@ def _check_questions(benchmark: Benchmark, *, templates: bool) -> list[Problem]:
             benchmark.dynamic_rubric_for(question)
         except RubricError as exc:
             problems.append((question.id, str(exc)))
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            where = f"scenario {scenario.id}, node {node.id}"
+            if templates and node.question.has_template:
+                try:
+                    check_template(
+                        node.question.answer_template or "", question_id=node.question.id
+                    )
+                except TemplateValidationError as exc:
+                    problems.append((None, f"{where}: answer template: {exc.problem}"))
+            try:
+                benchmark.rubric_for(node.question)
+            except RubricError as exc:
+                problems.append((None, f"{where}: {exc}"))
     return problems
 
 

@@ -40,17 +40,32 @@ def _question_label(raw_questions: Any, index: int) -> str:
     return f"#{index + 1}"
 
 
-def _problems_from(exc: ValidationError, raw_questions: Any) -> list[Problem]:
+def _scenario_label(raw_scenarios: Any, index: int) -> str:
+    """How an error names scenario ``index``: its id, else its position."""
+    if isinstance(raw_scenarios, list) and 0 <= index < len(raw_scenarios):
+        raw = raw_scenarios[index]
+        if isinstance(raw, dict):
+            name = raw.get("id", raw.get("name"))
+            if isinstance(name, str) and name:
+                return name
+    return f"#{index + 1}"
+
+
+def _problems_from(exc: ValidationError, raw_questions: Any, raw_scenarios: Any) -> list[Problem]:
     problems: list[Problem] = []
     for error in exc.errors():
         loc = list(error["loc"])
         qid: str | None = None
+        prefix = ""
         if len(loc) >= 2 and loc[0] == "questions" and isinstance(loc[1], int):
             qid = _question_label(raw_questions, loc[1])
             loc = loc[2:]
+        elif len(loc) >= 2 and loc[0] == "scenarios" and isinstance(loc[1], int):
+            prefix = f"scenario {_scenario_label(raw_scenarios, loc[1])}: "
+            loc = loc[2:]
         where = ".".join(str(p) for p in loc)
         message = error_message(error)
-        problems.append((qid, f"{where}: {message}" if where else message))
+        problems.append((qid, prefix + (f"{where}: {message}" if where else message)))
     return problems
 
 
@@ -76,7 +91,7 @@ def benchmark_from_document(
     try:
         return Benchmark.model_validate(data), []
     except ValidationError as exc:
-        return None, _problems_from(exc, questions)
+        return None, _problems_from(exc, questions, data.get("scenarios"))
 
 
 class _Dumper(yaml.SafeDumper):

@@ -16,6 +16,7 @@ from pydantic import (
 
 from verifleet.errors import VerifleetError
 
+from .._scenario import ScenarioExecutionResult
 from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .result import VerificationResult
 from .rubric_view import RubricResults
@@ -55,7 +56,7 @@ class VerificationResultSet(ResultCollection, BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     results: list[VerificationResult] = Field(default_factory=list)
-    scenario_results: list[Any] | None = None
+    scenario_results: list[ScenarioExecutionResult] | None = None
     errors: list[tuple[str, _Error]] | None = None
 
     @field_validator("errors", mode="before")

@@ -3,6 +3,7 @@ bench endpoint (a real OpenAI-compatible server) as the judge."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -228,11 +229,14 @@ def test_unreachable_judge_is_a_zero_reward_not_a_server_error() -> None:
     assert reply.json()["reward_breakdown"][0]["error"]
 
 
-def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> None:
+def test_cli_serve_answers_verify_with_its_bearer_token(
+    judge: RunningEndpoint, tmp_path: Path
+) -> None:
     bench = tmp_path / "geo.yaml"
     dump_benchmark(geo_benchmark(), bench)
     port = free_port()
     log = (tmp_path / "serve.log").open("wb")
+    token = "cli-t0ken"
     proc = subprocess.Popen(
         [
             *VERIFLEET,
@@ -245,6 +249,7 @@ def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> Non
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env={**os.environ, "VERIFLEET_SERVE_TOKEN": token},
     )
     try:
         deadline = time.monotonic() + 60
@@ -256,9 +261,13 @@ def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> Non
             except httpx.ConnectError:
                 assert time.monotonic() < deadline, "verifleet serve did not start"
                 time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}/verify"
+        anonymous = httpx.post(url, json=nemo_request(WRONG), timeout=60, trust_env=False)
+        assert anonymous.status_code == 401
         reply = httpx.post(
-            f"http://127.0.0.1:{port}/verify",
+            url,
             json=nemo_request(WRONG),
+            headers={"authorization": f"Bearer {token}"},
             timeout=60,
             trust_env=False,
         )
@@ -268,6 +277,7 @@ def test_cli_serve_answers_verify(judge: RunningEndpoint, tmp_path: Path) -> Non
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+    assert "bearer token required" in (tmp_path / "serve.log").read_text()
 
 
 def test_replicas_sharing_redis_reuse_each_others_judge_replies(

@@ -383,6 +383,25 @@ def test_parse_strict_and_repair() -> None:
     assert repair_json('{"l": [1, "x", ], "m": "y",}') == {"l": [1, "x"], "m": "y"}
     with pytest.raises(ValueError):
         repair_json("nothing")
+    # A reply cut off at max_tokens, and one missing a comma, are recovered.
+    assert repair_json('Sure: {"count": 3, "name": "x') == {"count": 3, "name": "x"}
+    assert repair_json('{"count": 3 "name": "x"}') == {"count": 3, "name": "x"}
+
+
+def test_schema_errors_name_missing_and_unexpected_fields() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"count": {"type": "integer"}, "name": {"type": "string"}},
+        "required": ["count", "name"],
+        "additionalProperties": False,
+    }
+    assert schema_errors({"count": 3.0, "name": "x"}, schema) == []  # 3.0 is an integer
+    errors = schema_errors({"count": True, "extra": 1}, schema)
+    assert "count: expected integer, got boolean" in errors
+    assert "name: required field is missing" in errors
+    assert "extra: unexpected field" in errors
+    # A schema with a reference nobody defined checks nothing rather than failing.
+    assert schema_errors({"a": 1}, {"$ref": "#/$defs/Nowhere"}) == []
 
 
 def test_client_errors_carry_the_server_message() -> None:

@@ -198,14 +198,15 @@ def test_empty_summary_has_no_pass_rate() -> None:
 def test_json_round_trip_with_scenario_data_and_errors() -> None:
     result_set = VerificationResultSet(
         results=[make("q1", rubric=True), make("q2", BETA, verdict=None)],
-        scenario_results=[{"scenario_id": "s1", "path": ["a", "b"]}],
+        scenario_results=[{"scenario_id": "s1", "status": "completed", "path": ["a", "b"]}],
         errors=[("scenario s2", ValueError("bad edge"))],
     )
     dumped = result_set.model_dump(mode="json")
     assert dumped["errors"] == [["scenario s2", "ValueError: bad edge"]]
     back = VerificationResultSet.model_validate_json(result_set.model_dump_json())
     assert back.results == result_set.results
-    assert back.scenario_results == [{"scenario_id": "s1", "path": ["a", "b"]}]
+    assert back.scenario_results == result_set.scenario_results
+    assert back.scenario_results is not None and back.scenario_results[0].path == ["a", "b"]
     assert back.errors is not None
     desc, exc = back.errors[0]
     assert desc == "scenario s2" and isinstance(exc, RecordedError)
@@ -225,7 +226,7 @@ def test_slicing_returns_a_set() -> None:
 def test_subsets_of_a_set_leave_run_level_data_behind() -> None:
     result_set = VerificationResultSet(
         results=[make("q1"), make("q2", BETA)],
-        scenario_results=[{"scenario_id": "s1"}],
+        scenario_results=[{"scenario_id": "s1", "status": "completed"}],
         errors=[("scenario s2", ValueError("bad edge"))],
     )
     assert repr(result_set) == "VerificationResultSet(2 results)"

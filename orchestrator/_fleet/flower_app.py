@@ -1,0 +1,27 @@
+"""The Celery app ``verifleet flower`` runs Flower with.
+
+``celery -A verifleet.orchestrator._fleet.flower_app flower`` reads the broker from
+``VERIFLEET_REDIS_URL`` (never from the command line, where ``ps`` would show its
+password) and gets the same ``rediss://`` TLS options as the workers and the store
+(:class:`~verifleet.store.RedisTarget`), so Flower's event consumer
+and its queue-length view both verify the server.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from verifleet.store import RedisTarget
+
+__all__ = ["app"]
+
+app = Celery("verifleet-flower")
+# `verifleet flower` always sets the URL. Without it (a plain import, as the tests'
+# import-everything check does) the app stays unconfigured rather than failing.
+if os.environ.get("VERIFLEET_REDIS_URL"):
+    app.conf.update(
+        **RedisTarget.parse(os.environ["VERIFLEET_REDIS_URL"]).celery_settings(),
+        broker_connection_retry_on_startup=True,
+    )

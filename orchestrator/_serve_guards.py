@@ -1,0 +1,132 @@
+"""ASGI guards in front of the reward service: bearer-token auth and the body-size
+limit. Both answer with a JSON ``{"message": ...}`` like the service's own errors,
+and both act before the app reads a byte of the body."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from typing import Any
+
+__all__ = ["ASGIApp", "BearerAuth", "BodyLimit", "bearer_token_ok"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def send_json_error(
+    send: Send, status: int, message: str, headers: Collection[tuple[bytes, bytes]] = ()
+) -> None:
+    """Send a complete ``{"message": ...}`` response."""
+    body = json.dumps({"message": message}).encode()
+    head = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+def bearer_token_ok(headers: Collection[tuple[bytes, bytes]], token: bytes) -> bool:
+    """Whether ``headers`` carry ``Authorization: Bearer <token>``.
+
+    The comparison takes the same time wherever the given token first differs
+    (``hmac.compare_digest``), so response times do not leak the token.
+    """
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            scheme, _, given = value.partition(b" ")
+            if scheme.lower() == b"bearer":
+                return hmac.compare_digest(given.strip(), token)
+    return False
+
+
+class BearerAuth:
+    """ASGI middleware answering 401 to HTTP requests without the bearer token,
+    except on the ``open_paths`` (the health route, for load balancers).
+
+    Args:
+        app: The wrapped app.
+        token: The shared secret callers send as ``Authorization: Bearer <token>``.
+        open_paths: Paths served without the token.
+    """
+
+    def __init__(self, app: ASGIApp, token: str, open_paths: Collection[str] = ()) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.open_paths = frozenset(open_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in self.open_paths:
+            await self.app(scope, receive, send)
+            return
+        if bearer_token_ok(scope.get("headers") or [], self.token):
+            await self.app(scope, receive, send)
+            return
+        await send_json_error(
+            send,
+            401,
+            "missing or invalid bearer token: send the header 'Authorization: Bearer <token>' "
+            "with the token the server was started with (--token / VERIFLEET_SERVE_TOKEN)",
+            [(b"www-authenticate", b'Bearer realm="verifleet"')],
+        )
+
+
+class BodyLimit:
+    """ASGI middleware answering 413 to bodies over ``max_bytes``: by the declared
+    ``Content-Length`` before reading, else while reading (chunked uploads), so an
+    oversized body is never held in memory whole.
+
+    The body is read here and replayed to the app: FastAPI turns any error raised
+    while it reads the body into a 400, which would hide the 413.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._reject(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._reject(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _reject(self, send: Send) -> None:
+        await send_json_error(
+            send,
+            413,
+            f"request body larger than {self.max_bytes} bytes, the server's limit "
+            "(--max-body-bytes)",
+        )

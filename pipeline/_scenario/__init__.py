@@ -1,0 +1,9 @@
+"""Running multi-turn scenarios through the pipeline.
+
+Re-exported by :mod:`verifleet.pipeline`; import from there.
+"""
+
+from ._outcomes import evaluate_outcomes
+from ._run import ScenarioRun, next_edge, run_scenario
+
+__all__ = ["ScenarioRun", "evaluate_outcomes", "next_edge", "run_scenario"]

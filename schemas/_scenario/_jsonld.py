@@ -1,0 +1,203 @@
+"""Scenarios of the original framework's JSON-LD checkpoints (``DataFeed.hasPart``).
+
+A ``karenina:Scenario`` part holds ``name``, ``description``, ``entryNode``,
+``nodes`` (node id → ``karenina:ScenarioNode`` with a schema.org ``Question``,
+the full question as ``questionData``, ``modelOverride``, ``metadata``), ``edges``
+(``source``, ``target``, ``condition``: one state check or a list) and
+``outcomeCriteria`` (``name``, ``description``, ``check`` tree). The checkpoint has
+no turn limit of its own: the original runs every scenario with a configured
+limit of 20 turns, which is what a scenario gets here unless its ``metadata``
+names ``max_turns``.
+
+Python code in a scenario (``stateUpdateSource``, ``conditionSource``,
+``evaluateSource``) and handover strategies are refused with a problem naming the
+node, edge or criterion: running an author's code is what the sandbox exists to
+avoid, and the declarative forms (``state_update``, conditions, checks) cover
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from verifleet.errors import VerifleetError
+
+from ._model import ScenarioDefinition
+
+__all__ = ["DEFAULT_CHECKPOINT_TURN_LIMIT", "is_scenario_part", "scenario_from_jsonld"]
+
+DEFAULT_CHECKPOINT_TURN_LIMIT = 20
+"""The original framework's default ``scenario_turn_limit``."""
+
+_MODEL_FIELDS = (
+    "id",
+    "model_name",
+    "model_provider",
+    "interface",
+    "endpoint_base_url",
+    "temperature",
+    "max_tokens",
+    "system_prompt",
+    "mcp_urls_dict",
+    "extra_kwargs",
+)
+
+
+class ScenarioPartError(VerifleetError, ValueError):
+    """A scenario part that cannot be read (the message names what is at fault)."""
+
+
+def is_scenario_part(part: Any) -> bool:
+    """Whether a ``hasPart`` entry is a scenario."""
+    return isinstance(part, Mapping) and (
+        str(part.get("@type", "")).endswith("Scenario") or "entryNode" in part
+    )
+
+
+def _text(node: Any) -> str | None:
+    if isinstance(node, Mapping) and isinstance(node.get("text"), str):
+        return str(node["text"])
+    return None
+
+
+def _question(node_id: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    data = node.get("questionData")
+    if isinstance(data, Mapping):
+        question: dict[str, Any] = {
+            "text": data.get("question", data.get("text")),
+            "raw_answer": data.get("raw_answer"),
+            "answer_template": data.get("answer_template"),
+        }
+        if data.get("few_shot_examples"):
+            question["few_shot_examples"] = data["few_shot_examples"]
+        tags = data.get("tags", data.get("keywords"))
+        if isinstance(tags, list):
+            question["keywords"] = [str(t) for t in tags if t is not None]
+        if isinstance(data.get("id"), str) and data["id"]:
+            question["id"] = data["id"]
+        return {k: v for k, v in question.items() if v is not None}
+    schema_question = node.get("question")
+    if not isinstance(schema_question, Mapping):
+        raise ScenarioPartError(f"node {node_id!r} has no question")
+    return {
+        k: v
+        for k, v in {
+            "text": schema_question.get("text"),
+            "raw_answer": _text(schema_question.get("acceptedAnswer")),
+            "answer_template": _text(schema_question.get("hasPart")) or None,
+        }.items()
+        if v is not None
+    }
+
+
+def _model(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return {k: value[k] for k in _MODEL_FIELDS if value.get(k) is not None}
+
+
+def _node(node_id: str, node: Any) -> dict[str, Any]:
+    if not isinstance(node, Mapping):
+        raise ScenarioPartError(f"node {node_id!r} must be an object")
+    if node.get("stateUpdateSource"):
+        raise ScenarioPartError(
+            f"node {node_id!r}: stateUpdateSource is Python code, which verifleet does not "
+            "run; express the update as a declarative state_update"
+        )
+    if node.get("toolFilter"):
+        raise ScenarioPartError(f"node {node_id!r}: toolFilter (MCP tool removal) is not supported")
+    metadata = dict(node.get("metadata") or {})
+    if node.get("agentIdentity"):
+        metadata["agent_identity"] = node["agentIdentity"]
+    result: dict[str, Any] = {
+        "id": str(node.get("nodeId") or node_id),
+        "question": _question(node_id, node),
+        "metadata": metadata,
+    }
+    override = node.get("modelOverride")
+    if isinstance(override, Mapping):
+        for role in ("answering_model", "parsing_model"):
+            model = _model(override.get(role))
+            if model:
+                result[role] = model
+    return result
+
+
+def _edge(index: int, edge: Any) -> dict[str, Any]:
+    if not isinstance(edge, Mapping):
+        raise ScenarioPartError(f"edge #{index + 1} must be an object")
+    label = f"{edge.get('source')} -> {edge.get('target')}"
+    if edge.get("conditionSource"):
+        raise ScenarioPartError(
+            f"edge {label}: conditionSource is Python code, which verifleet does not run; "
+            "use a declarative condition"
+        )
+    if edge.get("handover"):
+        raise ScenarioPartError(
+            f"edge {label}: handover strategy {edge['handover']!r} is not supported "
+            "(the conversation is carried whole)"
+        )
+    return {
+        "source": edge.get("source"),
+        "target": edge.get("target"),
+        "when": edge.get("condition"),
+    }
+
+
+def _criterion(criterion: Any) -> dict[str, Any]:
+    if not isinstance(criterion, Mapping):
+        raise ScenarioPartError("an outcome criterion must be an object")
+    name = criterion.get("name")
+    if criterion.get("evaluateSource"):
+        raise ScenarioPartError(
+            f"outcome criterion {name!r}: evaluateSource is Python code, which verifleet "
+            "does not run; use a declarative check"
+        )
+    if not criterion.get("check"):
+        raise ScenarioPartError(f"outcome criterion {name!r} has no check")
+    return {
+        "name": name,
+        "description": criterion.get("description") or "",
+        "check": criterion["check"],
+    }
+
+
+def scenario_from_jsonld(part: Mapping[str, Any]) -> ScenarioDefinition:
+    """Build a scenario from one ``hasPart`` entry.
+
+    Raises:
+        ValueError: the part is malformed, uses Python code or unsupported
+            features, or fails the graph checks; the message names the node,
+            edge or criterion at fault.
+    """
+    nodes = part.get("nodes")
+    if not isinstance(nodes, Mapping) or not nodes:
+        raise ScenarioPartError("a scenario needs nodes (an object of node id -> node)")
+    metadata = dict(part.get("metadata") or {})
+    limit = metadata.get("max_turns", metadata.get("turn_limit", DEFAULT_CHECKPOINT_TURN_LIMIT))
+    edges = part.get("edges") or []
+    criteria = part.get("outcomeCriteria") or []
+    if not isinstance(edges, list) or not isinstance(criteria, list):
+        raise ScenarioPartError("edges and outcomeCriteria must be lists")
+    data = {
+        "id": part.get("name"),
+        "description": part.get("description") or "",
+        "entry_node": part.get("entryNode"),
+        "nodes": [_node(str(k), v) for k, v in nodes.items()],
+        "edges": [_edge(i, e) for i, e in enumerate(edges)],
+        "outcome_criteria": [_criterion(c) for c in criteria],
+        "max_turns": limit,
+        "metadata": metadata,
+    }
+    try:
+        return ScenarioDefinition.model_validate(data)
+    except ValidationError as exc:
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error["loc"])
+            message = str(error["msg"]).removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
+        raise ScenarioPartError("; ".join(parts)) from None

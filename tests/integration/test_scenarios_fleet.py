@@ -1,0 +1,88 @@
+"""Scenarios on the fleet: real redis-server, two real ``verifleet worker``
+processes, one SIGKILLed mid-job, the scripted endpoint answering every turn.
+A scenario unit is one task that stores its run and its turns at once, so the
+killed worker's scenarios come back whole, exactly once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from _support.fleet import Fleet, run_cli
+from _support.scenarios import ANSWERS, scenario_benchmark, scenario_config
+
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator import read_results
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.store import JobStatus, result_key
+
+pytestmark = pytest.mark.integration
+
+STATUS = {
+    "branch_pass": ("completed", ["start", "praise"]),
+    "branch_fail": ("completed", ["start", "retry"]),
+    "loop": ("limit_reached", ["again"] * 3),
+    "tally": ("completed", ["count", "count"]),
+    "broken": ("error", ["start", "dead"]),
+}
+
+
+def test_scenarios_survive_a_killed_worker_exactly_once(
+    fleet: Fleet, redis_url: str, tmp_path: Path
+) -> None:
+    bench = scenario_benchmark()
+    replicates = 2
+    # Latency keeps each scenario in flight for a second or more, so the victim
+    # dies holding scenarios part-way through their turns.
+    with run_endpoint_in_thread(EndpointConfig(answers=ANSWERS, latency_ms=100)) as endpoint:
+        config = scenario_config(endpoint.base_url, replicate_count=replicates)
+        slow_restore = {"VERIFLEET_UNIT_DEADLINE": "600"}
+        fleet.start_worker("victim", concurrency=4, **slow_restore)
+        fleet.start_worker("survivor", concurrency=4, **slow_restore)
+        fleet.wait_ready(["victim", "survivor"])
+        job = Job.submit(bench, config, redis_url)
+        deadline = time.monotonic() + 60
+        while job.progress().done_units < 2:
+            assert time.monotonic() < deadline, "no unit finished in 60 s"
+            time.sleep(0.05)
+        assert job.progress().in_flight > 0
+        fleet.kill("victim")
+        progress = job.wait(timeout=150)
+    assert progress.status == JobStatus.DONE
+    assert "taken by a worker that is gone" in fleet.log("survivor")
+    total = (len(bench.questions) + len(bench.scenarios)) * replicates
+    assert progress.done_units == progress.total_units == total
+    assert (progress.total_scenarios, progress.scenarios_done) == (10, 10)
+    assert progress.scenario_errors == replicates
+
+    result_set = job.result_set()
+    runs = result_set.scenario_results or []
+    assert sorted((r.scenario_id, r.replicate) for r in runs) == sorted(
+        (s, rep) for s in STATUS for rep in range(1, replicates + 1)
+    )
+    for run in runs:
+        assert (run.status, run.path) == STATUS[run.scenario_id]
+    # Every stored turn belongs to exactly one stored run: nothing lost, nothing
+    # left over from a run the killed worker did not finish.
+    turn_ids = sorted(i for run in runs for turn in run.history for i in turn.result_ids)
+    stored_turns = [r for r in result_set.results if r.metadata.scenario_id is not None]
+    assert sorted(r.metadata.result_id for r in stored_turns) == turn_ids
+    keys = [result_key(r, job_id=job.job_id) for r in result_set.results]
+    assert len(keys) == len(set(keys)) == progress.results
+    assert result_set.errors is not None and len(result_set.errors) == replicates
+    assert all(desc.startswith("scenario broken") for desc, _exc in result_set.errors)
+
+    status = run_cli("status", job.job_id, "--redis", redis_url)
+    assert status.returncode == 0, status.stderr
+    assert "scenarios 10/10  scenario errors 2" in status.stdout
+    out = tmp_path / "collected.parquet"
+    collected = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
+    assert collected.returncode == 0, collected.stderr
+    back = read_results(out)
+    assert sorted(back.scenario_results or [], key=_run_key) == sorted(runs, key=_run_key)
+    assert len(back.results) == len(result_set.results)
+
+
+def _run_key(run):  # type: ignore[no-untyped-def]
+    return (run.scenario_id, run.replicate)

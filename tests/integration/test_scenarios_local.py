@@ -1,0 +1,84 @@
+"""``verifleet run`` on a benchmark with scenarios, as a user runs it (a real
+process against the scripted endpoint): every scenario outcome, a broken
+scenario in ``errors`` while the others finish, resume, and the Parquet / JSON
+files reading back equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from _support.fleet import run_cli
+from _support.scenarios import ANSWERS, scenario_benchmark
+
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator import read_results, write_results
+from verifleet.schemas import ScenarioExecutionError, dump_benchmark
+
+EXPECTED = {
+    "branch_pass": ("completed", ["start", "praise"], {"praised": True, "all_correct": True}),
+    "branch_fail": ("completed", ["start", "retry"], {"praised": False, "all_correct": False}),
+    "loop": ("limit_reached", ["again"] * 3, {"hit_limit": True}),
+    "tally": ("completed", ["count", "count"], {"two_counted": True}),
+    "broken": ("error", ["start", "dead"], {}),
+}
+
+
+def test_run_scenarios_locally_then_resume(tmp_path: Path) -> None:
+    bench = tmp_path / "bench.yaml"
+    dump_benchmark(scenario_benchmark(), bench)
+    config = tmp_path / "config.yaml"
+    # One attempt per call: the broken scenario's dead endpoint fails at once.
+    config.write_text(yaml.safe_dump({"retry_policy": {"max_attempts": 1}}))
+    out = tmp_path / "out.parquet"
+    with run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as endpoint:
+        model = f"{endpoint.base_url}#scripted"
+        args = ["run", str(bench), "--answering", model, "--parsing", model]
+        args += ["--config", str(config), "--out", str(out)]
+        first = run_cli(*args)
+        assert first.returncode == 0, first.stderr[-3000:]
+        calls = endpoint.stats().calls
+        second = run_cli(*args)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert endpoint.stats().calls == calls  # nothing ran again
+    assert "Scenario runs" in first.stderr
+    assert "scenario failed: scenario broken" in first.stderr
+    assert "resumed: 6 of 6 units" in second.stderr
+
+    result_set = read_results(out)
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert set(runs) == set(EXPECTED)
+    for scenario_id, (status, path, outcomes) in EXPECTED.items():
+        run = runs[scenario_id]
+        assert (run.status, run.path) == (status, path), scenario_id
+        assert {k: v for k, v in run.outcome_results.items() if k in outcomes} == outcomes
+    assert runs["tally"].final_state["accumulated"] == {"count": 2, "genes": ["tp53", "tp53"]}
+    assert result_set.errors is not None and len(result_set.errors) == 1
+    description, exc = result_set.errors[0]
+    assert description.startswith("scenario broken") and isinstance(exc, ScenarioExecutionError)
+
+    turns = [r for r in result_set.results if r.metadata.scenario_id is not None]
+    assert len(turns) == sum(len(p) for _s, p, _o in EXPECTED.values())
+    plain = [r for r in result_set.results if r.metadata.scenario_id is None]
+    assert [r.metadata.question_id for r in plain] == ["plain"]
+    for run in runs.values():
+        ids = {i for turn in run.history for i in turn.result_ids}
+        linked = [r for r in turns if r.metadata.scenario_id == run.scenario_id]
+        assert {r.metadata.result_id for r in linked} == ids
+        assert [r.metadata.scenario_turn for r in sorted(linked, key=_turn)] == list(
+            range(len(run.path))
+        )
+
+    copy = tmp_path / "copy.json"
+    write_results(result_set, copy)
+    back = read_results(copy)
+    assert back.scenario_results == result_set.scenario_results
+    assert sorted(back.results, key=_key) == sorted(result_set.results, key=_key)
+
+
+def _turn(result):  # type: ignore[no-untyped-def]
+    return result.metadata.scenario_turn
+
+
+def _key(result):  # type: ignore[no-untyped-def]
+    return result.metadata.result_id

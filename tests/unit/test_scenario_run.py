@@ -1,0 +1,187 @@
+"""Scenario runs through the real pipeline against the scripted endpoint
+(bench/endpoint.py): branching, fallback, state, turn limit, outcomes, a broken
+turn, and the conversation handed to the answering model."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _support.scenarios import (
+    ANSWERS,
+    Q_GOOD,
+    Q_PRAISE,
+    scenario_benchmark,
+    scenario_config,
+)
+
+import verifleet
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.pipeline import PipelineResources, run_scenario
+from verifleet.schemas import ScenarioExecutionError, load_benchmark
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[RunningEndpoint]:
+    config = EndpointConfig(answers=ANSWERS, record_requests=True)
+    with run_endpoint_in_thread(config) as running:
+        yield running
+
+
+def _run(endpoint: RunningEndpoint, scenario_id: str):  # type: ignore[no-untyped-def]
+    benchmark = scenario_benchmark()
+    config = scenario_config(endpoint.base_url)
+    return run_scenario(
+        benchmark.get_scenario(scenario_id),
+        config.answering_models[0],
+        config.parsing_models,
+        config,
+        replicate=1,
+        resources=PipelineResources(),
+    )
+
+
+def test_branch_on_verify_result_and_linking_fields(endpoint: RunningEndpoint) -> None:
+    run = _run(endpoint, "branch_pass")
+    outcome = run.scenario_result
+    assert outcome is not None
+    assert outcome.status == "completed"
+    assert outcome.path == ["start", "praise"]
+    assert [t.verify_result for t in outcome.history] == [True, True]
+    assert outcome.outcome_results == {"praised": True, "all_correct": True, "turns": 2}
+    assert outcome.outcomes_passed and outcome.error() is None
+    linking = [
+        (
+            r.metadata.scenario_id,
+            r.metadata.scenario_node,
+            r.metadata.scenario_turn,
+            r.metadata.scenario_path,
+        )
+        for r in run.results
+    ]
+    assert linking == [
+        ("branch_pass", "start", 0, ["start"]),
+        ("branch_pass", "praise", 1, ["start", "praise"]),
+    ]
+    assert [t.result_ids for t in outcome.history] == [[r.metadata.result_id] for r in run.results]
+
+
+def test_fallback_edge_and_failing_outcomes(endpoint: RunningEndpoint) -> None:
+    outcome = _run(endpoint, "branch_fail").scenario_result
+    assert outcome is not None
+    assert outcome.path == ["start", "retry"]  # verify_result False: only the fallback matches
+    assert [t.verify_result for t in outcome.history] == [False, True]
+    assert outcome.outcome_results == {"praised": False, "all_correct": False, "turns": 2}
+    assert not outcome.outcomes_passed
+    assert outcome.status == "completed"
+
+
+def test_state_accumulates_across_turns(endpoint: RunningEndpoint) -> None:
+    outcome = _run(endpoint, "tally").scenario_result
+    assert outcome is not None
+    assert outcome.path == ["count", "count"]
+    assert outcome.final_state["accumulated"] == {"count": 2, "genes": ["tp53", "tp53"]}
+    assert outcome.final_state["node_visits"] == {"count": 2}
+    assert outcome.outcome_results == {"two_counted": True}
+
+
+def test_turn_limit_stops_a_cycle(endpoint: RunningEndpoint) -> None:
+    outcome = _run(endpoint, "loop").scenario_result
+    assert outcome is not None
+    assert outcome.status == "limit_reached"
+    assert outcome.turn_count == 3 and outcome.path == ["again"] * 3
+    assert outcome.outcome_results == {"hit_limit": True}
+
+
+def test_broken_turn_ends_the_run_in_error(endpoint: RunningEndpoint) -> None:
+    run = _run(endpoint, "broken")
+    outcome = run.scenario_result
+    assert outcome is not None
+    assert outcome.status == "error"
+    assert outcome.path == ["start", "dead"]
+    assert outcome.terminal_failure is not None and outcome.terminal_failure.node_id == "dead"
+    assert run.results[-1].metadata.completed_without_errors is False
+    entry = outcome.error()
+    assert entry is not None
+    description, exc = entry
+    assert description == "scenario broken, model openai_endpoint:answerer, replicate 1"
+    assert isinstance(exc, ScenarioExecutionError) and "at node dead" in str(exc)
+
+
+def test_answering_model_sees_the_earlier_turns(endpoint: RunningEndpoint) -> None:
+    endpoint.app.requests.clear()
+    _run(endpoint, "branch_pass")
+    answering_calls = [
+        body["messages"]
+        for body in endpoint.app.requests
+        if "response_format" not in body and body.get("model") == "answerer"
+    ]
+    assert len(answering_calls) == 2
+    second = answering_calls[1]
+    assert [m["role"] for m in second[-3:]] == ["user", "assistant", "user"]
+    assert second[-3]["content"] == Q_GOOD
+    assert second[-2]["content"] == "The gene is BCL2."
+    assert second[-1]["content"] == Q_PRAISE
+
+
+def test_the_documented_example_takes_the_fallback_then_the_branch() -> None:
+    """docs/scenarios.md's scripted run: a wrong gene, the retry, the follow-up."""
+    answers = json.loads((EXAMPLES / "scripted-answers.json").read_text())
+    scenario = load_benchmark(EXAMPLES / "benchmark.yaml").scenarios[0]
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as scripted:
+        config = scenario_config(scripted.base_url)
+        run = run_scenario(
+            scenario,
+            config.answering_models[0],
+            config.parsing_models,
+            config,
+            replicate=None,
+            resources=PipelineResources(),
+        )
+    outcome = run.scenario_result
+    assert outcome is not None and outcome.status == "completed"
+    assert outcome.path == ["ask_gene", "retry_gene", "ask_tissue"]
+    assert outcome.outcome_results == {
+        "reached_followup": True,
+        "first_try": False,
+        "wrong_turns": 1,
+    }
+    assert outcome.final_state["accumulated"] == {
+        "genes": ["TP53", "BCL2"],
+        "retries": 1,
+        "cancers": ["follicular lymphoma"],
+    }
+
+
+def test_a_passed_deadline_ends_the_run_as_timeout(endpoint: RunningEndpoint) -> None:
+    benchmark = scenario_benchmark()
+    config = scenario_config(endpoint.base_url)
+    run = run_scenario(
+        benchmark.get_scenario("branch_pass"),
+        config.answering_models[0],
+        config.parsing_models,
+        config,
+        replicate=None,
+        resources=PipelineResources(),
+        deadline=time.monotonic() - 1.0,
+    )
+    outcome = run.scenario_result
+    assert outcome is not None and outcome.status == "timeout"
+    assert outcome.turn_count == 0 and run.results == []
+    assert outcome.terminal_failure is not None and outcome.terminal_failure.node_id == "start"
+
+
+def test_verifleet_run_returns_scenario_results_and_errors(endpoint: RunningEndpoint) -> None:
+    result_set = verifleet.run(scenario_benchmark(), scenario_config(endpoint.base_url))
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert set(runs) == {"branch_pass", "branch_fail", "loop", "tally", "broken"}
+    assert runs["branch_fail"].path == ["start", "retry"]
+    assert result_set.errors is not None
+    assert [desc for desc, _exc in result_set.errors] == [runs["broken"].error()[0]]  # type: ignore[index]
+    turns = sum(r.turn_count for r in runs.values())
+    assert len(result_set.results) == 1 + turns  # the plain question and every turn
