@@ -108,6 +108,7 @@ def test_metadata_templates_and_ids() -> None:
     # The template importing difflib and unicodedata validated at load.
     assert benchmark.questions[2].has_template
     assert not benchmark.questions[3].has_template
+    assert benchmark.questions[3].custom_metadata == {"workspace_path": "workspaces/water"}
 
 
 def test_a_template_using_difflib_and_unicodedata_runs() -> None:
