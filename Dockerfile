@@ -36,6 +36,7 @@ COPY sandbox/ sandbox/
 COPY store/ store/
 COPY reward/ reward/
 COPY viewer/ viewer/
+COPY limits/ limits/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding
 RUN if [ -n "${EXTRAS}" ]; then pip install ".[${EXTRAS}]"; else pip install .; fi

@@ -9,6 +9,9 @@ exceptions. Create :class:`PipelineResources` once per process
 (``PipelineResources.default()``) so chat clients, compiled templates, recorded
 answers and the embedding model are built once and shared by all threads.
 
+An answering model with MCP servers is answered by :class:`McpAgentRunner` (the
+built-in agent runtime, replaceable through ``PipelineResources.agent``).
+
 Stages code against :class:`ChatCaller`; :class:`LangchainChatCaller` implements
 it with a per-process client cache, retries with backoff for transient errors,
 JSON replies (native structured output or prompted, re-asked once, repaired) and
@@ -38,6 +41,7 @@ from ._llm import (
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
 # --- running a unit ---------------------------------------------------------------
+from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
 from ._context import VerificationContext
@@ -60,6 +64,7 @@ from ._search import (
 
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
+    "AgentDeadlineError",
     "AgentRunner",
     "CachedAnswer",
     "CallGate",
@@ -72,6 +77,8 @@ __all__ = [
     "LocalSearch",
     "ManualAnswerError",
     "ManualAnswerStore",
+    "McpAgentRunner",
+    "McpServerError",
     "Message",
     "ModelCallError",
     "OpenAIHttpChatCaller",

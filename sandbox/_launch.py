@@ -102,10 +102,14 @@ def bwrap_prefix(bwrap: str) -> list[str]:
         "LANG",
         "C.UTF-8",
         *_system_args(),
+        # The fresh /tmp comes before the code binds: a checkout or virtualenv that
+        # lives under /tmp (CI clones, pytest's tmp_path) is bound on top of it,
+        # instead of being hidden by it.
+        *("--dev", "/dev", "--tmpfs", "/tmp"),
     ]
     for path in bind_paths():
         args += ["--ro-bind", path, path]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--remount-ro", "/"]
+    args += ["--chdir", "/tmp", "--remount-ro", "/"]
     return args
 
 

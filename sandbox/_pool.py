@@ -194,6 +194,16 @@ class SandboxPool:
         finally:
             self._release(proc)
 
+    def executor_cpu_seconds(self) -> float:
+        """CPU seconds used so far by one idle executor (the only one when
+        ``pool_size`` is 1): what benchmarks subtract to see a call's cost.
+
+        Raises:
+            ExecutorCrashed: The executor died.
+        """
+        answer = self._call("ping", {})
+        return float(answer["result"]["cpu_seconds"])
+
     def start(self) -> None:
         """Start one executor now (and keep it warm), to fail early.
 
@@ -361,11 +371,23 @@ class SandboxPool:
         """
         return self._trait_call("trait", {"trait": trait, "text": text}, trait.get("name"))["value"]
 
-    def _trait_call(self, op: str, payload: dict[str, Any], name: Any) -> dict[str, Any]:
+    def run_regex_trait(self, trait: dict[str, Any], text: str) -> bool:
+        """Search ``text`` with a regex trait (its JSON form) in an executor.
+
+        Raises:
+            RubricError: The trait is malformed, or its pattern hung the executor.
+        """
+        payload = {"trait": trait, "text": text}
+        value = self._trait_call("regex_trait", payload, trait.get("name"), kind="regex")["value"]
+        return bool(value)
+
+    def _trait_call(
+        self, op: str, payload: dict[str, Any], name: Any, *, kind: str = "callable"
+    ) -> dict[str, Any]:
         try:
             answer = self._call(op, payload)
         except ExecutorCrashed as exc:
-            raise RubricError(f"callable trait {name!r} crashed the sandbox: {exc}") from None
+            raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {exc}") from None
         if answer.get("ok"):
             result: dict[str, Any] = answer["result"]
             return result

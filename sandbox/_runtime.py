@@ -9,6 +9,7 @@ source once per executor.
 
 from __future__ import annotations
 
+import resource
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,6 +20,7 @@ from pydantic_core import to_jsonable_python
 from verifleet.schemas import (
     BaseAnswer,
     CallableTrait,
+    RegexTrait,
     RubricError,
     TemplateCache,
     TemplateValidationError,
@@ -76,11 +78,13 @@ class Runtime:
             "evaluate": self.evaluate,
             "trait": self.trait,
             "check_trait": self.check_trait,
+            "regex_trait": self.regex_trait,
         }
 
     def ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Liveness: answers at once."""
-        return {"pong": True}
+        """Liveness: answers at once, with this executor's CPU seconds so far."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"pong": True, "cpu_seconds": usage.ru_utime + usage.ru_stime}
 
     def _source(self, request: Mapping[str, Any]) -> str:
         template_id = str(request["template_id"])
@@ -198,6 +202,19 @@ class Runtime:
         except Exception as exc:
             raise RequestError("trait", _describe(exc)) from None
         return {"loaded": True}
+
+    def regex_trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Search a text with one regex trait (a pattern can backtrack for ever: it
+        runs here, under the wall-clock limit, not in a worker thread).
+
+        Raises:
+            RequestError: ``trait`` (the trait is malformed).
+        """
+        try:
+            trait = RegexTrait.model_validate(request["trait"])
+            return {"value": trait.evaluate(str(request.get("text") or ""))}
+        except Exception as exc:
+            raise RequestError("trait", _describe(exc)) from None
 
     def trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Run one callable trait on a text.

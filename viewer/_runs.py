@@ -138,6 +138,12 @@ class JobRun(Run):
             if not force and now - self._last < self.min_interval:
                 return 0
             self._last = now
+            # HLEN first: listing every key of a large job on each poll is wasted
+            # when nothing arrived (results are written once, never removed).
+            stored = self.store.client.hlen(self.store.keys(self.job_id).results)
+            if stored == len(self._keys) and not force:
+                self._sample(now)
+                return 0
             fresh = [k for k in self.store.result_keys(self.job_id) if k not in self._seen]
             added = 0
             for start in range(0, len(fresh), _FETCH_BATCH):
@@ -152,10 +158,13 @@ class JobRun(Run):
                     self._keys.append(key)
                     self._seen.add(key)
                 added += len(pairs)
-            self._samples.append((now, len(self._keys)))
-            while self._samples and now - self._samples[0][0] > 60:
-                self._samples.popleft()
+            self._sample(now)
             return added
+
+    def _sample(self, now: float) -> None:
+        self._samples.append((now, len(self._keys)))
+        while self._samples and now - self._samples[0][0] > 60:
+            self._samples.popleft()
 
     def result(self, row: int) -> VerificationResult:
         """The full result at ``row``, read from Redis."""

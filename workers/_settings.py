@@ -17,47 +17,47 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["WorkerSettings"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+_PREFIX = "VERIFLEET_"
 
 
-@dataclass(frozen=True)
-class WorkerSettings:
-    """What a worker process needs to know."""
+class WorkerSettings(BaseSettings):
+    """What a worker process needs to know; each field from ``VERIFLEET_<FIELD>``.
+
+    Constructed directly (tests, embedding) it takes keyword arguments and, for
+    fields not given, the environment; an empty variable counts as unset.
+    """
+
+    model_config = SettingsConfigDict(env_prefix=_PREFIX, env_ignore_empty=True, frozen=True)
 
     redis_url: str = DEFAULT_REDIS_URL
-    unit_deadline: float = 900.0
-    restore_interval: int = 5
+    unit_deadline: float = Field(default=900.0, gt=0)
+    restore_interval: int = Field(default=5, ge=1)
     prefix: str = "vf"
-    lease_seconds: float = 150.0
-    stall_settle: float = 30.0
+    lease_seconds: float = Field(default=150.0, gt=0)
+    stall_settle: float = Field(default=30.0, gt=0)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:
-        """Read the settings; invalid numbers raise ``ValueError`` naming the variable."""
-        env = os.environ
+        """Read the settings from the environment.
 
-        def number(name: str, default: float) -> float:
-            raw = env.get(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                return float(raw)
-            except ValueError:
-                raise ValueError(f"{name}={raw!r} is not a number") from None
-
-        return cls(
-            redis_url=env.get("VERIFLEET_REDIS_URL") or DEFAULT_REDIS_URL,
-            unit_deadline=number("VERIFLEET_UNIT_DEADLINE", 900.0),
-            restore_interval=int(number("VERIFLEET_RESTORE_INTERVAL", 5)),
-            prefix=env.get("VERIFLEET_PREFIX") or "vf",
-            lease_seconds=number("VERIFLEET_LEASE_SECONDS", 150.0),
-            stall_settle=number("VERIFLEET_STALL_SETTLE", 30.0),
-        )
+        Raises:
+            ValueError: a variable does not parse (the message names the variable
+                and its value).
+        """
+        try:
+            return cls()
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                name = _PREFIX + str(error["loc"][0]).upper()
+                problems.append(f"{name}={error.get('input')!r}: {error['msg']}")
+            raise ValueError("; ".join(problems)) from None
 
     @property
     def visibility_timeout(self) -> int:

@@ -104,12 +104,12 @@ def _progress(store: ResultStore, job_id: str) -> JobProgress:
 
 def _submit(args: argparse.Namespace) -> int:
     url = _url(args)
+    start_sandbox(args)  # templates and callable traits are checked in sandbox executors
     # Templates are checked by submit_job: a broken one fails its own question
     # (or, with --strict, rejects the job), as `verifleet run` does.
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
-    start_sandbox(args)  # templates are validated in sandbox executors
     config = build_config(args)
     store = ResultStore.from_url(url)
     broker = Broker(url)

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from verifleet.schemas import ConfigError
 from verifleet.store import ResultStore
 
@@ -47,11 +49,13 @@ def register(commands: Any) -> None:
     view = commands.add_parser(
         "view",
         help="look at results in the browser (a local web page)",
-        description="Serve a web page over result files or fleet jobs: pass rates with "
-        "confidence intervals, score distributions, rubric heat map, error and override "
-        "counts, a searchable question table, each result in full, and a comparison of "
-        "two runs. A running job's pages update live. Binds to 127.0.0.1 unless --host "
-        "says otherwise; any other address needs a token.",
+        description=(
+            "Serve a web page over result files or fleet jobs: pass rates with\n"
+            "confidence intervals, score distributions, a rubric heat map, error and\n"
+            "override counts, a searchable question table, each result in full, and a\n"
+            "comparison of two runs. A running job's pages update live. Binds to\n"
+            "127.0.0.1 unless --host says otherwise; any other address needs a token."
+        ),
         epilog=_VIEW_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -94,7 +98,10 @@ def _load(args: argparse.Namespace) -> list[Any]:
                     store = ResultStore.from_url(redis_url_from(args.redis))
                 except ConfigError as exc:
                     raise ConfigError(f"{source}: no such file, and {exc}") from None
-            run = JobRun(store, source)
+            try:
+                run = JobRun(store, source)
+            except redis.RedisError as exc:
+                raise ConfigError(f"{source}: no such file, and Redis failed: {exc}") from None
         took = time.perf_counter() - started
         print(f"{run.name}: {len(run.index):,} results ({took:.1f} s)", file=sys.stderr)
         runs.append(run)
@@ -110,6 +117,8 @@ def _view(args: argparse.Namespace) -> int:
     runs = _load(args)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    if token and not args.token:
+        print(f"bound to {args.host}: generated a token for this session", file=sys.stderr)
     print(f"verifleet viewer: open {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     serve(runs, host=args.host, port=args.port, token=token, title=args.title)
     return 0

@@ -10,6 +10,7 @@ usage tracker like plain calls; its trace, turn-limit flag and ``agent_metrics``
 go into the result.
 """
 
+from ._loop import AgentDeadlineError
 from ._convert import ERROR_PATTERN, agent_metrics, trace_of
 from ._runtime import TOOL_TIMEOUT_ENV, AgentRun, McpAgentRunner, tool_timeout
 from ._servers import STDIO_ENV, McpServerError, connection_for
@@ -18,6 +19,7 @@ __all__ = [
     "ERROR_PATTERN",
     "STDIO_ENV",
     "TOOL_TIMEOUT_ENV",
+    "AgentDeadlineError",
     "AgentRun",
     "McpAgentRunner",
     "McpServerError",

@@ -18,9 +18,17 @@ import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_on_agent_loop"]
+from verifleet.schemas import VerifleetError
+
+__all__ = ["AgentDeadlineError", "run_on_agent_loop"]
 
 T = TypeVar("T")
+
+
+class AgentDeadlineError(VerifleetError, TimeoutError):
+    """An agent run was stopped at its deadline (the unit's, or an agentic trait's
+    ``timeout_seconds``); its sessions were closed."""
+
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -56,7 +64,7 @@ def run_on_agent_loop(coro: Coroutine[Any, Any, T], *, deadline: float | None) -
             :class:`TimeoutError` is raised.
 
     Raises:
-        TimeoutError: the deadline passed.
+        AgentDeadlineError: the deadline passed.
         Exception: whatever ``coro`` raised.
     """
     future = asyncio.run_coroutine_threadsafe(coro, _agent_loop())
@@ -70,4 +78,4 @@ def run_on_agent_loop(coro: Coroutine[Any, Any, T], *, deadline: float | None) -
         # Let the cancellation unwind (sessions close) before the caller moves on.
         with contextlib.suppress(BaseException):
             future.result(timeout=10)
-        raise TimeoutError("the agent run passed the unit deadline") from None
+        raise AgentDeadlineError("the agent run was stopped at its deadline") from None

@@ -120,7 +120,7 @@ class McpAgentRunner:
         Raises:
             McpServerError: a server is refused or unreachable.
             ModelCallError: a model call of the agent failed for good.
-            TimeoutError: the unit deadline passed during the run.
+            AgentDeadlineError: the unit deadline passed during the run.
         """
         run = self.run(
             model,

@@ -15,11 +15,20 @@ from typing import Any
 
 from .protocols import CallableTraitLike, RegexTraitLike
 
-__all__ = ["CallableRunner", "LocalScores", "evaluate_callable_traits", "evaluate_regex_traits"]
+__all__ = [
+    "CallableRunner",
+    "LocalScores",
+    "RegexRunner",
+    "evaluate_callable_traits",
+    "evaluate_regex_traits",
+]
 
 #: Runs one callable trait on a text and returns its checked value (the pipeline's
 #: runs it in a sandbox executor).
 CallableRunner = Callable[[CallableTraitLike, str], Any]
+#: Runs one regex trait on a text (the pipeline's runs it in a sandbox executor:
+#: a backtracking pattern must not hang a worker thread).
+RegexRunner = Callable[[RegexTraitLike, str], bool]
 
 logger = logging.getLogger(__name__)
 
@@ -32,12 +41,17 @@ class LocalScores:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-def evaluate_regex_traits(text: str, traits: Sequence[RegexTraitLike]) -> LocalScores:
-    """Match each regex trait against ``text``; scores are booleans."""
+def evaluate_regex_traits(
+    text: str, traits: Sequence[RegexTraitLike], *, run: RegexRunner | None = None
+) -> LocalScores:
+    """Match each regex trait against ``text`` (through ``run`` when given, else in
+    this process); scores are booleans."""
     result = LocalScores()
     for trait in traits:
         try:
-            result.scores[trait.name] = bool(trait.evaluate(text))
+            result.scores[trait.name] = bool(
+                run(trait, text) if run is not None else trait.evaluate(text)
+            )
         except Exception as exc:  # a trait's own code; contain any failure to that trait
             _record_failure(result, "regex", trait.name, exc)
     return result

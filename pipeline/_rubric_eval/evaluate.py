@@ -26,7 +26,12 @@ from .agentic_traits import (
     evaluate_template_traits,
 )
 from .deep_judgment_rubric import SearchSource, TraitJudgment, judge_trait_deeply
-from .deterministic import CallableRunner, evaluate_callable_traits, evaluate_regex_traits
+from .deterministic import (
+    CallableRunner,
+    RegexRunner,
+    evaluate_callable_traits,
+    evaluate_regex_traits,
+)
 from .dj_settings import DeepJudgmentSettings, resolve_deep_judgment
 from .dynamic import AGENTIC_SKIP_REASON, DynamicResolution, check_name_conflicts, resolve_dynamic
 from .llm_traits import LLMTraitScores, evaluate_llm_traits
@@ -52,6 +57,7 @@ def evaluate_rubric(
     search: SearchSource | None = None,
     investigate: Investigate | None = None,
     run_callable: CallableRunner | None = None,
+    run_regex: RegexRunner | None = None,
 ) -> RubricOutcome:
     """Evaluate ``response`` against ``rubric`` (and ``dynamic_rubric``).
 
@@ -74,6 +80,7 @@ def evaluate_rubric(
             named with the reason in ``skipped_traits``.
         run_callable: Runs one callable trait on a text (the pipeline passes the
             sandbox's runner); None calls the trait's own ``evaluate`` here.
+        run_regex: The same for regex traits.
 
     Returns:
         The result sections plus per-trait failures and skips. A trait the judge
@@ -123,7 +130,7 @@ def evaluate_rubric(
         outcome.failed_traits.update(agentic.failures)
         outcome.model_calls += agentic.model_calls
 
-    regex = evaluate_regex_traits(response, traits.regex)
+    regex = evaluate_regex_traits(response, traits.regex, run=run_regex)
     callables = evaluate_callable_traits(response, traits.callable, run=run_callable)
     outcome.failed_traits.update(regex.failures)
     outcome.failed_traits.update(callables.failures)

@@ -46,7 +46,8 @@ class TraitInvestigator:
         Raises:
             McpServerError: a server of the trait's model cannot be used.
             ModelCallError: a model call failed for good.
-            TimeoutError: the trait's ``timeout_seconds`` (or the unit deadline) passed.
+            AgentDeadlineError: the trait's ``timeout_seconds`` (or the unit deadline)
+                passed.
             ValueError: a ``workspace_only`` trait whose model has no MCP servers.
         """
         ctx = self._ctx

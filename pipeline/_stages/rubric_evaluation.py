@@ -8,7 +8,7 @@ from verifleet.schemas import VerificationConfig
 
 from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
-from .._rubric_eval.deterministic import CallableRunner
+from .._rubric_eval.deterministic import CallableRunner, RegexRunner
 from .._stage import Stage
 from ._common import evaluation_text
 from ._investigate import TraitInvestigator
@@ -52,6 +52,7 @@ class RubricEvaluationStage(Stage):
             search=lambda: ctx.resources.search_for(ctx.config, rubric=True),
             investigate=TraitInvestigator(ctx),
             run_callable=_sandbox_runner(ctx),
+            run_regex=_sandbox_regex_runner(ctx),
         )
         ctx.rubric_result = outcome.rubric
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
@@ -66,5 +67,16 @@ def _sandbox_runner(ctx: VerificationContext) -> CallableRunner:
 
     def run(trait: Any, text: str) -> Any:
         return pool.run_trait(trait.model_dump(mode="json"), text)
+
+    return run
+
+
+def _sandbox_regex_runner(ctx: VerificationContext) -> RegexRunner:
+    """Runs regex traits in the sandbox: a benchmark's pattern can backtrack for
+    ever, which would otherwise hold a worker thread past any deadline."""
+    pool = ctx.resources.sandbox
+
+    def run(trait: Any, text: str) -> bool:
+        return pool.run_regex_trait(trait.model_dump(mode="json"), text)
 
     return run

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._errors import VerifleetError
+from verifleet.errors import VerifleetError
+
 from ._model import ScenarioDefinition
 
 __all__ = ["DEFAULT_CHECKPOINT_TURN_LIMIT", "is_scenario_part", "scenario_from_jsonld"]

@@ -286,3 +286,50 @@ def test_stdio_server_when_the_operator_allows_it(
     assert result.metadata.error is None
     assert result.template is not None and result.template.verify_result is True
     assert (result.template.agent_metrics or {})["tools_used"] == ["add", "gene_length"]
+
+
+def test_tool_timeout_and_unit_deadline(
+    endpoint: tuple[ServedApp, ScriptedEndpoint],
+    mcp_server: McpServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    served, _state = endpoint
+    model = ModelConfig(
+        model_name="scripted",
+        interface="openai_endpoint",
+        endpoint_base_url=f"{served.url}/v1",
+        mcp_urls_dict={"tools": mcp_server.url},
+    )
+    judge = ModelConfig(
+        model_name="judge", interface="openai_endpoint", endpoint_base_url=f"{served.url}/v1"
+    )
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[judge])
+    question = Question(
+        id="q",
+        question='Wait. [tool:sleep {"seconds": 3}]',
+        raw_answer="1",
+        answer_template=_template(1),
+    )
+    resources = PipelineResources()
+
+    def run(deadline: float) -> VerificationResult:
+        [result] = run_unit(
+            question, model, [judge], config, replicate=None, resources=resources, deadline=deadline
+        )
+        return result
+
+    # A tool call past VERIFLEET_MCP_TOOL_TIMEOUT becomes an error the agent sees.
+    monkeypatch.setenv("VERIFLEET_MCP_TOOL_TIMEOUT", "0.3")
+    slow = run(time.monotonic() + 60)
+    assert slow.metadata.error is None and slow.template is not None
+    tool_message = slow.template.trace_messages[-2]
+    assert tool_message["status"] == "error"
+    assert tool_message["content"] == "error: tool 'sleep' timed out after 0.3 s"
+    assert (slow.template.agent_metrics or {})["suspect_failed_tools"] == ["sleep"]
+
+    # The unit deadline ends the whole run (its sessions are closed on the way out).
+    monkeypatch.delenv("VERIFLEET_MCP_TOOL_TIMEOUT")
+    late = run(time.monotonic() + 1.0)
+    assert late.metadata.error == (
+        "answer generation failed: the agent run was stopped at its deadline"
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _support.browser import By, ViewerProcess, browser, decode_png, png_size, wait_for
 from _support.fleet import run_cli
+from _support.redis_server import free_port
 from _support.viewer_data import full_run
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
@@ -296,3 +297,10 @@ def test_view_refuses_a_missing_file_without_redis() -> None:
     done = run_cli("view", "/nonexistent/results.parquet", env=env)
     assert done.returncode == 2
     assert "no such file, and no Redis URL" in done.stderr
+
+
+def test_view_of_a_job_on_an_unreachable_redis_is_one_clear_error() -> None:
+    done = run_cli("view", "job-1", "--redis", f"redis://127.0.0.1:{free_port()}/0")
+    assert done.returncode == 2
+    assert "job-1: no such file, and Redis failed" in done.stderr
+    assert "Traceback" not in done.stderr

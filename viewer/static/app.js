@@ -312,7 +312,11 @@
         el("span", { id: "page-info", "data-total": page.total }, page.total ? (offset + 1) + "–" + last + " of " + int(page.total) : "no results match"),
         el("button", { id: "page-next", disabled: offset + limit >= page.total, onclick: () => set({ offset: offset + limit, sort: params.sort }) }, "next ›")),
       el("table", { id: "results" }, head, body));
-    if (document.activeElement !== search && params.search) search.focus();
+    // The box is redrawn with the results: keep typing where it left off.
+    if (document.activeElement !== search && params.search) {
+      search.focus();
+      search.setSelectionRange(search.value.length, search.value.length);
+    }
   }
 
   // --- one result ------------------------------------------------------------------------

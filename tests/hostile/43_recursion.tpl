@@ -1,0 +1,12 @@
+# hostile template 43_recursion: must be refused or contained
+from verifleet.schemas import BaseAnswer
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "safe"}
+
+    def verify(self) -> bool:
+        return self.verify()

@@ -1,0 +1,28 @@
+"""Worker settings from VERIFLEET_* variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifleet.workers._settings import WorkerSettings
+
+
+def test_variables_set_the_fields_and_empty_ones_count_as_unset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VERIFLEET_REDIS_URL", "redis://:pw@db:6380/2")
+    monkeypatch.setenv("VERIFLEET_UNIT_DEADLINE", "60")
+    monkeypatch.setenv("VERIFLEET_PREFIX", "")
+    settings = WorkerSettings.from_env()
+    assert settings.redis_url == "redis://:pw@db:6380/2"
+    assert settings.unit_deadline == 60.0 and settings.visibility_timeout == 121
+    assert settings.prefix == "vf"
+
+
+def test_a_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERIFLEET_LEASE_SECONDS", "soon")
+    monkeypatch.setenv("VERIFLEET_RESTORE_INTERVAL", "0")
+    with pytest.raises(ValueError) as caught:
+        WorkerSettings.from_env()
+    assert "VERIFLEET_LEASE_SECONDS='soon'" in str(caught.value)
+    assert "VERIFLEET_RESTORE_INTERVAL='0'" in str(caught.value)
