@@ -400,6 +400,9 @@ class VerificationConfig(BaseModel):
     embedding_check_threshold: float = Field(default=DEFAULT_EMBEDDING_THRESHOLD, ge=0.0, le=1.0)
 
     deep_judgment_enabled: bool = False
+    # False: the original's deep_judgment_mode "reasoning_only" (reasoning and
+    # parameters from the whole response, no excerpts, so no excerpt auto-fail).
+    deep_judgment_excerpts_enabled: bool = True
     deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1)
     deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
     deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
@@ -478,6 +481,11 @@ class VerificationConfig(BaseModel):
         if self.deep_judgment_rubric_mode == "custom" and not self.deep_judgment_rubric_config:
             raise ValueError(
                 "deep_judgment_rubric_config: required when deep_judgment_rubric_mode='custom'"
+            )
+        if self.deep_judgment_search_enabled and not self.deep_judgment_excerpts_enabled:
+            raise ValueError(
+                "deep_judgment_search_enabled: search checks excerpts, and "
+                "deep_judgment_excerpts_enabled is False (deep_judgment_mode 'reasoning_only')"
             )
         for name in ("deep_judgment_search_tool", "deep_judgment_rubric_search_tool"):
             tool = str(getattr(self, name)).strip().lower()

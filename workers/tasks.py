@@ -273,6 +273,7 @@ def run_scenario_task(
         spec.config,
         replicate=replicate,
         global_rubric=spec.benchmark.global_rubric,
+        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
         resources=state.resources,
         deadline=deadline,
     )

@@ -129,6 +129,7 @@ class LocalRunner:
             self.config,
             replicate=unit.replicate,
             global_rubric=self.benchmark.global_rubric,
+            global_dynamic_rubric=self.benchmark.global_dynamic_rubric,
             resources=self.resources,
         )
 
