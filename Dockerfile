@@ -29,6 +29,7 @@ WORKDIR /opt/verifleet
 COPY pyproject.toml setup.py README.md ./
 COPY verifleet/ verifleet/
 COPY schemas/ schemas/
+COPY templates/ templates/
 COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/
@@ -36,6 +37,7 @@ COPY sandbox/ sandbox/
 COPY store/ store/
 COPY reward/ reward/
 COPY viewer/ viewer/
+COPY limits/ limits/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding
 RUN if [ -n "${EXTRAS}" ]; then pip install ".[${EXTRAS}]"; else pip install .; fi

@@ -14,6 +14,7 @@ resident memory of a process tree live without instrumenting it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -335,22 +336,36 @@ class WorkerProcs:
     Args:
         redis_url: Broker and store.
         count: How many worker processes.
-        concurrency: Threads per worker.
+        concurrency: Threads per worker (None: ``verifleet worker``'s default).
         env: Extra environment (e.g. ``VERIFLEET_LEASE_SECONDS``).
+        count_round_trips: Run each worker under ``bench/_roundtrips.py``, which
+            counts its Redis round trips (read with :meth:`round_trips`).
     """
 
     def __init__(
-        self, redis_url: str, count: int, *, concurrency: int, env: dict[str, str] | None = None
+        self,
+        redis_url: str,
+        count: int,
+        *,
+        concurrency: int | None,
+        env: dict[str, str] | None = None,
+        count_round_trips: bool = False,
     ) -> None:
         self.logdir = Path(tempfile.mkdtemp(prefix="vf-workers-"))
         environment = {**os.environ, "VERIFLEET_REDIS_URL": redis_url, **(env or {})}
+        if concurrency is None:
+            from verifleet.orchestrator.cli.worker import DEFAULT_CONCURRENCY
+
+            concurrency = DEFAULT_CONCURRENCY
         # The command ``verifleet worker`` runs (see its --help); started through
         # celery directly so a bench does not depend on every CLI module importing.
-        command = [sys.executable, "-m", "celery", "-A", "verifleet.workers.app", "worker"]
-        command += ["-P", "threads", "-c", str(concurrency), "-Q", DEFAULT_QUEUE]
+        celery = ["-m", "celery", "-A", "verifleet.workers.app", "worker"]
+        celery += ["-P", "threads", "-c", str(concurrency), "-Q", DEFAULT_QUEUE]
         self.procs: list[subprocess.Popen[bytes]] = []
         for index in range(count):
             log = (self.logdir / f"w{index}.log").open("wb")
+            counter = [str(BENCH_DIR / "_roundtrips.py"), str(self.logdir / f"w{index}.rtt")]
+            command = [sys.executable, *(counter if count_round_trips else []), *celery]
             self.procs.append(
                 subprocess.Popen(
                     [*command, "-n", f"bench{index}@%h", "--loglevel", "WARNING"],
@@ -389,6 +404,15 @@ class WorkerProcs:
     def cpu_seconds(self) -> float:
         """CPU seconds of all worker processes so far."""
         return sum(cpu_seconds(p.pid) for p in self.procs)
+
+    def round_trips(self) -> int:
+        """Redis round trips of all workers so far (``count_round_trips`` only;
+        the counts lag by up to 0.2 s)."""
+        total = 0
+        for path in self.logdir.glob("w*.rtt"):
+            with contextlib.suppress(OSError, ValueError):
+                total += int(path.read_text())
+        return total
 
     def rss_mb(self) -> list[float]:
         """Resident memory of each worker now, in MB."""

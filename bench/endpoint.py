@@ -20,6 +20,8 @@ Fault injection, decided in this order for every other chat call:
 
 1. ``max_concurrency``: a call arriving while that many are in flight gets 429
    with ``Retry-After`` at once (it never counts as in flight).
+   ``serve_concurrency`` instead makes calls beyond that many wait their turn,
+   as a server with that many batch slots does: latency rises with load.
 2. ``fail_first``: the first N calls for each distinct prompt get 500.
 3. ``rate_429`` / ``rate_5xx``: that fraction of calls gets 429 / 503.
 4. ``timeout_rate``: that fraction of calls waits ``slow_ms`` instead of the
@@ -140,6 +142,9 @@ class EndpointConfig(BaseModel):
         default=None, ge=1, description="completion tokens per reply (default: ~chars/4)"
     )
     max_concurrency: int | None = Field(default=None, ge=1)
+    serve_concurrency: int | None = Field(
+        default=None, ge=1, description="calls served at once; later ones queue"
+    )
     retry_after_s: int = Field(default=1, ge=0)
     rate_429: float = Field(default=0.0, ge=0, le=1)
     rate_5xx: float = Field(default=0.0, ge=0, le=1)
@@ -209,6 +214,7 @@ class EndpointApp:
         #: Decoded chat request bodies in arrival order, when ``record_requests``.
         self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
+        self._serving: asyncio.Semaphore | None = None  # made on the serving loop
         self._keys = sorted((k for k in config.answers if k), key=len, reverse=True)
         # Only look the prompt up for a delay when some answer has one: benches
         # push thousands of calls per second through here.
@@ -330,7 +336,12 @@ class EndpointApp:
         if self._delayed:
             entry = self.lookup(prompt)
             delay_ms += entry.delay_ms if entry is not None else 0.0
-        if delay_ms > 0:
+        if config.serve_concurrency is not None:
+            if self._serving is None:
+                self._serving = asyncio.Semaphore(config.serve_concurrency)
+            async with self._serving:  # queued calls wait here: latency grows
+                await asyncio.sleep(delay_ms / 1000)
+        elif delay_ms > 0:
             await asyncio.sleep(delay_ms / 1000)
         return 200, self._completion(request, prompt, digest), []
 
@@ -565,6 +576,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--latency-dist", choices=["fixed", "uniform", "exp"], default="fixed")
     add("--reply-tokens", type=int, default=None, help="completion tokens per reply")
     add("--max-concurrency", type=int, default=None, help="calls in flight; excess gets 429")
+    add("--serve-concurrency", type=int, default=None, help="calls served at once; excess queue")
     add("--retry-after", dest="retry_after_s", type=int, default=1, help="Retry-After on 429 (s)")
     add("--rate-429", type=float, default=0.0, help="fraction of calls answered 429")
     add("--rate-5xx", type=float, default=0.0, help="fraction of calls answered 503")

@@ -54,9 +54,9 @@ from bench._harness import (
     fleet_config,
     machine_line,
 )
+from verifleet.limits import RedisCallGate, Spend
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig
-from verifleet.workers._limiter import RedisCallGate, Spend
 
 
 class _Sampler:

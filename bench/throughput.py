@@ -5,14 +5,26 @@ Usage::
     .venv/bin/python bench/throughput.py                      # L=100 ms, C=16, 600 units
     .venv/bin/python bench/throughput.py --latency-ms 50 --cap 32 --n 2000
     .venv/bin/python bench/throughput.py --modes local --profile
+    .venv/bin/python bench/throughput.py --defaults --latency-ms 500 --cap 64 --n 2000 \
+        --modes local,fleet2 --round-trips
+
+``--defaults`` is what a user who sets nothing gets: the model has no
+``max_concurrency``, the local runner and the workers keep their default
+thread counts, and the endpoint itself admits C calls in flight, answering 429
+(``Retry-After: 1``) beyond: the adaptive window has to find C. Without it,
+the model is capped at C and runners get 2 C threads (the endpoint takes any
+number).
 
 Each unit makes two calls (answer, then parse) to one model name, so both share
 the cap: the limit is ``C / L`` calls/s, i.e. ``C / (2 L)`` units/s. The bench
 runs the same job in local mode (this process), then in fleet mode with one and
 with two ``verifleet worker`` processes, and prints units/s, calls/s and the ratio
 of calls/s to the limit. A fleet run is preceded by a small warm-up job so that
-process start-up (imports, client construction, template compilation) is not
-counted; the local run warms up the same way.
+process start-up (imports, client construction) is not counted; the local run
+warms up the same way. The warm-up's questions are not the measured job's, so
+every measured unit compiles a new template (unless ``--replicates``), and the
+endpoints' windows are forgotten after it (local: a new runner; fleet: the
+``vf:limit:*`` keys deleted), so the measured job starts from a cold window.
 
 When the limit is above 200 calls/s (or with ``--profile``) it also prints the
 CPU-bound ceiling (units/s per core of verifleet CPU, with an instant endpoint)
@@ -43,6 +55,7 @@ from bench._harness import (
     self_cpu_seconds,
 )
 from bench._profile import profile_local
+from verifleet.limits import LocalCallGate, RedisCallGate, Window
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.schemas import Benchmark, VerificationConfig
@@ -55,15 +68,25 @@ def _subset(bench: Benchmark, n: int) -> Benchmark:
     return bench.model_copy(update={"questions": bench.questions[:n]})
 
 
-def run_local(bench: Benchmark, config: VerificationConfig) -> tuple[float, float]:
-    """Run the job in this process; returns (wall seconds, CPU seconds)."""
+def run_local(bench: Benchmark, config: VerificationConfig) -> tuple[float, float, Window | None]:
+    """Run the job in this process; returns (wall seconds, CPU seconds, the
+    parsing model's window at the end)."""
     cpu, start = self_cpu_seconds(), time.perf_counter()
     runner = LocalRunner(bench, config)
     count = sum(1 for _ in runner.run())
     wall = time.perf_counter() - start
     if count != runner.count_units():
         raise RuntimeError(f"local run yielded {count} units of {runner.count_units()}")
-    return wall, self_cpu_seconds() - cpu
+    gate = runner.resources.call_gate
+    window = gate.window(config.parsing_models[0]) if isinstance(gate, LocalCallGate) else None
+    return wall, self_cpu_seconds() - cpu, window
+
+
+def _window_text(window: Window | None) -> str:
+    if window is None:
+        return ""
+    peak = "none" if window.peak is None else f"{window.peak:.0f}"
+    return f"  window at the end {window.size:.1f} (last pushback at {peak} in flight)"
 
 
 def run_fleet(bench: Benchmark, config: VerificationConfig, redis_url: str) -> float:
@@ -101,7 +124,7 @@ def _ceiling(args: argparse.Namespace) -> None:
             endpoint.base_url, max_concurrency=args.threads, replicate_count=args.replicates
         )
         run_local(_subset(bench, 20), config)  # warm-up: clients, imports
-        wall, cpu = run_local(bench, config)
+        wall, cpu, _window = run_local(bench, config)
         print(
             f"ceiling    local, instant endpoint: {n / wall:.1f} units/s, "
             f"{cpu / n * 1000:.1f} ms CPU/unit -> "
@@ -126,6 +149,14 @@ def main(argv: list[str] | None = None) -> int:
         help="units per question (default 1: every unit compiles a new template)",
     )
     parser.add_argument("--threads", type=int, default=0, help="threads per runner (0: 2*C)")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="default settings: no cap on the model, default threads; the endpoint admits C",
+    )
+    parser.add_argument(
+        "--round-trips", action="store_true", help="count the workers' Redis round trips"
+    )
     parser.add_argument("--profile", action="store_true", help="always print the ceiling")
     parser.add_argument("--profile-n", type=int, default=300, help="units of the ceiling run")
     parser.add_argument("--profile-top", type=int, default=15, help="functions listed")
@@ -135,44 +166,66 @@ def main(argv: list[str] | None = None) -> int:
     questions = max(1, args.n // args.replicates)
     args.n = questions * args.replicates
     print(machine_line())
+    threads = "defaults" if args.defaults else f"threads={args.threads}"
+    where = "the endpoint admits C (429 beyond)" if args.defaults else "the model's cap is C"
     print(
         f"n={args.n} units ({args.replicates} per question), L={args.latency_ms:g} ms, "
-        f"C={args.cap}, threads={args.threads}: "
+        f"C={args.cap} ({where}), {threads}: "
         f"limit C/L = {limit:.0f} calls/s = {limit / CALLS_PER_UNIT:.0f} units/s",
         flush=True,
     )
-    bench, answers = capitals(questions)
-    warm = _subset(bench, min(questions, 2 * args.threads))
+    warm_n = 64
+    everything, answers = capitals(questions + warm_n)
+    bench = _subset(everything, questions)
+    warm = everything.model_copy(update={"questions": everything.questions[questions:]})
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    with EndpointProc(answers, ["--latency-ms", str(args.latency_ms)]) as endpoint:
+    options = ["--latency-ms", str(args.latency_ms)]
+    if args.defaults:
+        options += ["--max-concurrency", str(args.cap)]
+    with EndpointProc(answers, options) as endpoint:
         config = fleet_config(
             endpoint.base_url,
-            cap=args.cap,
-            max_concurrency=args.threads,
+            cap=None if args.defaults else args.cap,
             unit_deadline=600,
             replicate_count=args.replicates,
+            **({} if args.defaults else {"max_concurrency": args.threads}),
         )
         for mode in modes:
             if mode == "local":
                 run_local(warm, config)
                 endpoint.reset()
-                wall, cpu = run_local(bench, config)
+                wall, cpu, window = run_local(bench, config)
                 stats = endpoint.stats()
-                extra = f"  CPU {cpu / args.n * 1000:.1f} ms/unit"
+                extra = f"  CPU {cpu / args.n * 1000:.1f} ms/unit" + _window_text(window)
                 _report(mode, args.n, wall, stats["calls"], limit, stats["peak_in_flight"], extra)
             elif mode.startswith("fleet"):
                 count = int(mode.removeprefix("fleet") or 1)
                 with (
                     RedisProc() as redis_proc,
-                    WorkerProcs(redis_proc.url, count, concurrency=args.threads) as workers,
+                    WorkerProcs(
+                        redis_proc.url,
+                        count,
+                        concurrency=None if args.defaults else args.threads,
+                        count_round_trips=args.round_trips,
+                    ) as workers,
                 ):
                     run_fleet(warm, config, redis_proc.url)
+                    client = redis_proc.client()
+                    for key in client.scan_iter("vf:limit:*"):
+                        client.delete(key)  # the measured job starts from a cold window
                     endpoint.reset()
-                    cpu = workers.cpu_seconds()
+                    cpu, trips = workers.cpu_seconds(), workers.round_trips()
                     wall = run_fleet(bench, config, redis_proc.url)
                     cpu = workers.cpu_seconds() - cpu
+                    time.sleep(0.5)  # the round-trip counts are written every 0.2 s
+                    trips = workers.round_trips() - trips
                     stats = endpoint.stats()
+                    gate = RedisCallGate(client, lease_seconds=1, max_wait=0)
+                    window = gate.window(config.parsing_models[0])
                 extra = f"  worker CPU {cpu / args.n * 1000:.1f} ms/unit"
+                if args.round_trips:
+                    extra += f"  Redis round trips {trips / args.n:.1f}/unit"
+                extra += _window_text(window)
                 _report(mode, args.n, wall, stats["calls"], limit, stats["peak_in_flight"], extra)
             else:
                 parser.error(f"unknown mode {mode!r} (local, fleet1, fleet2, ...)")

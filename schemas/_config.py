@@ -136,10 +136,15 @@ class ModelConfig(BaseModel):
     agent_recursion_limit: int = Field(default=25, ge=1)
     manual_traces_path: str | None = None
     extra_kwargs: dict[str, Any] = Field(default_factory=dict)
-    # Fleet-wide limits for this model's endpoint (None: unlimited). Tokens per
-    # minute count each call's estimate until the provider reports its usage (see
-    # ``verifleet.pipeline.CallGate``).
+    # Limits of this model's endpoint, fleet-wide (see ``verifleet.limits``).
+    # Calls in flight follow an adaptive window that grows until the endpoint
+    # pushes back (429, Retry-After, rising latency), never above
+    # ``max_concurrency`` (None: ``verifleet.limits.DEFAULT_MAX_CONCURRENCY``);
+    # ``adaptive_concurrency=False`` holds exactly ``max_concurrency`` (None:
+    # unlimited). Per-minute budgets: None is unlimited; tokens count each call's
+    # estimate until the provider reports its usage.
     max_concurrency: int | None = Field(default=None, ge=1)
+    adaptive_concurrency: bool = True
     requests_per_minute: int | None = Field(default=None, ge=1)
     tokens_per_minute: int | None = Field(default=None, ge=1)
 
@@ -395,6 +400,9 @@ class VerificationConfig(BaseModel):
     embedding_check_threshold: float = Field(default=DEFAULT_EMBEDDING_THRESHOLD, ge=0.0, le=1.0)
 
     deep_judgment_enabled: bool = False
+    # False: the original's deep_judgment_mode "reasoning_only" (reasoning and
+    # parameters from the whole response, no excerpts, so no excerpt auto-fail).
+    deep_judgment_excerpts_enabled: bool = True
     deep_judgment_max_excerpts_per_attribute: int = Field(default=3, ge=1)
     deep_judgment_fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
     deep_judgment_excerpt_retry_attempts: int = Field(default=2, ge=0)
@@ -420,7 +428,9 @@ class VerificationConfig(BaseModel):
     prompt_config: PromptConfig | None = None
 
     # verifleet: execution
-    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    # Local mode: the most units at once; below it, the endpoints' adaptive
+    # windows decide (see ``verifleet.limits``).
+    max_concurrency: int = Field(default=256, ge=1, le=4096)
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     request_timeout: float = Field(default=120.0, gt=0.0)
     unit_deadline: float = Field(default=900.0, gt=0.0)
@@ -471,6 +481,11 @@ class VerificationConfig(BaseModel):
         if self.deep_judgment_rubric_mode == "custom" and not self.deep_judgment_rubric_config:
             raise ValueError(
                 "deep_judgment_rubric_config: required when deep_judgment_rubric_mode='custom'"
+            )
+        if self.deep_judgment_search_enabled and not self.deep_judgment_excerpts_enabled:
+            raise ValueError(
+                "deep_judgment_search_enabled: search checks excerpts, and "
+                "deep_judgment_excerpts_enabled is False (deep_judgment_mode 'reasoning_only')"
             )
         for name in ("deep_judgment_search_tool", "deep_judgment_rubric_search_tool"):
             tool = str(getattr(self, name)).strip().lower()

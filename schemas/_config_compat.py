@@ -145,11 +145,7 @@ def adapt_original_config(data: dict[str, Any], known: Any) -> dict[str, Any]:
         else:
             data.setdefault("deep_judgment_enabled", mode != "disabled")
             if mode == "reasoning_only":
-                _warn(
-                    "VerificationConfig",
-                    "deep_judgment_mode='reasoning_only'",
-                    "deep judgment always extracts excerpts here (it runs as 'full')",
-                )
+                data.setdefault("deep_judgment_excerpts_enabled", False)
     if data.get("rubric_evaluation_strategy", "batch") is None:
         data["rubric_evaluation_strategy"] = "batch"  # the original allows None
     if "max_concurrent_requests" in data and "max_concurrent_requests" not in known:

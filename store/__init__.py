@@ -14,7 +14,6 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._keys import JobKeys
-from ._limits import EndpointGate, EndpointLimits, endpoint_id, is_rate_limited
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
@@ -41,8 +40,6 @@ __all__ = [
     "TASK_NAME",
     "TASK_NAMES",
     "TLS_ENV",
-    "EndpointGate",
-    "EndpointLimits",
     "JobKeys",
     "JobProgress",
     "JobStatus",
@@ -54,10 +51,8 @@ __all__ = [
     "Unit",
     "UnitRef",
     "count_units",
-    "endpoint_id",
     "expand_scenario_units",
     "expand_units",
-    "is_rate_limited",
     "keyed_question_id",
     "mask_password",
     "redis_client",

@@ -20,6 +20,7 @@ from collections import OrderedDict
 import zstandard
 from pydantic import TypeAdapter, ValidationError
 
+from verifleet.limits import RedisCallGate
 from verifleet.pipeline import PipelineResources
 from verifleet.reward import (
     REWARD_TASK_NAME,
@@ -35,7 +36,6 @@ from verifleet.reward import (
 )
 from verifleet.store import ResultStore
 
-from ._limiter import RedisCallGate
 from ._settings import WorkerSettings
 from .app import app
 from .tasks import _until_redis_answers

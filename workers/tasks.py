@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import redis
 from celery import Task, signals
 
+from verifleet.limits import RedisCallGate
 from verifleet.pipeline import PipelineResources, run_scenario, run_unit
 from verifleet.store import (
     SCENARIO_TASK_NAME,
@@ -39,7 +40,6 @@ from verifleet.store import (
 )
 
 from ._jobs import JobCache
-from ._limiter import RedisCallGate
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
@@ -249,6 +249,7 @@ def run_scenario_task(
         spec.config,
         replicate=replicate,
         global_rubric=spec.benchmark.global_rubric,
+        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
         resources=state.resources,
         deadline=deadline,
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 
+from verifleet.limits import LocalCallGate, endpoint_id
 from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
 from verifleet.schemas import (
     Benchmark,
@@ -28,8 +29,6 @@ from verifleet.store import (
     unit_result_keys,
 )
 
-from .limits import LocalCallGate
-
 __all__ = ["LocalRunner", "failed_unit_results", "scenario_done_key"]
 
 log = logging.getLogger(__name__)
@@ -38,11 +37,19 @@ log = logging.getLogger(__name__)
 class LocalRunner:
     """Runs a job's units concurrently and yields results as they finish.
 
+    How many units run at once follows the endpoints' adaptive windows (see
+    :mod:`verifleet.limits`): a quarter more units than the windows of the job's
+    endpoints admit calls together (plus four, for units between calls), so the
+    windows stay full and few threads wait at a gate; never more than the
+    config's ``max_concurrency``. With a gate other than the default local one,
+    ``max_concurrency`` units run.
+
     Args:
         benchmark: The questions (templates are validated by the pipeline per unit).
-        config: The verification config; ``max_concurrency`` threads run units.
+        config: The verification config; ``max_concurrency`` caps the units at once.
         resources: Per-process caches (chat clients, compiled templates, the
-            embedding model); one shared instance by default.
+            embedding model); by default a shared instance with a
+            :class:`~verifleet.limits.LocalCallGate`.
     """
 
     def __init__(
@@ -100,7 +107,9 @@ class LocalRunner:
             source = todo()
             exhausted = False
             while True:
-                while not exhausted and not self._stop.is_set() and len(pending) < 2 * workers:
+                # as for units: the endpoints' windows decide how many run
+                window = self.units_at_once()
+                while not exhausted and not self._stop.is_set() and len(pending) < window:
                     unit = next(source, None)
                     if unit is None:
                         exhausted = True
@@ -120,6 +129,7 @@ class LocalRunner:
             self.config,
             replicate=unit.replicate,
             global_rubric=self.benchmark.global_rubric,
+            global_dynamic_rubric=self.benchmark.global_dynamic_rubric,
             resources=self.resources,
         )
 
@@ -159,17 +169,35 @@ class LocalRunner:
             unit for unit in self.units() if not _already_done(unit, parsing, done_keys, on_skip)
         )
         workers = self.config.max_concurrency
+        # Threads start as units are submitted, so only as many exist as the
+        # windows ever asked for.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-unit") as pool:
-            yield from self._drain(pool, todo, window=2 * workers)
+            yield from self._drain(pool, todo)
+
+    def units_at_once(self) -> int:
+        """How many units to keep running now (see the class docstring)."""
+        most = self.config.max_concurrency
+        gate = self.resources.call_gate
+        if not isinstance(gate, LocalCallGate):
+            return most
+        windows: dict[str, int] = {}
+        for model in (*self.config.answering_models, *self.config.parsing_models):
+            limit = gate.limit(model)
+            if limit is None:
+                return most  # an endpoint nothing limits: the config decides
+            windows[endpoint_id(model)] = limit
+        return min(most, sum(windows.values()) * 5 // 4 + 4)
 
     def _drain(
-        self, pool: ThreadPoolExecutor, todo: Iterable[Unit], *, window: int
+        self, pool: ThreadPoolExecutor, todo: Iterable[Unit]
     ) -> Iterator[tuple[Unit, list[VerificationResult]]]:
-        # A bounded window of submitted futures keeps memory flat for huge jobs.
+        # A bounded set of submitted futures keeps memory flat for huge jobs; its
+        # size follows the windows as they grow or shrink.
         pending: dict[Future[list[VerificationResult]], Unit] = {}
         source = iter(todo)
         exhausted = False
         while True:
+            window = self.units_at_once()
             while not exhausted and not self._stop.is_set() and len(pending) < window:
                 unit = next(source, None)
                 if unit is None:

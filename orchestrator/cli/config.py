@@ -60,7 +60,11 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["template_only", "template_and_rubric", "rubric_only"],
         help="evaluation mode (default: template_only)",
     )
-    run.add_argument("--concurrency", type=int, help="units run at once (default 16)")
+    run.add_argument(
+        "--concurrency",
+        type=int,
+        help="most units at once (default 256; the endpoints' adaptive windows decide below it)",
+    )
     run.add_argument("--run-name", help="label stored in every result")
     run.add_argument("--abstention", action="store_true", default=None, help="abstention check")
     run.add_argument("--sufficiency", action="store_true", default=None, help="sufficiency check")

@@ -22,7 +22,11 @@ from verifleet.store import DEFAULT_QUEUE, RedisTarget
 from .._fleet.job import redis_url_from
 from ._sandbox import add_sandbox_argument, start_sandbox
 
-__all__ = ["AUTH_ENV", "flower_command", "register"]
+__all__ = ["AUTH_ENV", "DEFAULT_CONCURRENCY", "flower_command", "register"]
+
+#: Threads of a worker process: enough that the fleet-wide adaptive window, not
+#: the thread count, decides how many calls an endpoint gets.
+DEFAULT_CONCURRENCY = 128
 
 #: The environment variable with Flower's basic-auth credentials (user:password).
 AUTH_ENV = "VERIFLEET_FLOWER_AUTH"
@@ -49,7 +53,14 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
-    worker.add_argument("--concurrency", type=int, default=32, help="units at once (threads)")
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"most units at once (threads; default {DEFAULT_CONCURRENCY}): the fleet-wide "
+        "adaptive window "
+        "of each endpoint decides how many of them call it",
+    )
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")

@@ -20,6 +20,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, ToolMessage
 
+from verifleet.limits import Slot
 from verifleet.schemas import ModelConfig, RetryPolicy
 
 from .._llm import CallGate, UsageTracker, classify_error
@@ -33,7 +34,7 @@ __all__ = ["GatedModelMiddleware", "ToolTimeoutMiddleware"]
 Handler = Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
 
 
-async def _enter(gate: AbstractContextManager[object]) -> object:
+async def _enter(gate: AbstractContextManager[Slot]) -> Slot:
     """Enter ``gate`` in a thread; if this task is cancelled meanwhile, the gate
     is left again as soon as the thread got in (no leaked slot)."""
     task = asyncio.ensure_future(asyncio.to_thread(gate.__enter__))
@@ -41,7 +42,7 @@ async def _enter(gate: AbstractContextManager[object]) -> object:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
 
-        def _release(done: asyncio.Future[object]) -> None:
+        def _release(done: asyncio.Future[Slot]) -> None:
             if not done.cancelled() and done.exception() is None:
                 gate.__exit__(None, None, None)
 

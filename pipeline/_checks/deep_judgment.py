@@ -14,14 +14,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from verifleet.pipeline._llm_protocol import ChatCaller
-from verifleet.schemas import (
-    BaseAnswer,
-    VerificationConfig,
-    VerificationResultDeepJudgment,
-    judge_json_schema,
-)
+from verifleet.schemas import VerificationConfig, VerificationResultDeepJudgment
+from verifleet.templates import BaseAnswer, judge_json_schema
 
-from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, extract_excerpts
+from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, ExcerptHarvest, extract_excerpts
 from .deep_judgment_prompts import (
     PARAMETERS_SYSTEM,
     REASONING_SYSTEM,
@@ -53,12 +49,13 @@ def _reasoning(
     descriptions: dict[str, str],
     excerpts: dict[str, list[dict[str, Any]]],
     instructions: str | None,
+    response: str | None = None,
 ) -> dict[str, str]:
     names = list(descriptions)
     reply = judge.invoke_json(
         build_messages(
             REASONING_SYSTEM.format(guide=attribute_guide(descriptions)),
-            reasoning_user(question=question, excerpts=excerpts),
+            reasoning_user(question=question, excerpts=excerpts, response=response),
             instructions,
         ),
         stage=DEEP_JUDGMENT_STAGE,
@@ -129,19 +126,26 @@ def deep_judgment_parse(
         raise DeepJudgmentError("the template has no fields for the judge to fill")
     descriptions = {name: str(prop.get("description", "")) for name, prop in properties.items()}
 
-    harvest = extract_excerpts(
-        judge,
-        question=question,
-        response=response,
-        descriptions=descriptions,
-        max_excerpts=config.deep_judgment_max_excerpts_per_attribute,
-        threshold=config.deep_judgment_fuzzy_match_threshold,
-        retry_attempts=config.deep_judgment_excerpt_retry_attempts,
-        instructions=instructions,
-    )
-    stages, calls = ["excerpts"], harvest.calls
+    if config.deep_judgment_excerpts_enabled:
+        harvest = extract_excerpts(
+            judge,
+            question=question,
+            response=response,
+            descriptions=descriptions,
+            max_excerpts=config.deep_judgment_max_excerpts_per_attribute,
+            threshold=config.deep_judgment_fuzzy_match_threshold,
+            retry_attempts=config.deep_judgment_excerpt_retry_attempts,
+            instructions=instructions,
+        )
+        stages, calls = ["excerpts"], harvest.calls
+    else:
+        # reasoning_only (the original's mode): no excerpts, so none can be missing;
+        # reasoning and parameters read the whole response instead.
+        harvest = ExcerptHarvest()
+        stages, calls = [], 0
+    whole = None if config.deep_judgment_excerpts_enabled else response
     risk: dict[str, str] | None = None
-    if config.deep_judgment_search_enabled and search is not None:
+    if config.deep_judgment_search_enabled and search is not None and whole is None:
         risk, assessment_calls = assess_hallucination_risk(
             judge, search, harvest.excerpts, instructions=instructions
         )
@@ -155,6 +159,7 @@ def deep_judgment_parse(
         descriptions=descriptions,
         excerpts=harvest.excerpts,
         instructions=instructions,
+        response=whole,
     )
     calls += 1
     stages.append("reasoning")
@@ -163,7 +168,11 @@ def deep_judgment_parse(
         build_messages(
             PARAMETERS_SYSTEM,
             parameters_user(
-                question=question, excerpts=harvest.excerpts, reasoning=reasoning, schema=schema
+                question=question,
+                excerpts=harvest.excerpts,
+                reasoning=reasoning,
+                schema=schema,
+                response=whole,
             ),
             instructions,
         ),

@@ -139,11 +139,24 @@ def _excerpt_block(excerpts: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def reasoning_user(*, question: str, excerpts: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
-    """The reasoning stage's user message."""
+def _evidence(excerpts: Mapping[str, Sequence[Mapping[str, Any]]], response: str | None) -> str:
+    """The excerpts, or (reasoning-only deep judgment) the whole answer."""
+    if response is not None:
+        return f"<answer>\n{response}\n</answer>"
+    return f"<excerpts>\n{_excerpt_block(excerpts)}\n</excerpts>"
+
+
+def reasoning_user(
+    *,
+    question: str,
+    excerpts: Mapping[str, Sequence[Mapping[str, Any]]],
+    response: str | None = None,
+) -> str:
+    """The reasoning stage's user message: grounded in the excerpts, or in the
+    whole ``response`` when excerpts are off (``reasoning_only``)."""
     return (
-        f"<question>\n{question}\n</question>\n\n<excerpts>\n{_excerpt_block(excerpts)}\n"
-        "</excerpts>\n\nReply with the JSON object of reasoning per attribute."
+        f"<question>\n{question}\n</question>\n\n{_evidence(excerpts, response)}\n\n"
+        "Reply with the JSON object of reasoning per attribute."
     )
 
 
@@ -153,12 +166,13 @@ def parameters_user(
     excerpts: Mapping[str, Sequence[Mapping[str, Any]]],
     reasoning: Mapping[str, str],
     schema: Mapping[str, Any],
+    response: str | None = None,
 ) -> str:
-    """The parameter stage's user message."""
+    """The parameter stage's user message (``response``: as in :func:`reasoning_user`)."""
     analysis = "\n\n".join(f"[{name}]\n{text}" for name, text in reasoning.items())
     return (
-        f"<question>\n{question}\n</question>\n\n<excerpts>\n{_excerpt_block(excerpts)}\n"
-        f"</excerpts>\n\n<reasoning>\n{analysis}\n</reasoning>\n\n"
+        f"<question>\n{question}\n</question>\n\n{_evidence(excerpts, response)}\n\n"
+        f"<reasoning>\n{analysis}\n</reasoning>\n\n"
         f"<template_schema>\n{dump_json(dict(schema))}\n</template_schema>\n\n"
         "Reply with the JSON object that fills the template."
     )

@@ -1,14 +1,13 @@
 """What a chat caller bound to one unit holds, whatever carries its requests: the
 model, the unit's usage tracker, the client cache, the retry policy, the request
-timeout, the unit deadline and the call gate; and the :data:`CallGate` protocol."""
+timeout, the unit deadline and the call gate (:class:`verifleet.limits.CallGate`)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 
+from verifleet.limits import CallGate, no_gate
 from verifleet.schemas import ModelConfig, RetryPolicy
 
 from ._clients import ChatModelCache
@@ -16,35 +15,6 @@ from ._replies import JsonReplyCaller
 from ._usage import UsageTracker
 
 __all__ = ["BoundCaller", "CallGate", "no_gate"]
-
-CallGate = Callable[[ModelConfig], AbstractContextManager[object]]
-"""Wraps every attempt of a call to ``model``: the endpoint limiters plug in here
-(the workers' Redis gate, the local runner's in-process gate).
-
-The protocol; callers follow it through :mod:`._gate`'s helpers:
-
-- ``gate(model)`` returns a context manager entered around one attempt (the
-  request only, not the backoff sleep between attempts). Entering may block
-  until the endpoint has capacity and may raise :class:`ModelCallError` when it
-  gets none in time; an exception of the attempt passes through it (a gate reads
-  it, e.g. to adapt to a 429).
-- Token budgets, optional: a gate whose ``accepts_token_estimate`` attribute is
-  ``True`` is called ``gate(model, tokens=n)`` instead (``gate_attempt``), ``n``
-  being ``estimate_tokens(model, messages)``, and reserves ``n`` tokens while it
-  waits and runs. If the object it yields has ``record_usage(tokens: int)``, the
-  caller calls it inside the block after a successful attempt with the input +
-  output tokens the provider reported (``report_usage``), and the gate replaces
-  its estimate by that figure on exit. When the provider reports no usage the
-  estimate stands.
-
-Gates written for the first form alone (no ``tokens`` keyword, yielding anything)
-still work unchanged: they get no estimate and no usage.
-"""
-
-
-def no_gate(_model: ModelConfig) -> AbstractContextManager[object]:
-    """The gate of a caller given none: lets every attempt through."""
-    return contextlib.nullcontext()
 
 
 class BoundCaller(JsonReplyCaller):

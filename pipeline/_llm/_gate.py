@@ -1,19 +1,18 @@
-"""The caller's side of the :data:`~verifleet.pipeline.CallGate` protocol: the token
-estimate a call reserves, and the usage it reports back (see the ``CallGate``
-docstring in :mod:`._bound` for the protocol itself)."""
+"""The caller's side of the :class:`~verifleet.limits.CallGate` protocol: the token
+estimate a call reserves, what the endpoint said (usage, a 429 and its
+``Retry-After``), and the gate's "no capacity" as a model call error."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, cast
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+from verifleet.limits import CallGate, NoCapacityError, Slot
 from verifleet.schemas import ModelConfig
 
-from .._llm_protocol import Message
-
-if TYPE_CHECKING:
-    from ._bound import CallGate
+from .._llm_protocol import Message, ModelCallError
+from ._retry import endpoint_pause, is_rate_limited
 
 __all__ = [
     "DEFAULT_REPLY_TOKENS",
@@ -28,14 +27,6 @@ __all__ = [
 DEFAULT_REPLY_TOKENS = 256
 
 
-class _TokenGate(Protocol):
-    """A ``CallGate`` that takes a token estimate."""
-
-    def __call__(
-        self, model: ModelConfig, /, *, tokens: int | None = None
-    ) -> AbstractContextManager[object]: ...
-
-
 def estimate_tokens(model: ModelConfig, messages: Sequence[Message]) -> int:
     """Tokens to reserve for one call of ``model`` with ``messages``.
 
@@ -47,24 +38,34 @@ def estimate_tokens(model: ModelConfig, messages: Sequence[Message]) -> int:
     return -(-chars // 4) + (model.max_tokens or DEFAULT_REPLY_TOKENS)
 
 
-def gate_attempt(gate: CallGate, model: ModelConfig, tokens: int) -> AbstractContextManager[object]:
-    """Open ``gate`` for one attempt, with the token estimate when it takes one
-    (its ``accepts_token_estimate`` is True).
+@contextlib.contextmanager
+def gate_attempt(gate: CallGate, model: ModelConfig, tokens: int) -> Iterator[Slot]:
+    """Hold ``gate`` around one attempt reserving ``tokens``; an exception of the
+    attempt that is the endpoint's 429 is reported to the slot as a pushback
+    (with its ``Retry-After``) before it passes through.
 
     Raises:
-        ModelCallError: (on entering) the gate found no capacity in time.
+        ModelCallError: (on entering) the gate found no capacity in time
+            (transient, 0 attempts: the retry loop does not retry it).
     """
-    if getattr(gate, "accepts_token_estimate", False) is True:
-        return cast(_TokenGate, gate)(model, tokens=tokens)
-    return gate(model)
+    with contextlib.ExitStack() as stack:
+        try:
+            slot = stack.enter_context(gate(model, tokens=tokens))
+        except NoCapacityError as exc:
+            raise ModelCallError(str(exc), transient=True, attempts=0) from exc
+        try:
+            yield slot
+        except Exception as exc:
+            if is_rate_limited(exc):
+                slot.record_pushback(endpoint_pause(exc))
+            raise
 
 
-def report_usage(slot: object, tokens: int | None) -> None:
-    """Tell the gate's ``slot`` the tokens the attempt actually used: a no-op for a
-    gate that does not count tokens, or when ``tokens`` is None (unknown)."""
-    record = getattr(slot, "record_usage", None)
-    if tokens is not None and callable(record):
-        record(tokens)
+def report_usage(slot: Slot, tokens: int | None) -> None:
+    """Tell ``slot`` the tokens the attempt actually used; nothing when
+    ``tokens`` is None (the provider reported none: the estimate stands)."""
+    if tokens is not None:
+        slot.record_usage(tokens)
 
 
 def usage_tokens(usage: dict[str, Any] | None) -> int | None:

@@ -106,6 +106,13 @@ def _object(value: Any) -> dict[str, Any]:
 
 _TYPES = Draft202012Validator.TYPE_CHECKER
 
+# Only the reply's shape sends a judge back: a value out of a range (``maximum``,
+# ``minLength``, ...) is the template's or the rubric's to judge (a score is
+# clamped, as the original framework does), not a reason for another call.
+_SHAPE_KEYWORDS = frozenset(
+    {"type", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "items"}
+)
+
 
 @functools.lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Draft202012Validator:
@@ -161,7 +168,8 @@ def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
     ``jsonschema`` (draft 2020-12, what pydantic emits).
 
     Messages name the field path, e.g. ``answer.count: expected integer, got string``.
-    A schema jsonschema cannot use (an unresolvable ``$ref``) checks nothing: the
+    Only shape problems count (types, required and unexpected fields, enums,
+    constants, alternatives); range and format keywords do not. A schema jsonschema cannot use (an unresolvable ``$ref``) checks nothing: the
     reply is then judged by the template's own validation alone.
     """
     try:
@@ -171,5 +179,6 @@ def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
         return []
     messages: list[str] = []
     for error in errors:
-        messages.extend(m for m in _messages(error) if m not in messages)
+        if error.validator in _SHAPE_KEYWORDS:
+            messages.extend(m for m in _messages(error) if m not in messages)
     return messages

@@ -36,6 +36,7 @@ __all__ = [
     "call_with_retry",
     "classify_error",
     "endpoint_pause",
+    "is_rate_limited",
 ]
 
 #: The longest pause one ``Retry-After`` imposes on a whole endpoint (seconds): a
@@ -101,6 +102,12 @@ def _parse_retry_after(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def is_rate_limited(exc: BaseException | None) -> bool:
+    """True when ``exc`` is the endpoint saying 429 Too Many Requests (an
+    exception exposing ``status_code``, directly or on ``.response``)."""
+    return exc is not None and _status_of(exc) == 429
 
 
 def endpoint_pause(exc: BaseException | None) -> float:

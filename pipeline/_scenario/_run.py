@@ -16,6 +16,7 @@ from typing import Any
 
 from verifleet.schemas import (
     END,
+    DynamicRubric,
     ModelConfig,
     Rubric,
     ScenarioDefinition,
@@ -26,6 +27,7 @@ from verifleet.schemas import (
     ScenarioTurnRecord,
     VerificationConfig,
     VerificationResult,
+    merge_dynamic_rubrics,
     merge_rubrics,
 )
 
@@ -140,6 +142,7 @@ def run_scenario(
     *,
     replicate: int | None,
     global_rubric: Rubric | None = None,
+    global_dynamic_rubric: DynamicRubric | None = None,
     resources: PipelineResources | None = None,
     deadline: float | None = None,
 ) -> ScenarioRun:
@@ -185,6 +188,12 @@ def run_scenario(
                 replicate=replicate,
                 rubric=merge_rubrics(
                     global_rubric, node.question.question_rubric, question_id=node.question.id
+                ),
+                # The benchmark's global dynamic rubric applies to every turn too.
+                dynamic_rubric=merge_dynamic_rubrics(
+                    global_dynamic_rubric,
+                    node.question.question_dynamic_rubric,
+                    question_id=node.question.id,
                 ),
                 resources=resources,
                 deadline=deadline,

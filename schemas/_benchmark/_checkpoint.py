@@ -10,6 +10,7 @@ Every question is read even after a bad one, so one error lists all problems.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,6 +32,8 @@ from ._ratings import (
 )
 
 __all__ = ["Problem", "benchmark_from_checkpoint"]
+
+logger = logging.getLogger(__name__)
 
 Problem = tuple[str | None, str]
 """(question id or ``None`` for the benchmark itself, what is wrong)."""
@@ -117,6 +120,16 @@ def _question_fields(element: dict[str, Any]) -> dict[str, Any]:
             fields[name] = _json_value(value, name)
         elif name.startswith("custom_"):
             custom[name[len("custom_") :]] = value
+        elif name == "workspace_path":
+            # Question workspaces (the original's agents work in that folder) are
+            # not implemented: keep the path where a user can see it, and say so.
+            custom[name] = value
+            logger.warning(
+                "question %s: workspace_path %r is kept in custom_metadata; question "
+                "workspaces are not supported",
+                element.get("@id") or text[:40],
+                value,
+            )
     fields["custom_metadata"] = custom
     return {k: v for k, v in fields.items() if v is not None}
 

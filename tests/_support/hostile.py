@@ -36,7 +36,7 @@ SECRET_TEXT = "SECRET-5c1e7a-DO-NOT-LEAK"
 
 #: The honest control questions' template: they must pass next to the hostile ones.
 HONEST_TEMPLATE = """
-from verifleet.schemas import BaseAnswer
+from verifleet.templates import BaseAnswer
 
 
 class Answer(BaseAnswer):

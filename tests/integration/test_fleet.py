@@ -14,10 +14,10 @@ from _support.fleet import Fleet, run_cli
 from _support.jobs import capitals_benchmark, comparable
 from _support.redis_server import RedisServer
 
+import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
 from verifleet.store import JobStatus, expand_units, unit_result_keys
 
@@ -61,10 +61,12 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
         fleet.start_worker("w1", concurrency=4)
         fleet.start_worker("w2", concurrency=4)
         fleet.wait_ready(["w1", "w2"])
-        job = Job.submit(bench, config, redis_url)
+        # The top-level API: verifleet.submit on the fleet, verifleet.run in process.
+        job = verifleet.submit(bench, config, redis_url)
         progress = job.wait(timeout=120)
         fleet_results = job.result_set()
-        local = [r for _unit, rs in LocalRunner(bench, config).run() for r in rs]
+        local = verifleet.run(bench, config).results
+    assert isinstance(job, Job)
     assert progress.status == JobStatus.DONE
     assert (progress.done_units, progress.results, progress.failed_units) == (40, 40, 0)
     assert comparable(fleet_results) == comparable(local)

@@ -16,11 +16,11 @@ import httpx
 import pytest
 import redis
 
-from verifleet.orchestrator._local.limits import LocalCallGate
-from verifleet.pipeline import MAX_ENDPOINT_PAUSE, CallGate, ModelCallError, endpoint_pause
+from verifleet.limits import LocalCallGate, NoCapacityError, RedisCallGate
+from verifleet.pipeline import MAX_ENDPOINT_PAUSE, CallGate, endpoint_pause
 from verifleet.pipeline._llm import EndpointStatusError
+from verifleet.pipeline._llm._gate import gate_attempt
 from verifleet.schemas import ModelConfig
-from verifleet.workers._limiter import RedisCallGate
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +38,14 @@ def _admits(gate: CallGate, model: ModelConfig) -> bool:
     try:
         with gate(model):
             return True
-    except ModelCallError:
+    except NoCapacityError:
         return False
 
 
 def _answered(gate: CallGate, error: EndpointStatusError) -> None:
-    with pytest.raises(EndpointStatusError), gate(MODEL):
+    # Through the pipeline's own helper: it reports a 429 (and its Retry-After)
+    # to the slot, the way every model call does.
+    with pytest.raises(EndpointStatusError), gate_attempt(gate, MODEL, 0):
         raise error
 
 
@@ -91,7 +93,7 @@ def test_a_later_shorter_retry_after_does_not_shorten_the_pause(redis_url: str) 
     first, second = _pair(redis_url, "fleet")
     # second's call is in flight when first's gets the long pause, then its own
     # 429 asks for a short one.
-    with pytest.raises(EndpointStatusError), second(MODEL):
+    with pytest.raises(EndpointStatusError), gate_attempt(second, MODEL, 0):
         _answered(first, _reply(429, **{"retry-after": "30"}))
         raise _reply(429, **{"retry-after-ms": "100"})
     time.sleep(0.3)

@@ -15,11 +15,10 @@ import pytest
 import redis
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator._local.limits import LocalCallGate
+from verifleet.limits import LocalCallGate, NoCapacityError, RedisCallGate, endpoint_id
 from verifleet.pipeline import ChatModelCache, LangchainChatCaller, ModelCallError, UsageTracker
+from verifleet.pipeline._llm._gate import gate_attempt
 from verifleet.schemas import ModelConfig, RetryPolicy
-from verifleet.store import endpoint_id
-from verifleet.workers._limiter import RedisCallGate
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +103,7 @@ def test_a_call_larger_than_the_budget_passes_an_empty_window_alone(redis_url: s
     with first(model, tokens=500):  # would otherwise wait forever
         pass
     with (
-        pytest.raises(ModelCallError, match="100 tokens/min, this call 1 tokens"),
+        pytest.raises(NoCapacityError, match="100 tokens/min, this call 1 tokens"),
         second(model, tokens=1),
     ):
         pass
@@ -128,7 +127,7 @@ def test_spends_age_out_of_the_window_with_their_tokens(redis_url: str) -> None:
     assert [spend.tokens for spend in gate.spends(model)] == [30]
     with gate(model, tokens=70):  # 30 + 70: the 60 left the running total too
         pass
-    with pytest.raises(ModelCallError), gate(model, tokens=1):
+    with pytest.raises(NoCapacityError), gate(model, tokens=1):
         pass
     # sorted: the two calls may start in the same millisecond, and then their
     # order in the window is their random call ids'
@@ -138,8 +137,8 @@ def test_spends_age_out_of_the_window_with_their_tokens(redis_url: str) -> None:
 
 
 class _RateLimited(Exception):
-    # Stands for the endpoint's 429 reply: the gates read only ``status_code``,
-    # and the test needs it raised at one exact moment.
+    # Stands for the endpoint's 429 reply: the pipeline reads only
+    # ``status_code``, and the test needs it raised at one exact moment.
     status_code = 429
 
 
@@ -155,7 +154,7 @@ def test_a_429_frees_its_reservation_and_other_failures_keep_it(redis_url: str, 
         return local.tokens_in_window(model)
 
     gate = fleet if kind == "fleet" else local
-    with pytest.raises(_RateLimited), gate(model, tokens=80):
+    with pytest.raises(_RateLimited), gate_attempt(gate, model, 80):
         raise _RateLimited
     assert in_window() == 0
     with pytest.raises(TimeoutError), gate(model, tokens=80):

@@ -328,3 +328,39 @@ def test_swap_check_through_the_service() -> None:
                 ).json()
             assert body["reward"] == reward, body
             assert body["equivalence"]["consistent"] is (not swap)
+
+
+def test_serve_contains_a_broken_template_to_its_question_unless_strict(
+    judge: RunningEndpoint, tmp_path: Path
+) -> None:
+    import contextlib
+
+    from verifleet.orchestrator.cli import build_parser
+    from verifleet.orchestrator.cli.serve import reward_setup
+    from verifleet.reward import PlainVerifyRequest
+    from verifleet.schemas import BenchmarkLoadError
+
+    bench = geo_benchmark()
+    broken = bench.questions[0].model_copy(
+        update={"id": "broken", "text": "Broken?", "answer_template": "class Answer(:\n    pass\n"}
+    )
+    path = tmp_path / "b.yaml"
+    dump_benchmark(bench.model_copy(update={"questions": [*bench.questions, broken]}), path)
+    argv = ["serve", str(path), "--parsing", f"{judge.base_url}#judge"]
+    with contextlib.ExitStack() as stack:
+        scorer = reward_setup(build_parser().parse_args(argv), stack, redis_url=None)
+        good = scorer.score(
+            PlainVerifyRequest.model_validate({"question_id": "geo", "response": CORRECT})
+        )
+        failed = scorer.score(
+            PlainVerifyRequest.model_validate({"question_id": "broken", "response": CORRECT})
+        )
+    assert good.reward == 1.0
+    assert failed.reward == 0.0
+    [result] = failed.results
+    assert result.template is not None and result.template.template_validation_error
+    with (
+        contextlib.ExitStack() as stack,
+        pytest.raises(BenchmarkLoadError, match="question broken"),
+    ):
+        reward_setup(build_parser().parse_args([*argv, "--strict"]), stack, redis_url=None)

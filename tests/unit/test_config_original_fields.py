@@ -141,6 +141,12 @@ def test_fields_verifleet_has_are_used() -> None:
     assert config.prompt_config is not None
     assert config.prompt_config.parsing == "Quote numbers exactly."
     assert config.rubric_evaluation_strategy == "batch"
+    fields["deep_judgment_mode"] = "reasoning_only"
+    reasoning = VerificationConfig.build(**fields)
+    assert (reasoning.deep_judgment_enabled, reasoning.deep_judgment_excerpts_enabled) == (
+        True,
+        False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -150,7 +156,6 @@ def test_fields_verifleet_has_are_used() -> None:
         ("agentic_parsing", True),
         ("workspace_output_mode", "full"),
         ("batch_timeout_seconds", 600.0),
-        ("deep_judgment_mode", "reasoning_only"),
     ],
 )
 def test_fields_without_a_feature_are_accepted_with_a_warning(field: str, value: Any) -> None:

@@ -427,7 +427,7 @@ def test_every_verifleet_variable_set_is_one_the_package_or_the_file_reads() -> 
     # A misspelt setting (VERIFLEET_REDIS_URI) is silently ignored at run time.
     sources = "\n".join(
         p.read_text(encoding="utf-8")
-        for folder in ("verifleet", "schemas", "pipeline", "workers", "orchestrator")
+        for folder in ("verifleet", "schemas", "pipeline", "workers", "orchestrator", "limits")
         for p in (ROOT / folder).rglob("*.py")
     )
     unit_texts = {p.name: p.read_text(encoding="utf-8") for p in SYSTEMD.glob("*.service")}
@@ -467,8 +467,10 @@ def test_documented_endpoint_limits_config_is_a_valid_config() -> None:
     text = (ROOT / "docs" / "fleet.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
     config = VerificationConfig.build(**yaml.safe_load(block))
-    limited = [m for m in config.answering_models + config.parsing_models if m.max_concurrency]
-    assert limited and any(m.requests_per_minute for m in limited)
+    models = config.answering_models + config.parsing_models
+    assert any(m.max_concurrency for m in models)
+    assert any(m.requests_per_minute and m.tokens_per_minute for m in models)
+    assert all(m.adaptive_concurrency for m in models)  # the default, not switched off
 
 
 # ---------------------------------------------------------------- the readers themselves

@@ -108,3 +108,25 @@ def test_metadata_templates_and_ids() -> None:
     # The template importing difflib and unicodedata validated at load.
     assert benchmark.questions[2].has_template
     assert not benchmark.questions[3].has_template
+    assert benchmark.questions[3].custom_metadata == {"workspace_path": "workspaces/water"}
+
+
+def test_a_template_using_difflib_and_unicodedata_runs() -> None:
+    # The original's templates may use these standard-library modules; the
+    # corpus template normalises accents and fuzzy-matches the city name.
+    import verifleet
+    from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+    from verifleet.schemas import ModelConfig, VerificationConfig
+
+    benchmark = _load("metadata_and_templates.jsonld")
+    zurich = benchmark.questions[2]
+    answers = {zurich.text: {"text": "Zürich", "fields": {"city": "Zürich"}}}
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:  # type: ignore[arg-type]
+        model = ModelConfig(
+            model_name="m", interface="openai_endpoint", endpoint_base_url=endpoint.base_url
+        )
+        config = VerificationConfig(answering_models=[model], parsing_models=[model])
+        one = benchmark.model_copy(update={"questions": [zurich]})
+        [result] = verifleet.run(one, config).results
+    assert result.metadata.error is None
+    assert result.template is not None and result.template.verify_result is True

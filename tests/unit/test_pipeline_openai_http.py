@@ -21,7 +21,7 @@ from langchain_openai import ChatOpenAI
 from test_pipeline_fakes import TEMPLATE, make_question
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator._local.limits import LocalCallGate
+from verifleet.limits import LocalCallGate, Slot, no_gate
 from verifleet.pipeline import (
     ChatModelCache,
     LangchainChatCaller,
@@ -178,9 +178,10 @@ def test_5xx_are_retried_with_backoff_then_succeed(kind: Caller) -> None:
     entered: list[str] = []
 
     @contextlib.contextmanager
-    def gate(model: ModelConfig) -> Iterator[None]:
+    def gate(model: ModelConfig, /, *, tokens: int = 0) -> Iterator[Slot]:
         entered.append(model.model_name)
-        yield
+        with no_gate(model) as slot:
+            yield slot
 
     with _endpoint(fail_first=2) as endpoint:
         caller = kind(
@@ -209,11 +210,9 @@ def test_token_gate_gets_the_estimate_and_the_reported_usage(
     class Watching:
         """Records what the caller reserves; admission is the real gate's."""
 
-        accepts_token_estimate = True
-
         def __call__(
-            self, model: ModelConfig, *, tokens: int | None = None
-        ) -> contextlib.AbstractContextManager[object]:
+            self, model: ModelConfig, /, *, tokens: int = 0
+        ) -> contextlib.AbstractContextManager[Slot]:
             reserved.append(tokens)
             return gate(model, tokens=tokens)
 

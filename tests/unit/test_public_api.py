@@ -15,6 +15,7 @@ PACKAGES = [
     "verifleet.orchestrator",
     "verifleet.store",
     "verifleet.reward",
+    "verifleet.limits",
 ]
 
 

@@ -185,3 +185,31 @@ def test_verifleet_run_returns_scenario_results_and_errors(endpoint: RunningEndp
     assert [desc for desc, _exc in result_set.errors] == [runs["broken"].error()[0]]  # type: ignore[index]
     turns = sum(r.turn_count for r in runs.values())
     assert len(result_set.results) == 1 + turns  # the plain question and every turn
+
+
+def test_the_global_dynamic_rubric_applies_to_every_turn(endpoint: RunningEndpoint) -> None:
+    from verifleet.schemas import DynamicRubric, RegexTrait
+
+    benchmark = scenario_benchmark()
+    config = scenario_config(endpoint.base_url, evaluation_mode="template_and_rubric")
+    dynamic = DynamicRubric(
+        regex_traits=[RegexTrait(name="names_bcl2", pattern="BCL2", summary="gene names")]
+    )
+    run = run_scenario(
+        benchmark.get_scenario("branch_pass"),
+        config.answering_models[0],
+        config.parsing_models,
+        config,
+        replicate=1,
+        global_dynamic_rubric=dynamic,
+        resources=PipelineResources(),
+    )
+    assert run.results
+    for result in run.results:
+        rubric = result.rubric
+        assert rubric is not None, result.metadata.error
+        considered = {
+            *(rubric.dynamic_rubric_promoted_traits or []),
+            *(rubric.dynamic_rubric_skipped_traits or {}),
+        }
+        assert considered == {"names_bcl2"}

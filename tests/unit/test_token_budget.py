@@ -10,13 +10,12 @@ instead: "admitted or not" is then a plain yes/no, with no timing involved.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifleet.orchestrator._local.limits import LocalCallGate
+from verifleet.limits import LocalCallGate, NoCapacityError
 from verifleet.pipeline import ModelCallError
 from verifleet.pipeline._llm._gate import (
     DEFAULT_REPLY_TOKENS,
@@ -45,12 +44,12 @@ def _gate(clock: _Clock) -> LocalCallGate:
     return LocalCallGate(max_wait=0, clock=clock)
 
 
-def _admits(gate: LocalCallGate, model: ModelConfig, tokens: int | None) -> bool:
+def _admits(gate: LocalCallGate, model: ModelConfig, tokens: int) -> bool:
     """Whether a call reserving ``tokens`` may start now (it ends at once, unreported)."""
     try:
         with gate(model, tokens=tokens):
             return True
-    except ModelCallError:
+    except NoCapacityError:
         return False
 
 
@@ -103,10 +102,10 @@ def test_a_429_frees_the_reservation_and_other_failures_keep_it() -> None:
     gate, model = _gate(clock), _model()
 
     class RateLimited(Exception):
-        # The endpoint's 429 at one exact moment; the gate reads only status_code.
+        # The endpoint's 429 at one exact moment; the pipeline reads only status_code.
         status_code = 429
 
-    with pytest.raises(RateLimited), gate(model, tokens=80):
+    with pytest.raises(RateLimited), gate_attempt(gate, model, 80):
         raise RateLimited
     assert gate.tokens_in_window(model) == 0  # refused: the provider did no work
     with pytest.raises(TimeoutError), gate(model, tokens=80):
@@ -114,16 +113,10 @@ def test_a_429_frees_the_reservation_and_other_failures_keep_it() -> None:
     assert gate.tokens_in_window(model) == 80
 
 
-def test_a_call_without_estimate_reserves_nothing_but_its_usage_counts(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_a_call_without_estimate_reserves_nothing_but_its_usage_counts() -> None:
     clock = _Clock()
     gate, model = _gate(clock), _model()
-    with gate(model), gate(model):  # a caller that predates token budgets
-        pass
-    warnings = [r for r in caplog.records if "passes no token estimate" in r.getMessage()]
-    assert len(warnings) == 1  # said once per endpoint, not per call
-    with gate(model) as slot:
+    with gate(model) as slot:  # tokens default to 0
         assert gate.tokens_in_window(model) == 0
         report_usage(slot, 95)
     assert gate.tokens_in_window(model) == 95
@@ -187,7 +180,7 @@ def test_admissions_follow_the_window_arithmetic(
             stack = contextlib.ExitStack()
             try:
                 slot = stack.enter_context(gate(model, tokens=amount))
-            except ModelCallError:
+            except NoCapacityError:
                 assert not expected
                 continue
             assert expected
@@ -210,18 +203,17 @@ def test_estimate_is_a_quarter_of_the_characters_plus_the_reply() -> None:
     assert estimate_tokens(_model(), []) == DEFAULT_REPLY_TOKENS
 
 
-def test_old_style_gates_get_no_estimate_and_still_work() -> None:
-    seen: list[ModelConfig] = []
-
-    @contextlib.contextmanager
-    def old_gate(model: ModelConfig) -> Iterator[object]:  # no ``tokens`` keyword
-        seen.append(model)
-        yield "anything"
-
-    model = _model()
-    with gate_attempt(old_gate, model, 123) as slot:
-        report_usage(slot, 7)  # nothing to report to: a no-op
-    assert seen == [model]
+def test_no_capacity_becomes_a_model_call_error_the_retry_loop_does_not_retry() -> None:
+    clock = _Clock()
+    gate, model = _gate(clock), _model()
+    with (
+        gate(model, tokens=BUDGET),
+        pytest.raises(ModelCallError) as caught,
+        gate_attempt(gate, model, 1),
+    ):
+        pass
+    assert caught.value.transient and caught.value.attempts == 0
+    assert "no capacity" in str(caught.value)
 
 
 def test_a_config_file_sets_the_budget_and_a_non_positive_one_is_named() -> None:

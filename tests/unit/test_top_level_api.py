@@ -137,3 +137,21 @@ def test_rubric_only_records_the_abstention_verdict(endpoint: RunningEndpoint) -
     # Without the check, rubric_only keeps the spec's template=None.
     [plain] = verifleet.run(benchmark, _config(endpoint, evaluation_mode="rubric_only")).results
     assert plain.template is None
+
+
+def test_reasoning_only_deep_judgment_reads_the_whole_response(
+    endpoint: RunningEndpoint,
+) -> None:
+    # The original's deep_judgment_mode "reasoning_only": no excerpt stage.
+    fields = _config(endpoint).model_dump(
+        exclude={"deep_judgment_enabled", "deep_judgment_excerpts_enabled"}
+    )
+    fields["deep_judgment_mode"] = "reasoning_only"  # as an original preset holds it
+    benchmark = Benchmark(name="one", questions=[_benchmark().questions[0]])
+    [result] = verifleet.run(benchmark, fields).results
+    section = result.deep_judgment
+    assert section is not None and section.deep_judgment_performed
+    assert section.deep_judgment_stages_completed == ["reasoning", "parameters"]
+    assert section.attributes_without_excerpts == []
+    assert section.deep_judgment_model_calls == 2
+    assert result.template is not None and result.template.verify_result is True

@@ -1,0 +1,165 @@
+"""The adaptive window against the fault-injecting endpoint of ``bench/endpoint.py``,
+in local mode and across two real ``verifleet worker`` processes sharing Redis.
+
+The endpoint's own ``/stats`` (calls, peak in-flight, 429s) is what an endpoint
+owner would see; the window is read back from the gate (local) or from Redis
+(fleet). Nothing here asserts a duration: only counts, ratios and caps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import redis
+from _support.fleet import Fleet
+from _support.jobs import capitals_benchmark
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.limits import (
+    POLICY,
+    AdaptivePolicy,
+    LocalCallGate,
+    RedisCallGate,
+    Window,
+)
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.pipeline import PipelineResources
+from verifleet.pipeline._llm._gate import gate_attempt
+from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.store import JobStatus
+
+pytestmark = pytest.mark.integration
+
+OLD_DEFAULT = 16  # units at once in local mode before the window existed
+RETRY = {"max_attempts": 20, "initial_delay": 0.05, "max_delay": 0.5}
+
+
+def _config(ep: RunningEndpoint, name: str = "m", **limits: object) -> VerificationConfig:
+    # One model for both roles: answering and parsing calls share one window,
+    # so the endpoint's own peak in-flight is comparable to it. No concurrency
+    # setting at all unless a test passes one: the defaults are under test.
+    model = ModelConfig.parse(f"{ep.base_url}#{name}", **limits)
+    return VerificationConfig.build(
+        answering_models=[model], parsing_models=[model], retry_policy=RETRY
+    )
+
+
+def _run_local(bench_size: int, **endpoint: object) -> tuple[Window, dict[str, int]]:
+    """Run ``bench_size`` units with default settings against an endpoint
+    configured by ``endpoint``; the window and the endpoint's counters after."""
+    bench, answers = capitals_benchmark(bench_size)
+    gate = LocalCallGate(max_wait=60)
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, **endpoint)) as ep:
+        config = _config(ep)
+        runner = LocalRunner(bench, config, resources=PipelineResources(call_gate=gate))
+        results = [r for _unit, rs in runner.run() for r in rs]
+        stats = ep.stats()
+    assert len(results) == bench_size
+    assert all(r.metadata.completed_without_errors for r in results), [
+        r.metadata.error for r in results if not r.metadata.completed_without_errors
+    ][:3]
+    window = gate.window(config.parsing_models[0])
+    assert window is not None
+    return window, {"calls": stats.calls, "peak": stats.peak_in_flight, "429": stats.sent_429}
+
+
+def test_local_window_grows_past_the_old_default_without_pushback() -> None:
+    window, stats = _run_local(300, latency_ms=200)
+    assert stats["429"] == 0
+    # (the latency may still rise once this process's own CPU is the limit: a
+    # window past twice the old default is what is asked here)
+    assert window.size > 2 * OLD_DEFAULT
+    assert stats["peak"] > 2 * OLD_DEFAULT  # the endpoint saw it too
+
+
+def test_local_window_settles_at_what_the_endpoint_admits() -> None:
+    admits = 12  # the endpoint answers 429 (Retry-After 0) beyond 12 calls in flight
+    window, stats = _run_local(300, latency_ms=100, max_concurrency=admits, retry_after_s=0)
+    assert stats["429"] > 0 and window.peak is not None  # it did push back ...
+    assert stats["429"] < 0.1 * stats["calls"]  # ... rarely once adapted
+    assert admits / 2 <= window.limit(10_000) <= admits + 2
+
+
+def test_local_window_shrinks_when_the_endpoint_queues() -> None:
+    # Four calls served at once, the rest wait their turn: no 429, only latency.
+    window, stats = _run_local(120, latency_ms=100, serve_concurrency=4)
+    assert stats["429"] == 0
+    assert window.peak is not None  # the latency rise was pushback
+    assert window.size < POLICY.initial  # below where it started
+
+
+def test_the_window_is_the_same_rules_in_redis_and_in_process(redis_url: str) -> None:
+    # hold 0: the Lua script times decreases by Redis's clock, the local gate by
+    # its own; with no hold both take every pushback. No latency signal: the
+    # gates time real calls here, so only the 429 and growth rules are compared.
+    policy = AdaptivePolicy(hold=0.0, latency_tolerance=1e9)
+    client = redis.Redis.from_url(redis_url)
+    fleet = RedisCallGate(client, lease_seconds=30, max_wait=0.1, prefix="vfsame", policy=policy)
+    local = LocalCallGate(max_wait=0.1, policy=policy)
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#same", max_concurrency=40)
+
+    class RateLimited(Exception):
+        # The endpoint's 429 at one exact moment (the pipeline reads status_code).
+        status_code = 429
+
+    sizes: dict[str, list[float]] = {"fleet": [], "local": []}
+    for name, gate in (("fleet", fleet), ("local", local)):
+        for step in range(60):
+            # in flight beside the call itself: fewer after each 429, which
+            # leaves room for fewer than were in flight when it came
+            held = 12 if step <= 25 else 7 if step <= 45 else 3
+            with contextlib.ExitStack() as stack:
+                for _ in range(held):
+                    stack.enter_context(gate(model))
+                if step in (25, 45):
+                    with pytest.raises(RateLimited), gate_attempt(gate, model, 0):
+                        raise RateLimited
+                else:
+                    with gate(model):
+                        pass
+            window = gate.window(model)
+            assert window is not None
+            sizes[name].append(window.size)
+    assert sizes["fleet"] == pytest.approx(sizes["local"])
+    assert max(sizes["local"]) <= 40  # the ceiling
+    assert sizes["local"][25] < sizes["local"][24]  # the 429s shrank it
+
+
+def test_fleet_shares_one_window_that_grows_and_backs_off(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(160)
+    client = redis.Redis.from_url(redis_url)
+    reader = RedisCallGate(client, lease_seconds=30, max_wait=1)
+    # 300 ms: slow enough that two workers on a shared 2-core machine keep more
+    # than the old default in flight (at 100 ms their CPU was the limit).
+    with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=300)) as ep:
+        fleet.start_worker("w1", concurrency=32)
+        fleet.start_worker("w2", concurrency=32)
+        fleet.wait_ready(["w1", "w2"])
+        # 1. A cap of 24 and an endpoint that takes everything: the window grows
+        # past the old default and the fleet, together, never passes the cap.
+        capped = _config(ep, "capped", max_concurrency=24)
+        progress = Job.submit(bench, capped, redis_url).wait(timeout=180)
+        stats = ep.stats()
+        grown = reader.window(capped.parsing_models[0])
+        assert progress.status == JobStatus.DONE and progress.failed_units == 0
+        assert OLD_DEFAULT < stats.peak_in_flight <= 24
+        assert grown is not None and grown.size > OLD_DEFAULT and grown.peak is None
+        for name in ("w1", "w2"):
+            assert "succeeded" in fleet.log(name), f"{name} ran no task: nothing was shared"
+    # 2. No cap set, an endpoint that admits 12 (429, Retry-After 0, beyond):
+    # both workers' calls move the one window in Redis down to what it takes.
+    admits = 12
+    endpoint = EndpointConfig(
+        answers=answers, latency_ms=100, max_concurrency=admits, retry_after_s=0
+    )
+    with run_endpoint_in_thread(endpoint) as ep:
+        config = _config(ep, "pushy")
+        progress = Job.submit(bench, config, redis_url).wait(timeout=180)
+        stats = ep.stats()
+        learned = reader.window(config.parsing_models[0])
+    assert progress.status == JobStatus.DONE and progress.failed_units == 0
+    assert stats.sent_429 > 0 and stats.sent_429 < 0.1 * stats.calls
+    assert learned is not None and learned.peak is not None
+    assert admits / 2 <= learned.limit(10_000) <= admits + 2

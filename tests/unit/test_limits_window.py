@@ -1,0 +1,103 @@
+"""The adaptive window's arithmetic (:class:`verifleet.limits.Window`), on an
+injected clock: every rule is a count, none a duration."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifleet.limits import POLICY, AdaptivePolicy, Window
+
+CEILING = 256
+
+
+def _succeed(window: Window, times: int, *, in_flight: int, latency: float = 0.1) -> None:
+    for _ in range(times):
+        window.succeeded(CEILING, latency=latency, in_flight=in_flight, now=0.0, policy=POLICY)
+
+
+def test_slow_start_adds_one_call_per_success_until_the_first_pushback() -> None:
+    window = Window()
+    assert window.limit(CEILING) == 16
+    _succeed(window, 16, in_flight=16)  # one round trip of a full window ...
+    assert window.limit(CEILING) == 32  # ... doubles it
+    _succeed(window, 32, in_flight=32)
+    assert window.limit(CEILING) == 64
+
+
+def test_a_mostly_unused_window_does_not_grow() -> None:
+    window = Window()
+    _succeed(window, 500, in_flight=7)  # fewer than half of 16 in use
+    assert window.limit(CEILING) == 16
+
+
+def test_never_above_the_ceiling() -> None:
+    window = Window()
+    for _ in range(200):
+        window.succeeded(20, latency=0.1, in_flight=20, now=0.0, policy=POLICY)
+    assert window.size == 20 and window.limit(20) == 20
+    assert Window(size=50.0).limit(8) == 8  # a lowered ceiling applies at once
+
+
+def test_refusals_of_calls_admitted_before_a_decrease_shrink_once() -> None:
+    window = Window(size=80.0)
+    for _ in range(10):  # the calls in flight at a refusal all come back refused
+        window.pushed_back(in_flight=66, now=100.0, started=99.5, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 66)
+    assert window.peak == 66
+    # a call admitted under the new window refused too: still too large
+    window.pushed_back(in_flight=50, now=100.2, started=100.1, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 50)
+
+
+def test_the_latency_signal_shrinks_once_per_hold() -> None:
+    window = Window(size=80.0, smooth=0.1)
+    window.pushed_back(in_flight=60, now=10.0, policy=POLICY)
+    window.pushed_back(in_flight=50, now=10.0 + POLICY.hold / 2, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 60)
+    window.pushed_back(in_flight=50, now=10.0 + POLICY.hold, policy=POLICY)
+    assert window.size == pytest.approx(0.9 * 50)
+
+
+def test_recovery_is_fast_below_the_last_peak_and_probing_slow_above_it() -> None:
+    window = Window(size=80.0)
+    window.pushed_back(in_flight=66, now=0.0, started=0.0, policy=POLICY)  # 59.4, peak 66
+    rounds = 0
+    while window.size < 65:  # below peak - 1: about +1 per window's worth of successes
+        _succeed(window, int(window.size), in_flight=int(window.size))
+        rounds += 1
+    assert rounds <= 7
+    probing = 0
+    while window.size < 66:  # at the peak: a slot only after many round trips
+        _succeed(window, int(window.size), in_flight=int(window.size))
+        probing += 1
+    assert probing >= 40
+    while window.size < 100:  # ... faster the longer the endpoint takes more
+        _succeed(window, int(window.size), in_flight=int(window.size))
+        probing += 1
+    assert probing <= 130
+
+
+def test_a_sustained_latency_rise_is_pushback_and_one_stalled_call_is_not() -> None:
+    window = Window()
+    _succeed(window, 20, in_flight=16, latency=0.1)
+    assert window.peak is None
+    _succeed(window, 1, in_flight=16, latency=5.0)  # one stall: 50x the baseline
+    assert window.peak is None
+    before = window.size
+    _succeed(window, 40, in_flight=30, latency=0.4)  # queueing: 4x, call after call
+    assert window.peak == 30 and window.size < before
+
+
+def test_an_instant_endpoint_slowed_by_the_client_is_not_pushback() -> None:
+    window = Window()
+    _succeed(window, 20, in_flight=16, latency=0.001)
+    _succeed(window, 50, in_flight=16, latency=0.010)  # 10x, but by 9 ms only
+    assert window.peak is None and window.size > 16
+
+
+def test_a_policy_turns_the_latency_signal_off() -> None:
+    window = Window()
+    deaf = AdaptivePolicy(latency_tolerance=1e9)
+    for latency in (0.1, *([10.0] * 50)):
+        window.succeeded(CEILING, latency=latency, in_flight=16, now=0.0, policy=deaf)
+    assert window.peak is None
