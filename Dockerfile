@@ -29,6 +29,7 @@ WORKDIR /opt/verifleet
 COPY pyproject.toml setup.py README.md ./
 COPY verifleet/ verifleet/
 COPY schemas/ schemas/
+COPY templates/ templates/
 COPY pipeline/ pipeline/
 COPY workers/ workers/
 COPY orchestrator/ orchestrator/

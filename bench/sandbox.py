@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from verifleet.sandbox import SandboxMode, SandboxPool, SandboxSettings
-from verifleet.schemas import (
+from verifleet.templates import (
     build_answer,
     judge_json_schema,
     load_answer_class,
@@ -31,7 +31,7 @@ from verifleet.schemas import (
 )
 
 TEMPLATE = """
-from verifleet.schemas import BaseAnswer, VerifiedField, ExactMatch, NumericTolerance
+from verifleet.templates import BaseAnswer, VerifiedField, ExactMatch, NumericTolerance
 
 
 class Answer(BaseAnswer):

@@ -18,7 +18,6 @@ from verifleet.schemas import (
     ModelConfig,
     PromptConfig,
     Question,
-    RegexOutcome,
     Rubric,
     VerificationConfig,
     VerificationResult,
@@ -26,6 +25,7 @@ from verifleet.schemas import (
     VerificationResultDeepJudgmentRubric,
     VerificationResultRubric,
 )
+from verifleet.templates import RegexOutcome
 
 from ._answer import CachedAnswer
 from ._llm import UsageTracker

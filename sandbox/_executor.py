@@ -29,7 +29,7 @@ from typing import IO, Any
 
 _WARMUP_TEMPLATE = """
 import re
-from verifleet.schemas import BaseAnswer
+from verifleet.templates import BaseAnswer
 
 class Answer(BaseAnswer):
     value: str

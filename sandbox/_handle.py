@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifleet.schemas import RegexOutcome
+from verifleet.templates import RegexOutcome
 
 __all__ = ["TemplateEvaluation", "TemplateHandle", "TemplateVerification"]
 

@@ -33,18 +33,17 @@ _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin")
 def _package_dirs() -> list[str]:
     """Directories holding the packages the executor imports from verifleet."""
     import verifleet.schemas
+    import verifleet.templates
 
     from . import __file__ as sandbox_init
 
     # The root package is loaded (this module is inside it); looked up rather
     # than imported so the import contracts see no dependency on its lazy names.
     root = sys.modules["verifleet"].__file__
-    assert root is not None and verifleet.schemas.__file__ is not None
-    found = [
-        Path(root).parent,
-        Path(verifleet.schemas.__file__).parent,
-        Path(sandbox_init).parent,
-    ]
+    packages = (verifleet.schemas.__file__, verifleet.templates.__file__)
+    assert root is not None and all(packages)
+    found = [Path(root).parent, *(Path(str(p)).parent for p in packages)]
+    found.append(Path(sandbox_init).parent)
     return [str(p.resolve()) for p in found]
 
 

@@ -23,12 +23,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from verifleet.schemas import (
-    RegexOutcome,
     RubricError,
     TemplateValidationError,
     UntrustedCodeError,
     compute_template_id,
 )
+from verifleet.templates import RegexOutcome
 
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification

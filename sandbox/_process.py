@@ -58,7 +58,9 @@ class ExecutorProcess:
             bufsize=0,
             close_fds=True,
             start_new_session=True,
+            # No inherited environment (API keys), no meaningful working directory.
             env={"PATH": os.defpath, "PYTHONDONTWRITEBYTECODE": "1"},
+            cwd="/",
         )
         self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
         self._drain.start()

@@ -18,13 +18,15 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from verifleet.schemas import (
-    BaseAnswer,
     CallableTrait,
     RegexTrait,
     RubricError,
-    TemplateCache,
     TemplateValidationError,
     UntrustedCodeError,
+)
+from verifleet.templates import (
+    BaseAnswer,
+    TemplateCache,
     build_answer,
     judge_field_names,
     judge_json_schema,

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from verifleet.templates import validate_answer_template
+
 from ._rubric import CallableTrait
-from ._templates import validate_answer_template
 
 __all__ = ["CodeCheckers", "check_callable_trait", "check_template", "use_code_checkers"]
 

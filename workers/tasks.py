@@ -40,7 +40,7 @@ from verifleet.store import (
     unit_result_keys,
 )
 
-from ._jobs import JobCache
+from ._jobs import JobCache, JobSpec
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
@@ -166,6 +166,26 @@ def _until_redis_answers(fn: Callable[[], T], *, deadline: float) -> T:
             delay = min(delay * 2, 5.0)
 
 
+def _open_job(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | str:
+    """The job's spec, or what the task returns when it has nothing to run
+    (``"unknown-job"``, ``"cancelled"``)."""
+    status = _until_redis_answers(lambda: state.store.status(job_id), deadline=deadline)
+    if status is None:
+        log.warning("task for unknown job %s dropped", job_id)
+        return "unknown-job"
+    if status == JobStatus.CANCELLED:
+        return "cancelled"
+    return _until_redis_answers(lambda: state.jobs.get(job_id), deadline=deadline)
+
+
+def _claim(store: ResultStore, job_id: str, key: str, deadline: float) -> bool:
+    """Mark the unit started; False when its results are already stored."""
+    if _until_redis_answers(lambda: store.unit_done(job_id, key), deadline=deadline):
+        return False
+    _until_redis_answers(lambda: store.mark_started(job_id, key), deadline=deadline)
+    return True
+
+
 @app.task(name=TASK_NAME, bind=True, acks_late=True)
 def run_unit_task(
     self: Task,
@@ -184,11 +204,11 @@ def run_unit_task(
         ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
     """
     state = _process_state()
-    store, jobs, settings = state.store, state.jobs, state.settings
+    store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
     try:
         # cached per process: a round trip only for a job's first unit here
-        spec = _until_redis_answers(lambda: jobs.get(job_id), deadline=deadline)
+        spec = _until_redis_answers(lambda: state.jobs.get(job_id), deadline=deadline)
     except KeyError:
         log.warning("task for unknown job %s dropped", job_id)
         return "unknown-job"
@@ -248,24 +268,19 @@ def run_scenario_task(
         ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
     """
     state = _process_state()
-    store, jobs, settings = state.store, state.jobs, state.settings
+    store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
-    status = _until_redis_answers(lambda: store.status(job_id), deadline=deadline)
-    if status is None:
-        log.warning("task for unknown job %s dropped", job_id)
-        return "unknown-job"
-    if status == JobStatus.CANCELLED:
-        return "cancelled"
-    spec = _until_redis_answers(lambda: jobs.get(job_id), deadline=deadline)
+    spec = _open_job(state, job_id, deadline)
+    if isinstance(spec, str):
+        return spec
     unit = ScenarioUnit(
         scenario=spec.benchmark.scenarios[scenario_index],
         answering=spec.config.answering_models[answering_index],
         replicate=replicate,
     )
     key = scenario_unit_key(unit, job_id=job_id)
-    if _until_redis_answers(lambda: store.unit_done(job_id, key), deadline=deadline):
+    if not _claim(store, job_id, key, deadline):
         return "already-done"
-    _until_redis_answers(lambda: store.mark_started(job_id, key), deadline=deadline)
     run = run_scenario(
         unit.scenario,
         unit.answering,

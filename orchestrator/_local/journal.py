@@ -12,11 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Generic, TypeVar
 
 from verifleet.schemas import VerificationResult
 
-__all__ = ["Journal", "journal_path"]
+__all__ = ["Journal", "LineJournal", "journal_path"]
+
+T = TypeVar("T")
 
 
 def journal_path(out: Path) -> Path:
@@ -24,17 +26,34 @@ def journal_path(out: Path) -> Path:
     return out.with_name(out.name + ".journal.jsonl")
 
 
-class Journal:
-    """Thread-safe appender and reader of the results journal."""
+class LineJournal(Generic[T]):
+    """A thread-safe, append-only file of one JSON line per item; subclasses say
+    how an item becomes a line (:meth:`encode`) and back (:meth:`decode`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._fh: IO[str] | None = None
 
-    def read(self) -> Iterator[VerificationResult]:
-        """Yield the journalled results; a torn last line (the process died while
-        writing it) is ignored, any other bad line is an error naming the line."""
+    def encode(self, item: T) -> str:
+        """One item as a line of JSON, without the newline."""
+        raise NotImplementedError
+
+    def decode(self, line: str) -> T:
+        """One line back into its item.
+
+        Raises:
+            ValueError: the line is not an item (a KeyError or TypeError counts too).
+        """
+        raise NotImplementedError
+
+    def read(self) -> Iterator[T]:
+        """Yield the journalled items; a torn last line (the process died while
+        writing it) is ignored, any other bad line is an error naming the line.
+
+        Raises:
+            ValueError: a line other than the last is unreadable.
+        """
         if not self.path.exists():
             return
         with self.path.open(encoding="utf-8") as fh:
@@ -43,15 +62,15 @@ class Journal:
             if not line.strip():
                 continue
             try:
-                yield VerificationResult.model_validate_json(line)
-            except ValueError as exc:
+                yield self.decode(line)
+            except (ValueError, KeyError, TypeError) as exc:
                 if number == len(lines) and not line.endswith("\n"):
                     return
                 raise ValueError(f"{self.path}:{number}: unreadable journal line: {exc}") from exc
 
-    def append(self, result: VerificationResult) -> None:
-        """Append one result and flush it to the OS."""
-        line = result.model_dump_json() + "\n"
+    def append(self, item: T) -> None:
+        """Append one item and flush it to the OS."""
+        line = self.encode(item) + "\n"
         with self._lock:
             if self._fh is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,3 +89,13 @@ class Journal:
         """Delete the journal after the final output was written."""
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+class Journal(LineJournal[VerificationResult]):
+    """The journal of finished question results."""
+
+    def encode(self, item: VerificationResult) -> str:
+        return item.model_dump_json()
+
+    def decode(self, line: str) -> VerificationResult:
+        return VerificationResult.model_validate_json(line)

@@ -156,7 +156,14 @@ class LocalRunner:
         Yields ``(unit, results)`` in completion order. A unit whose pipeline call
         raises (a bug or an infrastructure failure, never a content error) still
         yields one errored result per parsing model, so nothing is silently lost.
+
+        Raises:
+            SandboxUnavailable: The sandbox that runs template and trait code
+                cannot start on this machine (checked before any unit runs; the
+                message names what is missing and the downgrade flag).
         """
+        # Refuse up front rather than fail every question on the same cause.
+        self.resources.sandbox.start()
         parsing = self.config.parsing_models
         todo = (
             unit for unit in self.units() if not _already_done(unit, parsing, done_keys, on_skip)

@@ -14,12 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from verifleet.pipeline._llm_protocol import ChatCaller
-from verifleet.schemas import (
-    BaseAnswer,
-    VerificationConfig,
-    VerificationResultDeepJudgment,
-    judge_json_schema,
-)
+from verifleet.schemas import VerificationConfig, VerificationResultDeepJudgment
+from verifleet.templates import BaseAnswer, judge_json_schema
 
 from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, ExcerptHarvest, extract_excerpts
 from .deep_judgment_prompts import (

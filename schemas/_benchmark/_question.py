@@ -6,9 +6,10 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from verifleet.templates import compute_template_id
+
 from .._identity import md5_hex
 from .._rubric import DynamicRubric, Rubric
-from .._templates import compute_template_id
 
 __all__ = ["Question"]
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
-from .._templates import (
+from verifleet.templates import (
     BooleanMatch,
     ContainsAll,
     ContainsAny,

@@ -21,7 +21,6 @@ from typing import Any
 from verifleet.schemas import Benchmark, CallableTrait, Question, RegexTrait, Rubric
 
 __all__ = [
-    "FLEET_SUBSET",
     "SECRET_TEXT",
     "Trap",
     "corpus_benchmark",
@@ -36,7 +35,7 @@ SECRET_TEXT = "SECRET-5c1e7a-DO-NOT-LEAK"
 
 #: The honest control questions' template: they must pass next to the hostile ones.
 HONEST_TEMPLATE = """
-from verifleet.schemas import BaseAnswer
+from verifleet.templates import BaseAnswer
 
 
 class Answer(BaseAnswer):
@@ -102,38 +101,6 @@ class Trap:
         assert sorted(p.name for p in self.markers.iterdir()) == []
         assert not any(SECRET_TEXT in text for text in dumps)
         assert self.connections == []
-
-
-#: One or more of every kind of attack, for the slower fleet run: escapes that get
-#: past the interpreter guard and are stopped by the OS (07, 09, 14, 24), guard
-#: refusals of each route, and every resource attack.
-FLEET_SUBSET = frozenset(
-    {
-        "01_import_os",
-        "07_import_string_value",
-        "08_import_string_field_type",
-        "09_pydantic_main",
-        "11_forwardref_evaluate",
-        "13_create_model_builtins",
-        "14_type_call_builtins",
-        "16_typeadapter_parent_depth",
-        "17_singledispatch_register",
-        "18_parse_raw_pickle",
-        "19_enum_global_enum",
-        "20_format_globals",
-        "21_format_frames",
-        "24_rebind_ast_guard",
-        "35_loop_in_verify",
-        "36_huge_int_in_body",
-        "38_redos_in_verify",
-        "40_memory_bomb_string",
-        "43_recursion",
-        "44_fork_bomb",
-        "46_socket_connect",
-        "49_base_exception",
-        "50_huge_answer",
-    }
-)
 
 
 def corpus_files(subset: frozenset[str] | None = None) -> list[Path]:

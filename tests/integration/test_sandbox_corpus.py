@@ -17,7 +17,6 @@ import pytest
 import uvicorn
 from _support.fleet import Fleet
 from _support.hostile import (
-    FLEET_SUBSET,
     HOSTILE_ANSWER,
     Trap,
     corpus_benchmark,
@@ -103,8 +102,8 @@ def test_corpus_in_local_mode(trap: Trap) -> None:
 
 
 def test_corpus_on_a_fleet(fleet: Fleet, redis_url: str, trap: Trap) -> None:
-    # Every kind of attack (the local and /verify runs take the whole corpus).
-    bench, answers = corpus_benchmark(trap, subset=FLEET_SUBSET)
+    # The whole corpus, as in local mode and through /verify.
+    bench, answers = corpus_benchmark(trap)
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
         worker = fleet.start_worker("hostile", concurrency=4, **SANDBOX_ENV)
         fleet.wait_ready(["hostile"])

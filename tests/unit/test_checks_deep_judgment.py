@@ -22,7 +22,8 @@ from verifleet.pipeline._checks import (
     deep_judgment_parse,
     excerpt_similarity,
 )
-from verifleet.schemas import BaseAnswer, ModelConfig, VerificationConfig, build_answer
+from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.templates import BaseAnswer, build_answer
 
 QUESTION = "Where is KRAS most essential, and which drug class targets it?"
 RESPONSE = (

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE_THE_TREE = {
     # Derives from BaseException on purpose: template code's `except Exception`
     # must not swallow the budget's stop.
-    "verifleet.schemas._templates.budget.TemplateBudgetExceeded",
+    "verifleet.templates.budget.TemplateBudgetExceeded",
 }
 
 

@@ -49,3 +49,22 @@ def test_the_downgrade_flag_lets_it_start(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "bwrap" not in done.stderr
     assert "missing.yaml" in done.stderr
+
+
+def test_the_local_runner_refuses_before_any_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from _support.jobs import capitals_benchmark
+
+    from verifleet.orchestrator._local.runner import LocalRunner
+    from verifleet.pipeline import PipelineResources
+    from verifleet.sandbox import SandboxPool, SandboxSettings, SandboxUnavailable
+    from verifleet.schemas import ModelConfig, VerificationConfig
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bench, _answers = capitals_benchmark(2)
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m")
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+    pool = SandboxPool(SandboxSettings())
+    runner = LocalRunner(bench, config, resources=PipelineResources(sandbox=pool))
+    with pytest.raises(SandboxUnavailable, match="bwrap"):
+        next(runner.run())
+    pool.close()

@@ -14,6 +14,8 @@ from verifleet.schemas import (
     RubricError,
     TemplateValidationError,
     UntrustedCodeError,
+)
+from verifleet.templates import (
     build_answer,
     judge_json_schema,
     load_answer_class,
@@ -22,7 +24,7 @@ from verifleet.schemas import (
 )
 
 HONEST = '''
-from verifleet.schemas import BaseAnswer, VerifiedField, ExactMatch, NumericTolerance
+from verifleet.templates import BaseAnswer, VerifiedField, ExactMatch, NumericTolerance
 
 class Answer(BaseAnswer):
     """Capital and population."""
@@ -76,7 +78,7 @@ def test_invalid_template_is_refused_with_the_validation_message(pool: SandboxPo
 
 
 HANG_IN_VERIFY = """
-from verifleet.schemas import BaseAnswer
+from verifleet.templates import BaseAnswer
 
 class Answer(BaseAnswer):
     value: str

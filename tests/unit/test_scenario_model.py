@@ -15,11 +15,11 @@ from _support.scenarios import template
 from verifleet.schemas import (
     END,
     BenchmarkLoadError,
-    BooleanMatch,
     ScenarioDefinition,
     dump_benchmark,
     load_benchmark,
 )
+from verifleet.templates import BooleanMatch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "benchmark.yaml"
 

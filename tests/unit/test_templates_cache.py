@@ -9,11 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from verifleet.schemas import (
+from verifleet.schemas import TemplateValidationError, compute_template_id
+from verifleet.templates import (
     TemplateCache,
-    TemplateValidationError,
     build_answer,
-    compute_template_id,
     default_template_cache,
     judge_json_schema,
     load_answer_class,

@@ -10,8 +10,8 @@ import textwrap
 import pytest
 from pydantic import ValidationError
 
-from verifleet.schemas import (
-    TemplateValidationError,
+from verifleet.schemas import TemplateValidationError
+from verifleet.templates import (
     build_answer,
     inject_question_id,
     judge_field_names,
@@ -304,7 +304,7 @@ def test_verified_fields_with_model_post_init_ground_truth() -> None:
 def test_templates_may_import_from_verifleet_schemas() -> None:
     source = textwrap.dedent(
         """
-        from verifleet.schemas import BaseAnswer, NumericTolerance, VerifiedField
+        from verifleet.templates import BaseAnswer, NumericTolerance, VerifiedField
 
 
         class Answer(BaseAnswer):

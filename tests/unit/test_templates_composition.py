@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import Field
 
-from verifleet.schemas import (
+from verifleet.templates import (
     AllOf,
     AnyOf,
     AtLeastN,

@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 from pydantic import ValidationError
 
-from verifleet.schemas import (
+from verifleet.templates import (
     BooleanMatch,
     ContainsAll,
     ContainsAny,

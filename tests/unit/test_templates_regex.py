@@ -3,7 +3,7 @@ and how a template exposes them through ``verify_regex``."""
 
 from __future__ import annotations
 
-from verifleet.schemas import BaseAnswer, RegexOutcome, run_regex_checks
+from verifleet.templates import BaseAnswer, RegexOutcome, run_regex_checks
 
 TEXT = "The drug inhibits the target [1] [2] [3]. Approved in 2016."
 

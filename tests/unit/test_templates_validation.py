@@ -9,13 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verifleet.schemas import (
-    BaseAnswer,
-    TemplateValidationError,
-    compute_template_id,
-    md5_hex,
-    validate_answer_template,
-)
+from verifleet.schemas import TemplateValidationError, compute_template_id, md5_hex
+from verifleet.templates import BaseAnswer, validate_answer_template
 
 QID = "q-0042"
 

@@ -43,12 +43,14 @@ def capture_answer_source(answer_class: _T) -> _T:
 
 
 #: Module paths templates import from: the original package's, and verifleet's own
-#: public path (``from verifleet.schemas import BaseAnswer, VerifiedField``), which
+#: public path (``from verifleet.templates import BaseAnswer, VerifiedField``; the
+#: wave-1 spelling ``verifleet.schemas`` still works), which
 #: inside a template resolves to the same restricted set of names.
 KARENINA_ALIAS_MODULES: frozenset[str] = frozenset(
     {
         "verifleet",
         "verifleet.schemas",
+        "verifleet.templates",
         "karenina",
         "karenina.schemas",
         "karenina.schemas.answer_class",

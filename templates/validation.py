@@ -10,6 +10,7 @@ probe instance with placeholder field values, as the pipeline will.
 from __future__ import annotations
 
 import ast
+import hashlib
 import threading
 import types
 import typing
@@ -18,8 +19,8 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
-from .._errors import TemplateValidationError
-from .._identity import md5_hex
+from verifleet.errors import TemplateValidationError
+
 from .ast_guard import find_violation
 from .base_answer import BaseAnswer
 from .budget import TEMPLATE_FILENAME_PREFIX, TemplateBudgetExceeded, line_budget
@@ -61,7 +62,7 @@ def compute_template_id(source: str | None) -> str:
         return NO_TEMPLATE_ID
     text = source.replace("\r\n", "\n").replace("\r", "\n")
     normalised = "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
-    return md5_hex(normalised)
+    return hashlib.md5(normalised.encode("utf-8")).hexdigest()
 
 
 def _fail(problem: str, question_id: str | None) -> TemplateValidationError:

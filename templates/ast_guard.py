@@ -32,7 +32,9 @@ __all__ = [
 
 #: Top-level modules a template may import (plus the ``karenina`` aliases).
 #: verifleet's own template-facing import path (a view of the template names only).
-VERIFLEET_TEMPLATE_MODULES: frozenset[str] = frozenset({"verifleet", "verifleet.schemas"})
+VERIFLEET_TEMPLATE_MODULES: frozenset[str] = frozenset(
+    {"verifleet", "verifleet.schemas", "verifleet.templates"}
+)
 
 ALLOWED_MODULE_ROOTS: frozenset[str] = frozenset(
     {
@@ -181,7 +183,7 @@ def _import_problem(node: ast.Import | ast.ImportFrom) -> str | None:
     for name in names:
         if not is_allowed_module(name):
             allowed = ", ".join(
-                sorted((ALLOWED_MODULE_ROOTS | {"verifleet.schemas"}) - {"__future__"})
+                sorted((ALLOWED_MODULE_ROOTS | {"verifleet.templates"}) - {"__future__"})
             )
             return f"imports {name!r}, which templates may not use (allowed: {allowed})"
     return None

@@ -248,7 +248,7 @@ def safe_import(
     if name.split(".", 1)[0] in _ALIAS_ROOTS:
         if name not in KARENINA_ALIAS_MODULES:
             raise ImportError(
-                f"{name!r} is not provided to templates; use verifleet.schemas or "
+                f"{name!r} is not provided to templates; use verifleet.templates or "
                 "karenina.schemas.entities "
                 "(BaseAnswer, VerifiedField, primitives, composition)"
             )

@@ -1,7 +1,13 @@
-"""Answer templates: ``BaseAnswer``, ``VerifiedField`` and primitives, composition,
-regex checks, sandboxed compilation, validation and the per-process cache.
+"""verifleet.templates — the answer-template runtime: ``BaseAnswer``,
+``VerifiedField`` and the verification primitives, composition, regex checks,
+compilation under the interpreter-level guard, validation and the per-process cache.
 
-Private package; the public names are re-exported by ``verifleet.schemas``.
+What template authors import (``from verifleet.templates import BaseAnswer,
+VerifiedField, NumericTolerance``; inside a template the wave-1 spelling
+``verifleet.schemas`` and the original's ``karenina.schemas`` resolve to the same
+names). Benchmark code runs only in the sandbox's executor processes
+(:mod:`verifleet.sandbox`), which load this package; it imports nothing of
+verifleet but :mod:`verifleet.errors`.
 """
 
 from .base_answer import RESERVED_FIELD_NAMES, BaseAnswer

@@ -14,7 +14,8 @@ from collections import OrderedDict
 
 from pydantic import BaseModel
 
-from .._errors import TemplateValidationError
+from verifleet.errors import TemplateValidationError
+
 from .base_answer import BaseAnswer
 from .validation import (
     COMPILE_LOCK,
