@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from verifleet.limits import LocalCallGate, endpoint_id
 from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
@@ -32,6 +33,9 @@ from verifleet.store import (
 __all__ = ["LocalRunner", "failed_unit_results", "scenario_done_key"]
 
 log = logging.getLogger(__name__)
+
+_U = TypeVar("_U")  # a unit (question or scenario)
+_R = TypeVar("_R")  # what running it returns
 
 
 class LocalRunner:
@@ -103,23 +107,8 @@ class LocalRunner:
 
         workers = self.config.max_concurrency
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-scn") as pool:
-            pending: dict[Future[ScenarioRun], ScenarioUnit] = {}
-            source = todo()
-            exhausted = False
-            while True:
-                # as for units: the endpoints' windows decide how many run
-                window = self.units_at_once()
-                while not exhausted and not self._stop.is_set() and len(pending) < window:
-                    unit = next(source, None)
-                    if unit is None:
-                        exhausted = True
-                        break
-                    pending[pool.submit(self._run_scenario, unit)] = unit
-                if not pending:
-                    return
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    yield pending.pop(future), future.result()
+            # as for units: the endpoints' windows decide how many run
+            yield from self._drain(pool, todo(), self._run_scenario)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
         return run_scenario(
@@ -172,7 +161,7 @@ class LocalRunner:
         # Threads start as units are submitted, so only as many exist as the
         # windows ever asked for.
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-unit") as pool:
-            yield from self._drain(pool, todo)
+            yield from self._drain(pool, todo, self._run_one)
 
     def units_at_once(self) -> int:
         """How many units to keep running now (see the class docstring)."""
@@ -189,11 +178,11 @@ class LocalRunner:
         return min(most, sum(windows.values()) * 5 // 4 + 4)
 
     def _drain(
-        self, pool: ThreadPoolExecutor, todo: Iterable[Unit]
-    ) -> Iterator[tuple[Unit, list[VerificationResult]]]:
+        self, pool: ThreadPoolExecutor, todo: Iterable[_U], run: Callable[[_U], _R]
+    ) -> Iterator[tuple[_U, _R]]:
         # A bounded set of submitted futures keeps memory flat for huge jobs; its
         # size follows the windows as they grow or shrink.
-        pending: dict[Future[list[VerificationResult]], Unit] = {}
+        pending: dict[Future[_R], _U] = {}
         source = iter(todo)
         exhausted = False
         while True:
@@ -203,7 +192,7 @@ class LocalRunner:
                 if unit is None:
                     exhausted = True
                     break
-                pending[pool.submit(self._run_one, unit)] = unit
+                pending[pool.submit(run, unit)] = unit
             if not pending:
                 return
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
