@@ -14,14 +14,16 @@ bash scripts/install.sh
     --mode template_and_rubric --concurrency 4 \
     --out demo-results.parquet
 .venv/bin/python - <<'PY'
-import pandas as pd
-
 from verifleet.orchestrator import read_results
 
-pd.set_option("display.max_colwidth", 40)
 results = read_results("demo-results.parquet")
 frame = results.get_template_results().to_dataframe()
-print(frame[["question_id", "field_name", "gt_value", "llm_value", "verify_result"]].to_string(index=False))
+shown = frame[["question_id", "field_name", "gt_value", "llm_value", "verify_result"]].copy()
+# to_string ignores display.max_colwidth: cut long values so a row fits a terminal.
+for column in ("gt_value", "llm_value"):
+    text = shown[column].astype(str)
+    shown[column] = text.where(text.str.len() <= 40, text.str.slice(0, 39) + "…")
+print(shown.to_string(index=False))
 PY
 cat <<'EOF'
 
