@@ -8,9 +8,11 @@ copy of it, so :func:`register_aggregator` here affects views created afterwards
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Protocol, runtime_checkable
 
-import pandas as pd
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "AggregatorRegistry",
@@ -132,6 +134,8 @@ def _is_null(value: Any) -> bool:
     if value is None:
         return True
     try:
+        import pandas as pd
+
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # lists and dicts are values, never null
         return False

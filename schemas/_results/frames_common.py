@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from .result import VerificationResult
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["IDENTITY_COLUMNS", "build_frame", "result_columns"]
 
@@ -49,6 +51,8 @@ def result_columns(result: VerificationResult, index: int) -> dict[str, Any]:
 
 
 def _column(values: list[Any]) -> pd.Series:
+    import pandas as pd  # loaded when a frame is built: sandbox executors never need it
+
     series = pd.Series(values)
     if isinstance(series.dtype, pd.StringDtype):
         # pandas 3 infers a string dtype whose missing value is NaN; keep None so a
@@ -62,6 +66,7 @@ def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFr
 
     A key missing from a row becomes a null; keys outside ``columns`` are dropped.
     """
+    import pandas as pd
     if not rows:
         return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
     frame = pd.DataFrame({name: _column([row.get(name) for row in rows]) for name in columns})

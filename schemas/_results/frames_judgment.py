@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
 from .result import VerificationResult
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["JUDGMENT_COLUMNS", "RUBRIC_JUDGMENT_COLUMNS", "judgment_frame", "rubric_judgment_frame"]
 

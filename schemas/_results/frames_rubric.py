@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, get_args
-
-import pandas as pd
 
 from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
 from .result import VerificationResult
 from .rubric import VerificationResultRubric
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RUBRIC_COLUMNS", "RUBRIC_DEEP_JUDGMENT_COLUMNS", "RubricFrameType", "rubric_frame"]
 

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Collection
 from typing import Any
-
-import pandas as pd
 
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
 from .frames_judgment import judgment_frame, rubric_judgment_frame
 from .result import VerificationResult
 from .view_base import ResultView
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["JudgmentResults", "RubricJudgmentResults"]
 

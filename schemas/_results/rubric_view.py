@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from typing import Any, Self
-
-import pandas as pd
 
 from .frames_rubric import RubricFrameType, rubric_frame
 from .result import VerificationResult
 from .rubric import VerificationResultRubric
 from .view_base import ResultView
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RubricResults"]
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Collection
 from typing import Any
-
-import pandas as pd
 
 from .aggregators import MeanAggregator
 from .frames_template import template_field_frame, template_regex_frame, template_usage_frame
 from .result import VerificationResult
 from .template import VerificationResultTemplate
 from .view_base import ResultView
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TemplateResults"]
 

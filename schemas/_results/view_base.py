@@ -4,14 +4,16 @@ aggregation over a DataFrame."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Self, TypeVar
-
-import pandas as pd
 
 from .aggregators import AggregatorRegistry, ResultAggregator, default_registry, to_native
 from .result import VerificationResult
 from .selection import ResultCollection
+
+if typing.TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ResultView"]
 

@@ -34,3 +34,18 @@ def test_every_subpackage_is_under_an_import_contract() -> None:
     for name in _package_dirs():
         if name != "verifleet":
             assert name in named, f"{name} appears in no import contract"
+
+
+def test_a_sandbox_executor_loads_no_dataframe_or_fleet_libraries() -> None:
+    # Every worker process keeps executors warm: what they import is paid in memory
+    # and start-up per executor. Data frames are built lazily by the result views.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, verifleet.sandbox._runtime\n"
+        "heavy = {'pandas', 'pyarrow', 'celery', 'redis', 'langchain', 'httpx', 'fastapi'}\n"
+        "loaded = sorted(heavy & set(sys.modules))\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
