@@ -67,6 +67,7 @@ def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFr
     A key missing from a row becomes a null; keys outside ``columns`` are dropped.
     """
     import pandas as pd
+
     if not rows:
         return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
     frame = pd.DataFrame({name: _column([row.get(name) for row in rows]) for name in columns})
