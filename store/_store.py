@@ -84,16 +84,6 @@ end
 return 0
 """
 
-_MARK_STARTED = """
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSETNX', KEYS[2], 'started', ARGV[3])
-if redis.call('HGET', KEYS[2], 'status') == 'queued' then
-  redis.call('HSET', KEYS[2], 'status', 'running')
-end
-return 0
-"""
-
-
 # KEYS: scenarios hash, results hash. ARGV: scenario unit key, run blob, then result
 # key/blob pairs. Whoever stores the run stores its turns, in one atomic step: a
 # redelivered scenario that took another path (a model is not deterministic) can
@@ -204,7 +194,6 @@ class ResultStore:
         self.client = client
         self.prefix = prefix
         self._codecs = _Codecs()
-        self._mark_started = client.register_script(_MARK_STARTED)
         self._begin_unit = client.register_script(_BEGIN_UNIT)
         self._write_unit = client.register_script(_WRITE_UNIT)
         self._write_scenario = client.register_script(_WRITE_SCENARIO)
@@ -318,10 +307,6 @@ class ResultStore:
         return unfinished
 
     # --- units ------------------------------------------------------------------------
-    def unit_done(self, job_id: str, unit_key: str) -> bool:
-        """True when the unit's results are all written."""
-        return bool(self.client.sismember(self.keys(job_id).done, unit_key))
-
     def done_units(self, job_id: str) -> set[str]:
         """Keys of every finished unit (streamed with SSCAN)."""
         return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
@@ -330,7 +315,7 @@ class ResultStore:
         """What a worker checks and records as it takes a unit up, in one round
         trip: the job's status (None: no such job) and whether the unit is done
         already. A unit of a job that is neither cancelled nor done is marked
-        started, as :meth:`mark_started` does.
+        started (for "in flight"), and a queued job becomes running.
 
         Raises:
             redis.RedisError: Redis is unreachable.
@@ -342,15 +327,6 @@ class ResultStore:
         )
         text = _text(status)
         return (JobStatus(text) if text else None), bool(int(done))
-
-    def mark_started(self, job_id: str, unit_key: str) -> None:
-        """Record that a worker picked the unit up (for "in flight"); a queued job
-        becomes running. One round trip: this runs once per unit."""
-        keys = self.keys(job_id)
-        self._mark_started(
-            keys=[keys.inflight, keys.meta],
-            args=[time.time(), unit_key, datetime.now(UTC).isoformat(timespec="seconds")],
-        )
 
     def write_unit(
         self,

@@ -166,24 +166,30 @@ def _until_redis_answers(fn: Callable[[], T], *, deadline: float) -> T:
             delay = min(delay * 2, 5.0)
 
 
-def _open_job(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | str:
-    """The job's spec, or what the task returns when it has nothing to run
-    (``"unknown-job"``, ``"cancelled"``)."""
-    status = _until_redis_answers(lambda: state.store.status(job_id), deadline=deadline)
+def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | None:
+    """The job's spec (cached per process: a round trip only for a job's first unit
+    here), or None for a job the store does not know."""
+    try:
+        return _until_redis_answers(lambda: state.jobs.get(job_id), deadline=deadline)
+    except KeyError:
+        log.warning("task for unknown job %s dropped", job_id)
+        return None
+
+
+def _begin(store: ResultStore, job_id: str, key: str, deadline: float) -> str | None:
+    """Take the unit up: status, already done and mark started in one round trip.
+
+    Returns:
+        What the task returns when it has nothing to run (``"unknown-job"``,
+        ``"cancelled"``, ``"already-done"``), or None to run the unit.
+    """
+    status, done = _until_redis_answers(lambda: store.begin_unit(job_id, key), deadline=deadline)
     if status is None:
         log.warning("task for unknown job %s dropped", job_id)
         return "unknown-job"
     if status == JobStatus.CANCELLED:
         return "cancelled"
-    return _until_redis_answers(lambda: state.jobs.get(job_id), deadline=deadline)
-
-
-def _claim(store: ResultStore, job_id: str, key: str, deadline: float) -> bool:
-    """Mark the unit started; False when its results are already stored."""
-    if _until_redis_answers(lambda: store.unit_done(job_id, key), deadline=deadline):
-        return False
-    _until_redis_answers(lambda: store.mark_started(job_id, key), deadline=deadline)
-    return True
+    return "already-done" if done else None
 
 
 @app.task(name=TASK_NAME, bind=True, acks_late=True)
@@ -206,11 +212,8 @@ def run_unit_task(
     state = _process_state()
     store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
-    try:
-        # cached per process: a round trip only for a job's first unit here
-        spec = _until_redis_answers(lambda: state.jobs.get(job_id), deadline=deadline)
-    except KeyError:
-        log.warning("task for unknown job %s dropped", job_id)
+    spec = _job_spec(state, job_id, deadline)
+    if spec is None:
         return "unknown-job"
     unit = Unit(
         question=spec.benchmark.questions[question_index],
@@ -218,15 +221,9 @@ def run_unit_task(
         replicate=replicate,
     )
     key = unit_key(unit, job_id=job_id)
-    # status, done already, mark started: one round trip
-    status, done = _until_redis_answers(lambda: store.begin_unit(job_id, key), deadline=deadline)
-    if status is None:
-        log.warning("task for unknown job %s dropped", job_id)
-        return "unknown-job"
-    if status == JobStatus.CANCELLED:
-        return "cancelled"
-    if done:
-        return "already-done"
+    skip = _begin(store, job_id, key, deadline)
+    if skip is not None:
+        return skip
     results = run_unit(
         unit.question,
         unit.answering,
@@ -270,17 +267,18 @@ def run_scenario_task(
     state = _process_state()
     store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
-    spec = _open_job(state, job_id, deadline)
-    if isinstance(spec, str):
-        return spec
+    spec = _job_spec(state, job_id, deadline)
+    if spec is None:
+        return "unknown-job"
     unit = ScenarioUnit(
         scenario=spec.benchmark.scenarios[scenario_index],
         answering=spec.config.answering_models[answering_index],
         replicate=replicate,
     )
     key = scenario_unit_key(unit, job_id=job_id)
-    if not _claim(store, job_id, key, deadline):
-        return "already-done"
+    skip = _begin(store, job_id, key, deadline)
+    if skip is not None:
+        return skip
     run = run_scenario(
         unit.scenario,
         unit.answering,
