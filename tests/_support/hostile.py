@@ -103,24 +103,19 @@ class Trap:
         assert self.connections == []
 
 
-def corpus_files(subset: frozenset[str] | None = None) -> list[Path]:
-    """The corpus files (all, or those whose stem is in ``subset``)."""
+def corpus_files() -> list[Path]:
+    """The corpus files."""
     files = sorted(CORPUS_DIR.glob("*.tpl"))
     assert len(files) >= 40, "the corpus has at least 40 hostile templates"
-    if subset is not None:
-        files = [f for f in files if f.stem in subset]
-        assert len(files) == len(subset), "every subset name is a corpus file"
     return files
 
 
-def corpus_benchmark(
-    trap: Trap, *, honest: int = 2, subset: frozenset[str] | None = None
-) -> tuple[Benchmark, dict[str, Any]]:
+def corpus_benchmark(trap: Trap, *, honest: int = 2) -> tuple[Benchmark, dict[str, Any]]:
     """The hostile templates as questions, plus ``honest`` control questions, and
     the fake endpoint's answers for them."""
     questions: list[Question] = []
     answers: dict[str, Any] = {}
-    for path in corpus_files(subset):
+    for path in corpus_files():
         text = f"Hostile {path.stem}?"
         questions.append(Question(id=path.stem, text=text, answer_template=trap.source(path)))
         answers[text] = {"text": HOSTILE_ANSWER, "fields": {"value": "os.system"}}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import tomllib
 from pathlib import Path
 
 import pytest
+from test_layout import package_dirs
 
 from verifleet import errors
 
@@ -22,8 +22,7 @@ OUTSIDE_THE_TREE = {
 
 
 def _all_modules() -> list[str]:
-    with (ROOT / "pyproject.toml").open("rb") as handle:
-        mapping: dict[str, str] = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
+    mapping = package_dirs()
     names: set[str] = set()
     for package, folder in mapping.items():
         for path in (ROOT / folder).rglob("*.py"):

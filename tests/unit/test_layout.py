@@ -9,7 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _package_dirs() -> dict[str, str]:
+def package_dirs() -> dict[str, str]:
+    """pyproject.toml's package-dir table: import name -> folder."""
     with (ROOT / "pyproject.toml").open("rb") as handle:
         mapping: dict[str, str] = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
     return mapping
@@ -19,7 +20,7 @@ def test_every_subpackage_is_type_checked() -> None:
     # mypy cannot follow setuptools' editable-install finder; it reads the package
     # through the .typecheck/ link farm, and silently skips a folder missing there.
     farm = ROOT / ".typecheck" / "verifleet"
-    for name, folder in _package_dirs().items():
+    for name, folder in package_dirs().items():
         if name == "verifleet":
             continue
         link = farm / name.split(".", 1)[1]
@@ -31,7 +32,7 @@ def test_every_subpackage_is_under_an_import_contract() -> None:
     with (ROOT / "pyproject.toml").open("rb") as handle:
         contracts = tomllib.load(handle)["tool"]["importlinter"]["contracts"]
     named = {m for c in contracts for m in c["source_modules"] + c.get("forbidden_modules", [])}
-    for name in _package_dirs():
+    for name in package_dirs():
         if name != "verifleet":
             assert name in named, f"{name} appears in no import contract"
 
