@@ -123,13 +123,16 @@ class SandboxPool:
 
     # --- executors ---------------------------------------------------------------
 
-    def _acquire(self) -> ExecutorProcess:
+    def _acquire(self, template_id: str | None = None) -> ExecutorProcess:
+        """An idle executor, preferring one that already compiled ``template_id``
+        (a template compiled in every executor of the pool costs its compile once
+        per executor), else a new one while below ``pool_size``, else wait."""
         with self._cond:
             while True:
                 if self._closed:
                     raise SandboxError("the sandbox pool is closed")
                 while self._idle:
-                    proc = self._idle.pop()
+                    proc = self._idle.pop(self._preferred(template_id))
                     if proc.alive():
                         return proc
                     self._running -= 1
@@ -147,6 +150,15 @@ class SandboxPool:
                 self._running -= 1
                 self._cond.notify()
             raise
+
+    def _preferred(self, template_id: str | None) -> int:
+        """Index in the idle list of the executor to hand out (the caller holds
+        ``_cond``): the newest idle one that knows ``template_id``, else the newest."""
+        if template_id is not None:
+            for index in range(len(self._idle) - 1, -1, -1):
+                if template_id in self._idle[index].known_templates:
+                    return index
+        return len(self._idle) - 1
 
     def _check_layers(self, proc: ExecutorProcess) -> None:
         if self.settings.mode.uses_seccomp and not proc.seccomp:
@@ -173,7 +185,7 @@ class SandboxPool:
             ExecutorCrashed: The executor died or overran the limit (it is replaced).
             SandboxUnavailable: No executor can be started.
         """
-        proc = self._acquire()
+        proc = self._acquire(handle_source[0] if handle_source is not None else None)
         try:
             body = dict(payload)
             if handle_source is not None:

@@ -128,3 +128,49 @@ def test_callable_traits_run_in_the_sandbox(pool: SandboxPool) -> None:
     )
     with pytest.raises(RubricError, match="'hang' crashed the sandbox"):
         pool.run_trait(hang.model_dump(mode="json"), "x")
+
+
+def test_a_template_goes_back_to_the_executor_that_compiled_it() -> None:
+    # Two idle executors, the one that compiled the template first in the idle
+    # list: a plain LIFO hand-out would pick the other one and compile it again.
+    sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
+    try:
+        handle = sandbox.load_template(HONEST, "affinity")
+        compiled = sandbox._acquire()
+        other = sandbox._acquire()
+        assert handle.template_id in compiled.known_templates
+        assert handle.template_id not in other.known_templates
+        sandbox._release(compiled)
+        sandbox._release(other)
+        for _ in range(3):
+            evaluation = sandbox.evaluate(handle, {"city": "Paris", "population": 2.1}, "[1]")
+            assert evaluation.verification is not None
+        assert handle.template_id not in other.known_templates
+        # A call with no template takes any idle executor, as before.
+        assert sandbox._preferred(None) == 1
+    finally:
+        sandbox.close()
+
+
+READS_ITS_ID = """
+from verifleet.templates import BaseAnswer
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "x"}
+
+    def verify(self) -> bool:
+        return self.id == "qid-7" and self.value == self.correct["value"]
+"""
+
+
+def test_answers_carry_their_question_id_without_a_class_per_question(pool: SandboxPool) -> None:
+    # One compiled class serves every question of a template; the id an answer
+    # sees in verify() is still its own question's.
+    for question_id, expected in (("qid-7", True), ("qid-8", False), ("qid-7", True)):
+        handle = pool.load_template(READS_ITS_ID, question_id)
+        evaluation = pool.evaluate(handle, {"value": "x"}, "")
+        assert evaluation.verification is not None
+        assert evaluation.verification.field_ok is expected, question_id
