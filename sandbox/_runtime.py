@@ -71,7 +71,7 @@ class Runtime:
     """Request handlers of one executor (single-threaded)."""
 
     def __init__(self, max_templates: int = 1024) -> None:
-        self._templates = TemplateCache(max_templates=max_templates, max_bound=max_templates)
+        self._templates = TemplateCache(max_templates=max_templates, max_bound=1)
         self._sources: OrderedDict[str, str] = OrderedDict()
         self._max_templates = max_templates
         self.handlers: dict[str, Callable[[Mapping[str, Any]], Any]] = {
@@ -103,30 +103,31 @@ class Runtime:
         self._sources.move_to_end(template_id)
         return known
 
-    def _bound(self, request: Mapping[str, Any]) -> type[BaseAnswer]:
+    def _answer_class(self, request: Mapping[str, Any]) -> type[BaseAnswer]:
+        """The template's compiled class. Not bound to the question: answers get
+        their question id when built (:func:`build_answer`), so a question new to
+        this executor costs no class of its own, only a new template does."""
         source = self._source(request)
-        question_id = str(request["question_id"])
         try:
-            return self._templates.load(source, question_id)
+            return self._templates.raw_class(source, question_id=str(request["question_id"]))
         except TemplateValidationError as exc:
             raise RequestError("template", exc.problem) from None
 
     def describe(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate the template and describe its question-bound class.
+        """Validate the template and describe it (for the question in ``request``).
 
         Raises:
             RequestError: ``template`` (invalid template), ``need_source``.
         """
-        cls = self._bound(request)
-        raw = cls.raw_answer_class or cls
+        cls = self._answer_class(request)
         try:
             ground_truth = parsed_ground_truth(cls)
         except Exception as exc:  # a validated template does not; be safe anyway
             problem = f"reading the ground truth raised {_describe(exc)}"
             raise RequestError("template", problem) from None
         return {
-            "class_name": raw.__name__,
-            "judge_schema": judge_json_schema(raw),
+            "class_name": cls.__name__,
+            "judge_schema": judge_json_schema(cls),
             "judge_fields": judge_field_names(cls),
             "ground_truth": ground_truth,
             "composition_strategy": cls.composition_strategy(),
@@ -144,12 +145,12 @@ class Runtime:
         Raises:
             RequestError: ``template`` or ``need_source``.
         """
-        cls = self._bound(request)
+        cls = self._answer_class(request)
         data = request.get("data") or {}
         if not isinstance(data, dict):
             raise RequestError("protocol", "data must be an object")
         try:
-            answer = build_answer(cls, data)
+            answer = build_answer(cls, data, question_id=str(request["question_id"]))
         except ValidationError as exc:
             return {"invalid": _first_errors(exc)}
         answer.set_raw_trace(str(request.get("raw_trace") or ""))

@@ -134,12 +134,21 @@ def parsed_llm_fields(instance: BaseAnswer) -> dict[str, Any]:
     return dumped
 
 
-def build_answer(answer_cls: type[BaseAnswer], judge_output: Mapping[str, Any]) -> BaseAnswer:
+def build_answer(
+    answer_cls: type[BaseAnswer],
+    judge_output: Mapping[str, Any],
+    *,
+    question_id: str | None = None,
+) -> BaseAnswer:
     """Validate the judge's dict into ``answer_cls``.
 
     Keys that are not judge fields (``id``, ``correct``, ``regex``, anything
     invented) are dropped, so a judge cannot overwrite the ground truth; trace-
     verified fields get placeholders (their result comes from the raw response).
+    ``question_id``, when given, becomes the answer's ``id`` after the template's
+    ``model_post_init`` ran, exactly where a question-bound class
+    (:func:`inject_question_id`) sets it, without building such a class per
+    question.
 
     Raises:
         pydantic.ValidationError: A value has the wrong type or a field is missing;
@@ -152,4 +161,7 @@ def build_answer(answer_cls: type[BaseAnswer], judge_output: Mapping[str, Any]) 
         info = answer_cls.model_fields[name]
         if info.is_required():
             data[name] = verified[name].ground_truth
-    return answer_cls.model_validate(data)
+    answer = answer_cls.model_validate(data)
+    if question_id is not None:
+        answer.id = question_id
+    return answer
