@@ -73,7 +73,8 @@ class LocalCallGate(EndpointGate):
     its estimate, since the provider may have done the work.
 
     A pushback carrying ``Retry-After`` pauses the endpoint: no call to it
-    starts until then.
+    starts until then (except during an adaptive window's slow start, see
+    :meth:`~verifleet.limits.Window.pause_applies`).
 
     Args:
         max_wait: Seconds a call may wait for room before entering raises
@@ -196,7 +197,8 @@ class LocalCallGate(EndpointGate):
         now = self._clock()
         if slot.pushed_back:
             state.settle(spend, 0)  # a refused call used nothing
-            state.paused_until = max(state.paused_until, now + slot.pause)
+            if not state.limits.adaptive or state.window.pause_applies(started):
+                state.paused_until = max(state.paused_until, now + slot.pause)
             if state.limits.adaptive:
                 state.window.pushed_back(
                     in_flight=state.in_flight, now=now, policy=self._policy, started=started

@@ -32,7 +32,15 @@ congestion signal:
 - the window only grows while at least half of it is in use, so a light load
   never builds a window it has not tried;
 - it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
-  a model sets none); lowering ``max_concurrency`` applies at once.
+  a model sets none); lowering ``max_concurrency`` applies at once;
+- a 429's ``Retry-After`` pauses the endpoint for every caller, except for the
+  refusals of the calls admitted before the window's first decrease
+  (:meth:`Window.pause_applies`): they are slow start overshooting a concurrency
+  limit, which the decrease itself corrects, and pausing the whole endpoint for
+  them cost ~0.75 s of a 31 s job in ``bench/throughput.py --defaults``. Each
+  refused call still waits its own ``Retry-After`` before it is tried again, and
+  an endpoint that keeps refusing (a rate limit) refuses a call admitted after
+  the decrease too, which pauses it.
 
 Why these numbers: measured with ``bench/throughput.py`` against an endpoint that
 admits 64 calls and answers 429 with ``Retry-After: 1`` beyond (bench/README.md):
@@ -116,6 +124,8 @@ class Window:
         base: Baseline latency in seconds; None before the first success.
         smooth: Smoothed latency in seconds; None before the first success.
         shrunk_at: When the window last shrank (the caller's clock).
+        first_shrunk_at: When it first shrank (the end of slow start); None
+            before.
     """
 
     size: float = POLICY.initial
@@ -123,6 +133,13 @@ class Window:
     base: float | None = None
     smooth: float | None = None
     shrunk_at: float = -math.inf
+    first_shrunk_at: float | None = None
+
+    def pause_applies(self, started: float) -> bool:
+        """Whether a 429 of a call that started at ``started`` pauses the
+        endpoint (its ``Retry-After``): not for calls admitted during slow start,
+        up to and including the first decrease."""
+        return self.first_shrunk_at is not None and started > self.first_shrunk_at
 
     def limit(self, ceiling: int) -> int:
         """Calls that may be in flight now: the window, at most ``ceiling``."""
@@ -178,6 +195,8 @@ class Window:
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)
         self.shrunk_at = now
+        if self.first_shrunk_at is None:
+            self.first_shrunk_at = now
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""A 429's ``Retry-After`` pauses the whole endpoint, for every caller.
+"""A 429's ``Retry-After`` pauses the whole endpoint, for every caller, once the
+adaptive window is past slow start; slow start's own overshoot pauses no one.
 
 The 429s are raised inside the gate by hand, as the exception the direct HTTP
 caller raises for such a reply (:class:`EndpointStatusError` around a real
@@ -49,7 +50,7 @@ def _answered(gate: CallGate, error: EndpointStatusError) -> None:
         raise error
 
 
-def _pair(redis_url: str, kind: str) -> tuple[CallGate, CallGate]:
+def _callers(redis_url: str, kind: str) -> tuple[CallGate, CallGate]:
     """Two callers of one endpoint: two workers' gates, or one local gate twice."""
     if kind == "local":
         gate = LocalCallGate(max_wait=0.2)
@@ -60,6 +61,32 @@ def _pair(redis_url: str, kind: str) -> tuple[CallGate, CallGate]:
         return RedisCallGate(client, lease_seconds=30, max_wait=0.2, prefix=PREFIX)
 
     return worker_gate(), worker_gate()
+
+
+def _pair(redis_url: str, kind: str) -> tuple[CallGate, CallGate]:
+    """Two callers of an endpoint whose window is past slow start: one 429 seen
+    with 4 calls in flight, which leaves a window of 3."""
+    first, second = _callers(redis_url, kind)
+    with contextlib.ExitStack() as busy:
+        for _ in range(3):
+            busy.enter_context(gate_attempt(second, MODEL, 0))
+        _answered(first, _reply(429))
+    return first, second
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_slow_start_overshoot_shrinks_the_window_without_pausing(redis_url: str, kind: str) -> None:
+    first, second = _callers(redis_url, kind)
+    # Two calls admitted during slow start, both refused: neither pauses anyone
+    # (the window's first decrease is what corrects an overshoot) ...
+    with pytest.raises(EndpointStatusError), gate_attempt(second, MODEL, 0):
+        _answered(first, _reply(429, **{"retry-after": "30"}))
+        raise _reply(429, **{"retry-after": "30"})
+    assert _admits(second, MODEL)
+    assert _admits(first, MODEL)
+    # ... but a refusal of a call admitted after that decrease does.
+    _answered(first, _reply(429, **{"retry-after": "30"}))
+    assert not _admits(second, MODEL)
 
 
 @pytest.mark.parametrize("kind", ["fleet", "local"])
