@@ -4,11 +4,14 @@ hostile ones fail alone and their executor is replaced."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.sandbox._pool import AFFINITY_WAIT
 from verifleet.schemas import (
     CallableTrait,
     RubricError,
@@ -147,7 +150,7 @@ def test_a_template_goes_back_to_the_executor_that_compiled_it() -> None:
             assert evaluation.verification is not None
         assert handle.template_id not in other.known_templates
         # A call with no template takes any idle executor, as before.
-        assert sandbox._preferred(None) == 1
+        assert sandbox._preferred(None) == (1, False)
     finally:
         sandbox.close()
 
@@ -174,3 +177,33 @@ def test_answers_carry_their_question_id_without_a_class_per_question(pool: Sand
         evaluation = pool.evaluate(handle, {"value": "x"}, "")
         assert evaluation.verification is not None
         assert evaluation.verification.field_ok is expected, question_id
+
+
+def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template() -> None:
+    sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
+    try:
+        handle = sandbox.load_template(HONEST, "wait")
+        compiled = sandbox._acquire()
+        other = sandbox._acquire()
+        sandbox._release(other)
+        assert handle.template_id in compiled.known_templates
+        # The executor that knows the template is busy, another one is idle.
+        results: list[object] = []
+        caller = threading.Thread(
+            target=lambda: results.append(
+                sandbox.evaluate(handle, {"city": "Paris", "population": 2.1}, "[1]")
+            )
+        )
+        caller.start()
+        time.sleep(0.01)
+        assert AFFINITY_WAIT > 0.01 and not results
+        sandbox._release(compiled)
+        caller.join(timeout=10)
+        assert len(results) == 1
+        assert handle.template_id not in other.known_templates
+        # A template no busy executor knows does not wait: it takes the idle one.
+        held = sandbox._acquire("some-template-nobody-compiled")
+        assert held in (compiled, other)
+        sandbox._release(held)
+    finally:
+        sandbox.close()
