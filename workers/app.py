@@ -2,8 +2,10 @@
 
 Settings follow DESIGN "Distributed execution rules": late acks, prefetch 1,
 reject on worker loss, no result backend (results go to the store under their
-own keys), task events on for Flower, and a visibility timeout longer than the
-longest unit so Redis never redelivers a task that is still running.
+own keys), task events off until Flower turns them on (they cost ~0.3-0.5 ms of
+worker CPU per unit, measured with ``bench/overhead.py``; Flower asks every
+worker to send them every 5 s while it runs), and a visibility timeout longer
+than the longest unit so Redis never redelivers a task that is still running.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def make_app(settings: WorkerSettings | None = None) -> Celery:
             "unacked_restore_interval": settings.restore_interval,
             "unacked_restore_throttle": 1,
         },
-        worker_send_task_events=True,
+        worker_send_task_events=False,
         task_send_sent_event=True,
         worker_hijack_root_logger=False,
         worker_pool="threads",

@@ -59,7 +59,9 @@ def test_flower_lists_workers_and_job_tasks(fleet: Fleet, redis_url: str, tmp_pa
     base = f"http://127.0.0.1:{port}"
     client = httpx.Client(base_url=base, auth=("admin", "s3cret"), timeout=10, trust_env=False)
     try:
-        bench, answers = capitals_benchmark(12)
+        # Workers send task events only once Flower has turned them on (every 5 s
+        # it asks the workers that joined since): enough units to outlast that.
+        bench, answers = capitals_benchmark(30)
         with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=400)) as ep:
             config = VerificationConfig.build(
                 answering_models=[ModelConfig.parse(f"{ep.base_url}#answerer")],
