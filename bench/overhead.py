@@ -14,11 +14,14 @@ so they go through verifleet's direct HTTP client unless ``--chat-client
 langchain`` sets every model's ``chat_client`` to ``langchain`` (an A/B of the
 two paths on the same machine; the workers read it from the job's config).
 
-The same job runs twice per mode: ``cold`` is the first run, where each
-question's template is compiled and its judge schema built (once per process
-and template); ``warm`` runs the same questions again as a new job, which is
-what every unit after the first of its question costs (other answering models,
-replicates). Fleet figures are the worker processes' CPU (from /proc), the
+Each mode first runs a small warm-up job of other questions (``--warmup``), so
+that what a process pays once (its sandbox executors starting, lazy imports,
+connection pools) is not charged to the units. Then the same job runs twice:
+``cold`` is the first run, where each question's template is compiled and its
+judge schema built (once per process and template); ``warm`` runs the same
+questions again as a new job, which is what every unit after the first of its
+question costs (other answering models, replicates). Fleet figures are the
+worker processes' CPU, their sandbox executors' included (from /proc), the
 submitting process's CPU and Redis's CPU, each per unit.
 
 Nothing is asserted; the script prints figures.
@@ -100,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--modes", default="local,fleet", help="comma-separated")
     parser.add_argument(
+        "--warmup",
+        type=int,
+        default=50,
+        help="units of a warm-up job of other questions run first (default 50; 0: none)",
+    )
+    parser.add_argument(
         "--chat-client",
         choices=["direct", "langchain"],
         default="direct",
@@ -113,7 +122,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.chat_client} chat client",
         flush=True,
     )
-    bench, answers = capitals(args.n)
+    # The warm-up's questions come after the measured ones: other templates.
+    everything, answers = capitals(args.n + args.warmup)
+    bench = everything.model_copy(update={"questions": everything.questions[: args.n]})
+    warmup = everything.model_copy(update={"questions": everything.questions[args.n :]})
     with EndpointProc(answers) as endpoint:
         config = fleet_config(endpoint.base_url, max_concurrency=args.threads)
         client = "langchain" if args.chat_client == "langchain" else "http"
@@ -124,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         if "local" in modes:
+            if args.warmup:
+                sum(1 for _ in LocalRunner(warmup, config).run())
             _local(bench, config, "cold")
             _local(bench, config, "warm")
         if "fleet" in modes:
@@ -131,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                 RedisProc() as redis_proc,
                 WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads) as workers,
             ):
+                if args.warmup:
+                    Job.submit(warmup, config, redis_proc.url).wait(poll=0.1)
                 _fleet(bench, config, redis_proc, workers, "cold")
                 _fleet(bench, config, redis_proc, workers, "warm")
                 rss = ", ".join(f"{mb:.0f} MB" for mb in workers.rss_mb())
