@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ._store import ResultStore, _text
@@ -44,14 +45,31 @@ class Liveness:
         """Say that ``owner`` is alive for the next ``ttl`` seconds."""
         self.client.set(self._beat_key(owner), "1", px=int(self.ttl * 1000))
 
+    @staticmethod
+    def hold_record(owner: str, task: dict[str, Any]) -> str:
+        """What :meth:`hold` stores for a task ``owner`` received now."""
+        return json.dumps({"owner": owner, "task": task, "since": time.time()})
+
     def hold(self, task_id: str, owner: str, task: dict[str, Any]) -> None:
         """Record that ``owner`` received task ``task_id`` (``{"args", "kwargs"}``)."""
-        record = {"owner": owner, "task": task, "since": time.time()}
-        self.client.hset(self._held, task_id, json.dumps(record))
+        self.client.hset(self._held, task_id, self.hold_record(owner, task))
 
     def release(self, task_id: str) -> None:
         """The task ended (whatever its outcome): forget it."""
         self.client.hdel(self._held, task_id)
+
+    def apply(self, holds: Mapping[str, str], releases: Collection[str]) -> None:
+        """Record many holds (task id -> :meth:`hold_record`) and releases in one
+        round trip: what a worker process received and finished since it last
+        wrote."""
+        if not holds and not releases:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        if holds:
+            pipe.hset(self._held, mapping={task_id: record for task_id, record in holds.items()})
+        if releases:
+            pipe.hdel(self._held, *releases)
+        pipe.execute()
 
     def take_reaper_turn(self, *, every: float) -> bool:
         """True for at most one caller across the fleet per ``every`` seconds."""

@@ -65,12 +65,21 @@ class LivenessThread(threading.Thread):
     """Beats every ``interval`` seconds; when it wins the fleet-wide reaper turn,
     returns the messages of dead workers to the queue.
 
-    Redis errors are logged and retried at the next beat: the heartbeat must not
-    kill the worker during a Redis restart.
+    The tasks this process receives and finishes (:meth:`hold`, :meth:`release`)
+    are written every ``flush_interval`` seconds in one round trip, not one each:
+    two Redis round trips less per unit, and a task received and finished
+    between two writes is never written at all. Nothing is lost by the delay: a
+    message is reaped only after ``grace`` seconds out without a live holder,
+    far longer than ``flush_interval``, and a worker that dies before writing a
+    hold is dead, which is when its messages must go back anyway.
+
+    Redis errors are logged and retried at the next beat (or write): the
+    heartbeat must not kill the worker during a Redis restart.
 
     Args:
         grace: Seconds a message must have been out before it can be reaped; a
-            live worker records a message within milliseconds of taking it.
+            live worker records a message within ``flush_interval`` of taking it.
+        flush_interval: Seconds between two writes of holds and releases.
     """
 
     def __init__(
@@ -81,6 +90,7 @@ class LivenessThread(threading.Thread):
         *,
         interval: float = 5.0,
         grace: float = 20.0,
+        flush_interval: float = 0.25,
         stalls: StallDetector | None = None,
     ) -> None:
         super().__init__(name="verifleet-liveness", daemon=True)
@@ -91,19 +101,57 @@ class LivenessThread(threading.Thread):
         self.grace = grace
         self.stalls = stalls
         self._stop_event = threading.Event()
+        self.flush_interval = flush_interval
         self._tracked_lock = threading.Lock()
         # task id -> when this process recorded it as held (monotonic)
         self._tracked: dict[str, float] = {}
+        # Not written yet: holds (task id -> record) and releases.
+        self._holds: dict[str, str] = {}
+        self._releases: set[str] = set()
+
+    def hold(self, task_id: str, task: dict[str, Any]) -> None:
+        """This process received ``task_id`` (``{"args", "kwargs"}``); written at
+        the next :meth:`flush`."""
+        record = self.liveness.hold_record(self.owner, task)
+        with self._tracked_lock:
+            self._holds[task_id] = record
+            self._releases.discard(task_id)
+            self._tracked[task_id] = time.monotonic()
+
+    def release(self, task_id: str) -> None:
+        """The task ended (whatever its outcome); its hold goes at the next
+        :meth:`flush`, or is never written if it was not yet."""
+        with self._tracked_lock:
+            self._tracked.pop(task_id, None)
+            if self._holds.pop(task_id, None) is None:
+                self._releases.add(task_id)
 
     def track(self, task_id: str) -> None:
         """This process recorded ``task_id`` as held (see :meth:`reconcile`)."""
         with self._tracked_lock:
             self._tracked[task_id] = time.monotonic()
 
-    def untrack(self, task_id: str) -> None:
-        """The task ended and its hold was released."""
+    def flush(self) -> None:
+        """Write the holds and releases since the last write, in one round trip.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; nothing is lost, the next
+                flush writes them (a release since then cancels its hold).
+        """
         with self._tracked_lock:
-            self._tracked.pop(task_id, None)
+            holds, self._holds = self._holds, {}
+            releases, self._releases = self._releases, set()
+        try:
+            self.liveness.apply(holds, releases)
+        except redis.RedisError:
+            with self._tracked_lock:
+                for task_id, record in holds.items():
+                    if task_id in self._releases:  # ended meanwhile: write neither
+                        self._releases.discard(task_id)
+                    else:
+                        self._holds.setdefault(task_id, record)
+                self._releases.update(t for t in releases if t not in self._holds)
+            raise
 
     def reconcile(self, known: Callable[[], Collection[str]] | None = None) -> list[str]:
         """Release the holds of tasks this process no longer has.
@@ -132,26 +180,34 @@ class LivenessThread(threading.Thread):
         with self._tracked_lock:
             orphans = [t for t, since in self._tracked.items() if since < cutoff and t not in have]
         for task_id in orphans:
-            self.liveness.release(task_id)
-            self.untrack(task_id)
+            self.release(task_id)
             log.warning(
                 "task %s was dropped by this worker when its broker connection was lost; "
                 "released so that it goes back to the queue",
                 task_id,
             )
+        if orphans:
+            self.flush()
         return orphans
 
     def run(self) -> None:
-        while not self._stop_event.is_set():
+        next_beat = 0.0
+        while True:
+            stopping = self._stop_event.is_set()
             try:
-                self.liveness.beat(self.owner)
-                self.reconcile()
-                if self.liveness.take_reaper_turn(every=self.interval):
-                    self.reap()
-                    self.check_stalls()
+                self.flush()
+                if not stopping and time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.interval
+                    self.liveness.beat(self.owner)
+                    self.reconcile()
+                    if self.liveness.take_reaper_turn(every=self.interval):
+                        self.reap()
+                        self.check_stalls()
             except redis.RedisError as exc:
                 log.warning("liveness: redis unavailable (%s); retrying", exc)
-            self._stop_event.wait(self.interval)
+            if stopping:
+                return
+            self._stop_event.wait(min(self.flush_interval, self.interval))
 
     def reap(self) -> int:
         """Return every orphaned message to its queue; returns how many."""

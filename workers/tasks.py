@@ -132,23 +132,14 @@ def _hold(request: Any = None, **_kwargs: Any) -> None:
         return
     state = _process_state()
     task = {"args": list(request.args), "kwargs": dict(request.kwargs)}
-    try:
-        state.liveness.liveness.hold(request.id, state.owner, task)
-        state.liveness.track(request.id)
-    except redis.RedisError as exc:
-        log.warning("could not record task %s as held (%s)", request.id, exc)
+    state.liveness.hold(request.id, task)
 
 
 @signals.task_postrun.connect
 def _release(task_id: str = "", task: Any = None, **_kwargs: Any) -> None:
     if task is None or task.name not in TASK_NAMES:
         return
-    try:
-        liveness = _process_state().liveness
-        liveness.liveness.release(task_id)
-        liveness.untrack(task_id)
-    except redis.RedisError as exc:
-        log.warning("could not release task %s (%s)", task_id, exc)
+    _process_state().liveness.release(task_id)
 
 
 def _until_redis_answers(fn: Callable[[], T], *, deadline: float) -> T:

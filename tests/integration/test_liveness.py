@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import redis
+from _support.redis_server import free_port
 
 from verifleet.store import Liveness, ResultStore
 
@@ -56,3 +58,35 @@ def test_reconcile_releases_holds_the_consumer_forgot(redis_url: str) -> None:
     assert thread.reconcile(known=lambda: {"running"}) == []  # released once only
     liveness.release("running")
     liveness.release("fresh")
+
+
+def test_holds_and_releases_are_written_together_and_survive_a_failed_write(
+    redis_url: str,
+) -> None:
+    """A worker writes what it received and finished in one round trip per flush;
+    a task that ends before the write costs nothing, and a write that fails (Redis
+    away) loses nothing."""
+    from celery import Celery
+
+    from verifleet.workers._reaper import LivenessThread
+
+    liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"))
+    unreachable = Liveness(
+        ResultStore(redis.Redis(port=free_port(), socket_connect_timeout=0.5), prefix="vftest")
+    )
+    thread = LivenessThread(unreachable, "me", Celery("t"))
+    task = {"args": ["j", 0, 0, 1], "kwargs": {}}
+    thread.hold("kept", task)
+    thread.hold("ended", task)
+    with pytest.raises(redis.ConnectionError):
+        thread.flush()
+    thread.release("ended")  # ended while Redis was away: never written at all
+    thread.hold("brief", task)
+    thread.release("brief")
+    thread.liveness = liveness
+    assert liveness.holders(["kept", "ended", "brief"]) == {}  # nothing written yet
+    thread.flush()
+    assert liveness.holders(["kept", "ended", "brief"]) == {"kept": "me"}
+    thread.release("kept")
+    thread.flush()
+    assert liveness.holders(["kept"]) == {}
