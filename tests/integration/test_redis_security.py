@@ -139,12 +139,14 @@ def test_fleet_and_flower_over_tls_with_client_certificates(
         )
 
         def flower_sees_the_worker() -> None:
-            # Flower lists the worker from its events: from here on it sees the
-            # job's task events too (a job sent earlier could finish unseen).
+            # Flower lists the worker from its heartbeats. Workers send task
+            # events only once Flower asks (every 5 s, docs/fleet.md): after one
+            # more round of asking, it sees the job's task events too.
             _poll(
                 lambda: client.get("/api/workers", params={"status": "true"}).json(),
                 lambda body: any(name.startswith("w1@") and up for name, up in body.items()),
             )
+            time.sleep(5.5)
 
         try:
             job, outcome = _run_job(fleet, url, before_submit=flower_sees_the_worker)
