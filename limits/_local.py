@@ -197,7 +197,9 @@ class LocalCallGate(EndpointGate):
         now = self._clock()
         if slot.pushed_back:
             state.settle(spend, 0)  # a refused call used nothing
-            if not state.limits.adaptive or state.window.pause_applies(started):
+            if not state.limits.adaptive or state.window.pause_applies(
+                started=started, now=now, policy=self._policy
+            ):
                 state.paused_until = max(state.paused_until, now + slot.pause)
             if state.limits.adaptive:
                 state.window.pushed_back(

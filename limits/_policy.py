@@ -25,27 +25,29 @@ congestion signal:
   successes), which restores a window cut by a transient refusal in seconds;
 - **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
   it holds (+0.025 per slot gained): one slot above ``peak - 1`` takes ~96
-  round trips (48 s at 0.5 s a call), since every 429 carrying ``Retry-After``
-  pauses the endpoint for everyone (measured: at +0.005 a probe every ~25 s cost
-  a 1 s pause each time), while a capacity that really grew is still found (35
-  slots above take ~230 round trips);
+  round trips (48 s at 0.5 s a call), since every probe above the limit costs
+  a refusal and a decrease (measured when each also paused the endpoint: at
+  +0.005 a probe every ~25 s cost a 1 s pause each time), while a capacity that
+  really grew is still found (35 slots above take ~230 round trips);
 - the window only grows while at least half of it is in use, so a light load
   never builds a window it has not tried;
 - it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
   a model sets none); lowering ``max_concurrency`` applies at once;
-- a 429's ``Retry-After`` pauses the endpoint for every caller, except for the
-  refusals of the calls admitted before the window's first decrease
-  (:meth:`Window.pause_applies`): they are slow start overshooting a concurrency
-  limit, which the decrease itself corrects, and pausing the whole endpoint for
-  them cost ~0.75 s of a 31 s job in ``bench/throughput.py --defaults``. Each
-  refused call still waits its own ``Retry-After`` before it is tried again, and
-  an endpoint that keeps refusing (a rate limit) refuses a call admitted after
-  the decrease too, which pauses it.
+- a 429's ``Retry-After`` pauses the endpoint for every caller only when the
+  endpoint refuses again soon after a decrease (:meth:`Window.pause_applies`): a
+  call admitted after the last decrease, within ``hold`` (or one smoothed
+  latency) of it. An isolated refusal — slow start overshooting a concurrency
+  limit, a probe one call above it — is corrected by the decrease itself;
+  pausing the whole endpoint for each cost ~0.75 s of a 31 s job in
+  ``bench/throughput.py --defaults``, once at the end of slow start and once
+  more when the window climbed back. Each refused call still waits its own
+  ``Retry-After`` before it is tried again, and an endpoint that keeps
+  refusing (a rate limit) is paused from its second refusal on.
 
 Why these numbers: measured with ``bench/throughput.py`` against an endpoint that
 admits 64 calls and answers 429 with ``Retry-After: 1`` beyond (bench/README.md):
-the first pushback of slow start costs one pause, and each later probe another,
-so probes must be rare once the window sits just below the endpoint's limit.
+each refusal costs a decrease to 0.9 x the calls in flight, so probes must be
+rare once the window sits just below the endpoint's limit.
 """
 
 from __future__ import annotations
@@ -124,8 +126,6 @@ class Window:
         base: Baseline latency in seconds; None before the first success.
         smooth: Smoothed latency in seconds; None before the first success.
         shrunk_at: When the window last shrank (the caller's clock).
-        first_shrunk_at: When it first shrank (the end of slow start); None
-            before.
     """
 
     size: float = POLICY.initial
@@ -133,13 +133,16 @@ class Window:
     base: float | None = None
     smooth: float | None = None
     shrunk_at: float = -math.inf
-    first_shrunk_at: float | None = None
 
-    def pause_applies(self, started: float) -> bool:
-        """Whether a 429 of a call that started at ``started`` pauses the
-        endpoint (its ``Retry-After``): not for calls admitted during slow start,
-        up to and including the first decrease."""
-        return self.first_shrunk_at is not None and started > self.first_shrunk_at
+    def pause_applies(self, *, started: float, now: float, policy: AdaptivePolicy) -> bool:
+        """Whether a 429 at ``now`` of a call that started at ``started`` pauses
+        the endpoint (its ``Retry-After``), asked before the refusal moves the
+        window: only when the call was admitted after the last decrease and that
+        decrease is recent (``hold``, or one smoothed latency), i.e. the
+        decrease did not stop the refusals."""
+        if started <= self.shrunk_at:
+            return False  # the burst the last decrease already answered
+        return now - self.shrunk_at < max(policy.hold, self.smooth or 0.0)
 
     def limit(self, ceiling: int) -> int:
         """Calls that may be in flight now: the window, at most ``ceiling``."""
@@ -195,8 +198,6 @@ class Window:
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)
         self.shrunk_at = now
-        if self.first_shrunk_at is None:
-            self.first_shrunk_at = now
 
 
 @dataclass(frozen=True)

@@ -90,8 +90,7 @@ return 0
 # ARGV: [1] call id, [2] ceiling (0: no cap), [3] outcome (0 success, 1 pushback,
 # 2 another failure: no adaptation), [4] the call's latency in ms, [5] its actual
 # tokens (-1: keep the estimate), [6] ms to pause the endpoint (never shortening
-# a longer pause already set; none for a call admitted up to the window's first
-# decrease, as Window.pause_applies), [7] adaptive (1/0), [8..16] the policy: initial,
+# a longer pause already set; only when Window.pause_applies), [7] adaptive (1/0), [8..16] the policy: initial,
 # backoff, hold ms, probe, probe gain, latency tolerance, latency floor ms,
 # smoothing, drift; [17] the lease ms (the lease's score minus it is when the
 # call started, by Redis's clock).
@@ -105,9 +104,16 @@ if cap > 0 then lease = redis.call('ZSCORE', KEYS[1], ARGV[1]) end
 local started = -1e18
 if lease then started = tonumber(lease) - tonumber(ARGV[17]) end
 if pause > 0 and ARGV[7] == '1' and cap > 0 then
-  -- slow start's overshoot (calls admitted up to the first decrease) pauses no one
-  local first = tonumber(redis.call('HGET', KEYS[2], 'first') or '')
-  if first == nil or started <= first then pause = 0 end
+  -- only a refusal soon after a decrease, of a call admitted after it, pauses
+  -- (Window.pause_applies): an isolated one is answered by the decrease alone
+  local w = redis.call('HMGET', KEYS[2], 'shrunk', 'smooth')
+  local last = tonumber(w[1])
+  local t0 = redis.call('TIME')
+  local now0 = tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000)
+  if last == nil or started <= last
+     or now0 - last >= math.max(tonumber(ARGV[10]), tonumber(w[2]) or 0) then
+    pause = 0
+  end
 end
 if pause > 0 and redis.call('PTTL', KEYS[5]) < pause then
   redis.call('SET', KEYS[5], 1, 'PX', pause)
@@ -131,13 +137,12 @@ redis.call('LTRIM', KEYS[3], 0, 15)
 redis.call('PEXPIRE', KEYS[3], 60000)
 local outcome = tonumber(ARGV[3])
 if ARGV[7] ~= '1' or outcome == 2 then return '' end
-local st = redis.call('HMGET', KEYS[2], 'size', 'peak', 'base', 'smooth', 'shrunk', 'first')
+local st = redis.call('HMGET', KEYS[2], 'size', 'peak', 'base', 'smooth', 'shrunk')
 local size = math.min(cap, tonumber(st[1]) or tonumber(ARGV[8]))
 local peak = tonumber(st[2])
 local base = tonumber(st[3])
 local smooth = tonumber(st[4])
 local shrunk = tonumber(st[5])
-local first = tonumber(st[6])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if outcome == 0 then
@@ -175,7 +180,6 @@ if shrink then
   size = math.max(1, tonumber(ARGV[9]) * math.min(size, n))
   peak = n
   shrunk = now
-  if first == nil then first = now end
 end
 redis.call('HSET', KEYS[2], 'size', tostring(size))
 if peak ~= nil then redis.call('HSET', KEYS[2], 'peak', tostring(peak)) end
@@ -183,7 +187,6 @@ if base ~= nil then
   redis.call('HSET', KEYS[2], 'base', tostring(base), 'smooth', tostring(smooth))
 end
 if shrunk ~= nil then redis.call('HSET', KEYS[2], 'shrunk', tostring(shrunk)) end
-if first ~= nil then redis.call('HSET', KEYS[2], 'first', tostring(first)) end
 redis.call('EXPIRE', KEYS[2], 3600)
 return tostring(size)
 """
@@ -204,4 +207,4 @@ return out
 """
 
 #: The fields of an endpoint's window hash, in the order :data:`RELEASE` reads them.
-WINDOW_STATE = ("size", "peak", "base", "smooth", "shrunk", "first")
+WINDOW_STATE = ("size", "peak", "base", "smooth", "shrunk")

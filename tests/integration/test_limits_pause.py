@@ -1,5 +1,6 @@
-"""A 429's ``Retry-After`` pauses the whole endpoint, for every caller, once the
-adaptive window is past slow start; slow start's own overshoot pauses no one.
+"""A 429's ``Retry-After`` pauses the whole endpoint, for every caller, when the
+endpoint refuses again soon after the window shrank; an isolated refusal (slow
+start's overshoot, a probe) only shrinks the window.
 
 The 429s are raised inside the gate by hand, as the exception the direct HTTP
 caller raises for such a reply (:class:`EndpointStatusError` around a real
@@ -84,8 +85,20 @@ def test_slow_start_overshoot_shrinks_the_window_without_pausing(redis_url: str,
         raise _reply(429, **{"retry-after": "30"})
     assert _admits(second, MODEL)
     assert _admits(first, MODEL)
-    # ... but a refusal of a call admitted after that decrease does.
-    _answered(first, _reply(429, **{"retry-after": "30"}))
+    # ... but a refusal of a call admitted after that decrease, soon after it, does.
+    _answered(first, _reply(429, **{"retry-after": "1"}))
+    assert not _admits(second, MODEL)
+
+
+@pytest.mark.parametrize("kind", ["fleet", "local"])
+def test_an_isolated_refusal_long_after_the_last_decrease_pauses_no_one(
+    redis_url: str, kind: str
+) -> None:
+    first, second = _pair(redis_url, kind)
+    time.sleep(1.2)  # longer than the policy's hold (1 s) and the latency (~0)
+    _answered(first, _reply(429, **{"retry-after": "30"}))  # e.g. a probe one call too far
+    assert _admits(second, MODEL)
+    _answered(first, _reply(429, **{"retry-after": "30"}))  # refused again at once: pause
     assert not _admits(second, MODEL)
 
 
