@@ -191,6 +191,8 @@ class EndpointStats(BaseModel):
     sent_429: int = 0
     sent_5xx: int = 0
     by_status: dict[str, int] = Field(default_factory=dict)
+    #: Calls admitted (not refused) in each 100 ms since the last reset.
+    admitted: list[int] = Field(default_factory=list)
 
 
 def _prompt_text(messages: list[Any]) -> str:
@@ -211,6 +213,7 @@ class EndpointApp:
     def __init__(self, config: EndpointConfig) -> None:
         self.config = config
         self.stats = EndpointStats()
+        self._reset_at = time.monotonic()
         #: Decoded chat request bodies in arrival order, when ``record_requests``.
         self.requests: list[dict[str, Any]] = []
         self._attempts: dict[str, int] = {}
@@ -258,6 +261,8 @@ class EndpointApp:
         stats.calls = stats.sent_429 = stats.sent_5xx = 0
         stats.peak_in_flight = stats.in_flight
         stats.by_status = {}
+        stats.admitted = []
+        self._reset_at = time.monotonic()
         self._attempts.clear()
         self.requests.clear()
 
@@ -284,6 +289,10 @@ class EndpointApp:
             return 429, _error_body("too many concurrent requests", "rate_limit_exceeded"), retry
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+        bucket = int((time.monotonic() - self._reset_at) * 10)
+        if bucket >= len(stats.admitted):
+            stats.admitted.extend([0] * (bucket + 1 - len(stats.admitted)))
+        stats.admitted[bucket] += 1
         try:
             return await self._serve_chat(request, _prompt_text(messages))
         finally:

@@ -19,7 +19,7 @@ Each unit makes two calls (answer, then parse) to one model name, so both share
 the cap: the limit is ``C / L`` calls/s, i.e. ``C / (2 L)`` units/s. The bench
 runs the same job in local mode (this process), then in fleet mode with one and
 with two ``verifleet worker`` processes, and prints units/s, calls/s and the ratio
-of calls/s to the limit. A fleet run is preceded by a small warm-up job so that
+of the work done (2 calls per unit, refused calls not counted) to the limit. A fleet run is preceded by a small warm-up job so that
 process start-up (imports, client construction) is not counted; the local run
 warms up the same way. The warm-up's questions are not the measured job's, so
 every measured unit compiles a new template (unless ``--replicates``), and the
@@ -107,12 +107,23 @@ def run_fleet(bench: Benchmark, config: VerificationConfig, redis_url: str) -> f
 def _report(
     label: str, units: int, wall: float, calls: int, limit: float, peak: int, extra: str = ""
 ) -> None:
+    # The ratio counts units, not calls: a call answered 429 did no work.
     calls_s = calls / wall
+    ratio = units * CALLS_PER_UNIT / wall / limit
     print(
         f"{label:<10} {units / wall:8.1f} units/s {calls_s:8.1f} calls/s "
-        f"ratio {calls_s / limit:5.2f}  peak in-flight {peak:3d}  ({wall:.1f}s){extra}",
+        f"ratio {ratio:5.2f}  peak in-flight {peak:3d}  ({wall:.1f}s){extra}",
         flush=True,
     )
+
+
+def _timeline(admitted: list[int], limit: float) -> None:
+    """Calls the endpoint admitted per half second, as a share of the limit:
+    where a run loses time (the start, a pause, the tail)."""
+    per_half = [sum(admitted[i : i + 5]) for i in range(0, len(admitted), 5)]
+    full = limit / 2
+    cells = " ".join(f"{n / full:.2f}" for n in per_half)
+    print(f"           admitted per 0.5 s / limit: {cells}", flush=True)
 
 
 def _ceiling(args: argparse.Namespace) -> None:
@@ -158,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         "--round-trips", action="store_true", help="count the workers' Redis round trips"
     )
     parser.add_argument("--profile", action="store_true", help="always print the ceiling")
+    parser.add_argument(
+        "--timeline", action="store_true", help="calls admitted per 0.5 s, as a share of the limit"
+    )
     parser.add_argument("--profile-n", type=int, default=300, help="units of the ceiling run")
     parser.add_argument("--profile-top", type=int, default=15, help="functions listed")
     args = parser.parse_args(argv)
@@ -231,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"unknown mode {mode!r} (local, fleet1, fleet2, ...)")
             if stats["sent_429"]:
                 print(f"           ({stats['sent_429']} calls answered 429)")
+            if args.timeline:
+                _timeline(stats["admitted"], limit)
     if args.profile or limit > PROFILE_ABOVE:
         _ceiling(args)
     return 0
