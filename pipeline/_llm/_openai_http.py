@@ -4,7 +4,7 @@ endpoints (``openai_endpoint`` and ``openrouter`` models).
 Why: per model call, langchain and the OpenAI SDK spent most of verifleet's CPU
 (the SDK's request-parameter transform alone about a third of a unit, measured by
 ``bench/overhead.py``). This caller posts the chat-completions JSON itself through
-``httpx`` (one client per thread and endpoint, built once: see :class:`_Transports`)
+``httpx``'s transport (one per thread and endpoint, built once: see :mod:`._http`)
 and reads the reply JSON itself.
 
 It sends what :class:`~verifleet.pipeline.LangchainChatCaller` sends for the same
@@ -38,13 +38,10 @@ request from both.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
-import ssl
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +55,7 @@ from .._llm_protocol import Message, ModelCallError
 from ._bound import BoundCaller
 from ._clients import OPENROUTER_BASE_URL, resolve_api_key
 from ._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
+from ._http import Transports
 from ._replies import (
     parse_like_langchain,
     refused_structured_output,
@@ -194,59 +192,7 @@ class EndpointReplyError(VerifleetError):
     object, or a structured reply cut off); never retried."""
 
 
-class _ThreadClients(dict[tuple[str, str | None], httpx.Client]):
-    """One thread's clients; closed when the thread ends and drops them, so the
-    connections of a finished thread pool do not linger until garbage collection."""
-
-    def __del__(self) -> None:
-        for client in self.values():
-            with contextlib.suppress(Exception):
-                client.close()
-
-
-class _Transports:
-    """The ``httpx.Client`` of each (base URL, API key), one per thread.
-
-    Not one per process: on every request httpcore checks each connection of its
-    pool (a ``poll`` syscall per idle one), which with the 27 connections of 32
-    threads cost 1.10 ms of CPU per request against 0.62 ms with one (measured on
-    the bench endpoint). A thread makes one request at a time, so its own client
-    keeps one warm connection per endpoint. The clients share one SSL context:
-    building one per client costs ~45 ms of CPU, reusing it ~1 ms.
-
-    A forked child starts with none: it must not share the parent's sockets.
-    """
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._ssl: ssl.SSLContext | None = None
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        with self._lock:
-            if self._ssl is None:
-                # As httpx builds its own: certifi's CAs, SSL_CERT_FILE/DIR honoured.
-                self._ssl = httpx.create_ssl_context()
-            return self._ssl
-
-    def get(self, base_url: str, api_key: str | None) -> httpx.Client:
-        """This thread's client for ``base_url`` with ``api_key``, built on first use."""
-        clients: _ThreadClients | None = getattr(self._local, "clients", None)
-        if clients is None:
-            clients = self._local.clients = _ThreadClients()
-        client = clients.get((base_url, api_key))
-        if client is None:
-            client = httpx.Client(verify=self._ssl_context(), follow_redirects=True)
-            clients[(base_url, api_key)] = client
-        return client
-
-    def forget(self) -> None:
-        """Drop every client (in a forked child, where they hold the parent's sockets)."""
-        self._local = threading.local()
-        self._lock = threading.Lock()
-
-
-_TRANSPORTS = _Transports()
+_TRANSPORTS = Transports()
 os.register_at_fork(after_in_child=_TRANSPORTS.forget)
 
 
@@ -398,9 +344,9 @@ class OpenAIHttpChatCaller(BoundCaller):
         tokens = estimate_tokens(self._model, messages)
 
         def attempt() -> tuple[str, dict[str, Any] | None]:
-            client = _TRANSPORTS.get(endpoint.base_url, endpoint.api_key)
+            sender = _TRANSPORTS.get(endpoint.base_url, endpoint.api_key)
             with gate_attempt(self._gate, self._model, tokens) as slot:
-                response = client.post(
+                response = sender.post(
                     endpoint.url, content=content, headers=endpoint.headers, timeout=self._timeout
                 )
                 # Read inside the gate: an error status passes through it (a gate

@@ -8,11 +8,12 @@ Only the backoff sleep is recorded instead of slept, to keep the suite fast.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -33,6 +34,7 @@ from verifleet.pipeline import (
     run_unit,
 )
 from verifleet.pipeline._llm import direct_http_applies
+from verifleet.pipeline._llm._http import Sender
 from verifleet.pipeline._llm._openai_http import (
     _ALIASES,
     _TRANSPORTS,
@@ -402,7 +404,7 @@ def test_models_of_one_endpoint_share_a_client_per_thread(healthy: RunningEndpoi
     mine = _TRANSPORTS.get(healthy.base_url, "not-needed")
     assert _TRANSPORTS.get(healthy.base_url, "not-needed") is mine
     assert _TRANSPORTS.get(healthy.base_url, "another-key") is not mine
-    theirs: list[httpx.Client] = []
+    theirs: list[Sender] = []
     worker = threading.Thread(
         target=lambda: theirs.append(_TRANSPORTS.get(healthy.base_url, "not-needed"))
     )
@@ -455,3 +457,90 @@ def test_run_unit_gives_equal_results_through_either_path(healthy: RunningEndpoi
     assert result["metadata"]["completed_without_errors"], result["metadata"]["error"]
     assert result["template"]["verify_result"] is True
     assert set(result["template"]["usage_metadata"]) == {"answer_generation", "parsing", "total"}
+
+
+# --- the sender: redirects and proxies as httpx.Client handles them ---------------------
+
+
+class _OneRoute(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with what ``reply`` returns for its request line; keeps
+    the request lines it saw."""
+
+    seen: list[str] = []
+    reply: Callable[[str], tuple[int, dict[str, str], bytes]] = staticmethod(
+        lambda line: (500, {}, b"")
+    )
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).seen.append(self.requestline)
+        status, headers, body = type(self).reply(self.requestline)
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _route(reply: Callable[[str], tuple[int, dict[str, str], bytes]]) -> Iterator[type[_OneRoute]]:
+    handler = type("Route", (_OneRoute,), {"seen": [], "reply": staticmethod(reply)})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.port = server.server_address[1]  # type: ignore[attr-defined]
+    try:
+        yield handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_redirect_is_followed(healthy: RunningEndpoint) -> None:
+    target = f"{healthy.base_url}/chat/completions"
+    # 307 keeps the method and the body, as a moved API endpoint would send it.
+    with _route(lambda _line: (307, {"Location": target}, b"")) as moved:
+        model = _model(healthy).model_copy(
+            update={"endpoint_base_url": f"http://127.0.0.1:{moved.port}/v1"}  # type: ignore[attr-defined]
+        )
+        reply = _caller(OpenAIHttpChatCaller, model).invoke(_ask(), stage="answer")
+    assert reply == "It is BCL2."
+    assert len(moved.seen) == 1
+
+
+def test_a_proxy_named_in_the_environment_carries_the_requests(
+    healthy: RunningEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    completion = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "via proxy"},
+            }
+        ],
+    }
+    body = json.dumps(completion).encode()
+    with _route(lambda _line: (200, {"Content-Type": "application/json"}, body)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")  # type: ignore[attr-defined]
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        result: list[str] = []
+        # A new thread: senders are per thread, and this one is built under the proxy.
+        worker = threading.Thread(
+            target=lambda: result.append(
+                _caller(OpenAIHttpChatCaller, _model(healthy)).invoke(_ask(), stage="answer")
+            )
+        )
+        worker.start()
+        worker.join()
+    assert result == ["via proxy"]
+    # A proxied request names the whole URL.
+    assert proxy.seen[0].startswith(f"POST {healthy.base_url}/chat/completions")
