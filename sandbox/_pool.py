@@ -13,6 +13,7 @@ die with that thread.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import threading
 import time
 import weakref
@@ -53,8 +54,8 @@ class SandboxStats(BaseModel):
         executors: Executors running or starting now.
         replacements: Executors that died (crash, kill on timeout) and were dropped.
         described: Template descriptions asked of executors (one per
-            (template, question) the host had not seen).
-        handles: Template handles (and refusals) the host holds.
+            template the host had not seen).
+        handles: Template descriptions (and refusals) the host holds.
     """
 
     executors: int
@@ -119,9 +120,7 @@ class SandboxPool:
         self._idle: list[ExecutorProcess] = []
         self._running = 0
         self._closed = False
-        self._handles: OrderedDict[tuple[str, str], TemplateHandle | TemplateValidationError] = (
-            OrderedDict()
-        )
+        self._handles: OrderedDict[str, TemplateHandle | TemplateValidationError] = OrderedDict()
         self._handles_lock = threading.Lock()
         self._replacements = 0
         self._described = 0
@@ -291,9 +290,12 @@ class SandboxPool:
     # --- templates -----------------------------------------------------------------
 
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
-        """Validate ``source`` in an executor and describe it bound to ``question_id``.
+        """Validate ``source`` in an executor and describe it for ``question_id``.
 
-        Results (and refusals) are cached per (template id, question id).
+        Descriptions (and refusals) are cached per template id: nothing in them
+        depends on the question (answers get their question id when they are
+        built), so a question new to this process whose template is known costs
+        no executor call.
 
         Raises:
             TemplateValidationError: The template is invalid, or its code crashed
@@ -303,21 +305,20 @@ class SandboxPool:
         if source is None or not source.strip():
             raise TemplateValidationError("template source is empty", question_id=question_id)
         template_id = compute_template_id(source)
-        key = (template_id, question_id)
         with self._handles_lock:
-            cached = self._handles.get(key) or self._handles.get((template_id, ""))
+            cached = self._handles.get(template_id)
             if cached is not None:
-                self._handles.move_to_end(key if key in self._handles else (template_id, ""))
+                self._handles.move_to_end(template_id)
         if cached is None:
             cached = self._describe(source, template_id, question_id)
             with self._handles_lock:
-                # A refusal does not depend on the question: remember it once.
-                store = key if isinstance(cached, TemplateHandle) else (template_id, "")
-                self._handles[store] = cached
+                self._handles[template_id] = cached
                 while len(self._handles) > _MAX_HANDLES:
                     self._handles.popitem(last=False)
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
+        if cached.question_id != question_id:
+            cached = dataclasses.replace(cached, question_id=question_id)
         return cached
 
     def _describe(

@@ -397,5 +397,5 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
         assert result.template.parsed_llm_response == {"gene": gene}
         assert result.template.usage_metadata is not None
         assert result.template.usage_metadata["total"]["total_tokens"] == 4
-    # Each (template, question) was described by an executor exactly once.
+    # Each template was described by an executor exactly once.
     assert resources.sandbox.stats().described == len(genes)

@@ -170,13 +170,16 @@ class Answer(BaseAnswer):
 
 
 def test_answers_carry_their_question_id_without_a_class_per_question(pool: SandboxPool) -> None:
-    # One compiled class serves every question of a template; the id an answer
-    # sees in verify() is still its own question's.
+    # One compiled class and one description serve every question of a
+    # template; the id an answer sees in verify() is still its own question's.
+    described = pool.stats().described
     for question_id, expected in (("qid-7", True), ("qid-8", False), ("qid-7", True)):
         handle = pool.load_template(READS_ITS_ID, question_id)
+        assert handle.question_id == question_id
         evaluation = pool.evaluate(handle, {"value": "x"}, "")
         assert evaluation.verification is not None
         assert evaluation.verification.field_ok is expected, question_id
+    assert pool.stats().described == described + 1
 
 
 def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template() -> None:
