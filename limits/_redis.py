@@ -19,12 +19,15 @@ release pushes to, instead of polling: measured here, threads polling every
 10-30 ms for a slot of a slow endpoint cost a worker 30-50 ms of CPU per unit.
 The list is only a wake-up call (the lease set stays the truth), so a lost or
 stale wake-up costs one more acquire attempt, and the wait is bounded anyway.
+One thread per process and endpoint blocks on it at a time; the process's other
+waiting threads take turns behind it (:meth:`RedisCallGate._wait_for_release`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -48,6 +51,17 @@ class Spend(NamedTuple):
     call: str
     start_ms: int  # Redis's clock
     tokens: int  # the estimate while in flight, the reported usage after
+
+
+class _Turn:
+    """Whose turn it is, among this process's threads waiting for one
+    endpoint's window, to block on its wake-up list."""
+
+    __slots__ = ("busy", "cond")
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = False
 
 
 def _text(value: bytes | str) -> str:
@@ -109,6 +123,8 @@ class RedisCallGate(EndpointGate):
             policy.smoothing,
             policy.drift,
         ]
+        self._waiters: dict[str, _Turn] = {}
+        self._waiters_lock = threading.Lock()
         self._acquire = client.register_script(ACQUIRE)
         self._release = client.register_script(RELEASE)
         self._window = client.register_script(WINDOW)
@@ -169,6 +185,38 @@ class RedisCallGate(EndpointGate):
             return 0
         return int(self._client.zcard(self._keys(limits)["leases"]))
 
+    def _wait_for_release(self, free_key: str, left: float) -> None:
+        """Wait (at most ``left`` seconds) until a call of the endpoint whose
+        wake-up list is ``free_key`` may have ended somewhere in the fleet.
+
+        One thread of this process at a time blocks on the list (``BLPOP``, at
+        most 1 s, in case a wake-up was missed); the others wait here until it
+        is their turn. With every waiting thread on the list, each one timed out
+        and tried again every second: with 128 threads per worker and a full
+        window that was most of a worker's Redis round trips
+        (``bench/throughput.py --defaults --round-trips``). A wake-up then
+        reaches one thread per process, which tries to take the slot while the
+        next one takes over the list.
+        """
+        with self._waiters_lock:
+            turn = self._waiters.get(free_key)
+            if turn is None:
+                turn = self._waiters[free_key] = _Turn()
+        deadline = time.monotonic() + left
+        with turn.cond:
+            while turn.busy:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                turn.cond.wait(timeout=remaining)
+            turn.busy = True
+        try:
+            self._client.blpop([free_key], timeout=min(1.0, max(left, 0.01)))
+        finally:
+            with turn.cond:
+                turn.busy = False
+                turn.cond.notify()
+
     @contextlib.contextmanager
     def _slot(self, limits: EndpointLimits, tokens: int) -> Iterator[Slot]:
         keys = self._keys(limits)
@@ -200,7 +248,7 @@ class RedisCallGate(EndpointGate):
                     f"requests/min, {tpm or '-'} tokens/min, this call {tokens} tokens)"
                 )
             if wait_ms < 0:  # window full: until a release (or 1 s, in case it was missed)
-                self._client.blpop([keys["free"]], timeout=min(1.0, max(left, 0.01)))
+                self._wait_for_release(keys["free"], left)
             else:  # paused, or the minute's budget is spent: until it may start
                 self._sleep(min(wait_ms / 1000, 0.25, left) * (0.5 + random.random()))
         started = time.monotonic()

@@ -132,8 +132,9 @@ if cap <= 0 then return '' end
 local n = redis.call('ZCARD', KEYS[1])
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then n = n + 1 end
 redis.call('LPUSH', KEYS[3], 1)
--- a wake-up only prompts one more acquire attempt: a few stale ones are harmless
-redis.call('LTRIM', KEYS[3], 0, 15)
+-- a wake-up only prompts one more acquire attempt: a few stale ones are harmless;
+-- a burst of releases must not lose many (each process reads them one by one)
+redis.call('LTRIM', KEYS[3], 0, 127)
 redis.call('PEXPIRE', KEYS[3], 60000)
 local outcome = tonumber(ARGV[3])
 if ARGV[7] ~= '1' or outcome == 2 then return '' end
