@@ -48,6 +48,40 @@ class TemplateHandle:
         """The JSON-safe ground truth (``parsed_gt_response``; a fresh copy)."""
         return copy.deepcopy(self._ground_truth)
 
+    def description(self) -> dict[str, Any]:
+        """What the executor said of the template, as JSON-safe data: nothing of
+        it depends on the question, so another process can take it up with
+        :meth:`SandboxPool.prime` instead of asking an executor again."""
+        return {
+            "class_name": self.class_name,
+            "judge_fields": list(self.judge_fields),
+            "composition_strategy": self.composition_strategy,
+            "defines_granular": self.defines_granular,
+            "judge_schema": self._judge_schema,
+            "ground_truth": self._ground_truth,
+        }
+
+    @classmethod
+    def from_description(
+        cls, description: dict[str, Any], *, template_id: str, question_id: str, source: str
+    ) -> TemplateHandle:
+        """The handle :meth:`description` came from, for ``question_id``.
+
+        Raises:
+            KeyError, TypeError, ValueError: ``description`` is not one.
+        """
+        return cls(
+            template_id=template_id,
+            question_id=question_id,
+            source=source,
+            class_name=str(description["class_name"]),
+            judge_fields=tuple(str(f) for f in description["judge_fields"]),
+            composition_strategy=description["composition_strategy"],
+            defines_granular=bool(description["defines_granular"]),
+            _judge_schema=dict(description["judge_schema"]),
+            _ground_truth=description["ground_truth"],
+        )
+
 
 @dataclass(frozen=True)
 class TemplateVerification:

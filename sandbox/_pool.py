@@ -334,18 +334,48 @@ class SandboxPool:
             return TemplateValidationError(f"template code crashed the sandbox: {exc}")
         if not answer.get("ok"):
             return TemplateValidationError(_error_text(answer))
-        result = answer["result"]
-        return TemplateHandle(
-            template_id=template_id,
-            question_id=question_id,
-            source=source,
-            class_name=str(result["class_name"]),
-            judge_fields=tuple(result["judge_fields"]),
-            composition_strategy=result["composition_strategy"],
-            defines_granular=bool(result["defines_granular"]),
-            _judge_schema=result["judge_schema"],
-            _ground_truth=result["ground_truth"],
+        return TemplateHandle.from_description(
+            answer["result"], template_id=template_id, question_id=question_id, source=source
         )
+
+    def knows(self, template_id: str) -> bool:
+        """Whether this process holds a description (or refusal) of the template."""
+        with self._handles_lock:
+            return template_id in self._handles
+
+    def description(self, template_id: str) -> dict[str, Any] | None:
+        """The held description of a template as JSON-safe data
+        (:meth:`TemplateHandle.description`, or ``{"problem": ...}`` for a
+        refused template), None when none is held."""
+        with self._handles_lock:
+            cached = self._handles.get(template_id)
+        if cached is None:
+            return None
+        if isinstance(cached, TemplateValidationError):
+            return {"problem": cached.problem}
+        return cached.description()
+
+    def prime(self, source: str, description: dict[str, Any]) -> None:
+        """Hold a description another process made (:meth:`description`), so
+        that :meth:`load_template` of ``source`` asks no executor: a fleet
+        describes each template once, at submission. The template is still
+        compiled where it is evaluated. A malformed description is ignored (the
+        template is then described here, as without one)."""
+        template_id = compute_template_id(source)
+        entry: TemplateHandle | TemplateValidationError
+        try:
+            if "problem" in description:
+                entry = TemplateValidationError(str(description["problem"]))
+            else:
+                entry = TemplateHandle.from_description(
+                    description, template_id=template_id, question_id="", source=source
+                )
+        except (KeyError, TypeError, ValueError):
+            return
+        with self._handles_lock:
+            self._handles.setdefault(template_id, entry)
+            while len(self._handles) > _MAX_HANDLES:
+                self._handles.popitem(last=False)
 
     def evaluate(
         self, handle: TemplateHandle, judge_output: dict[str, Any], raw_trace: str
@@ -387,13 +417,14 @@ class SandboxPool:
             ),
         )
 
-    def validate_template(self, source: str, *, question_id: str | None = None) -> None:
-        """Check a template as submission does (compile and validate, in an executor).
+    def validate_template(self, source: str, *, question_id: str | None = None) -> TemplateHandle:
+        """Check a template as submission does (compile and validate, in an
+        executor); returns its handle.
 
         Raises:
             TemplateValidationError: As :meth:`load_template`.
         """
-        self.load_template(source, question_id or "")
+        return self.load_template(source, question_id or "")
 
     # --- callable traits ---------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._sending import send_units
-from ._store import JobProgress, JobStatus, ResultStore
+from ._store import JobProgress, JobStatus, ResultStore, UnitStart
 from ._units import (
     ScenarioUnit,
     Unit,
@@ -50,6 +50,7 @@ __all__ = [
     "ScenarioUnit",
     "Unit",
     "UnitRef",
+    "UnitStart",
     "count_units",
     "expand_scenario_units",
     "expand_units",

@@ -30,6 +30,12 @@ class JobKeys:
         return self._k("spec")
 
     @property
+    def templates(self) -> str:
+        """Hash: template id → compressed description JSON (what an executor said
+        of the template at submission), so that workers need not ask again."""
+        return self._k("templates")
+
+    @property
     def results(self) -> str:
         """Hash: result key → compressed result JSON (written once)."""
         return self._k("results")

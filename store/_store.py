@@ -10,13 +10,14 @@ twice; every count is a cardinality (``HLEN``/``SCARD``).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 import zstandard
@@ -27,7 +28,7 @@ from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 from ._keys import JOBS_INDEX, JobKeys
 from ._redis_url import RedisTarget
 
-__all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore"]
+__all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore", "UnitStart"]
 
 _ZSTD_LEVEL = 3
 
@@ -36,10 +37,11 @@ _ZSTD_LEVEL = 3
 # setting the status in one script also closes the gap in which a cancel could be
 # overwritten by "running".
 # Everything a worker checks and records as it takes a unit up, in one round trip.
-# KEYS: meta, done, inflight. ARGV: the unit's key, now (s), now (ISO).
-# Returns [status ('' when the job is unknown), 1 when the unit is done already].
-# A unit of a live job that is not done is marked started (in flight; a queued
-# job becomes running).
+# KEYS: meta, done, inflight, templates. ARGV: the unit's key, now (s), now (ISO),
+# the template id whose description the worker lacks ('' for none).
+# Returns [status ('' when the job is unknown), 1 when the unit is done already,
+# the description or nil]. A unit of a live job that is not done is marked
+# started (in flight; a queued job becomes running).
 _BEGIN_UNIT = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'', 0} end
@@ -51,7 +53,9 @@ if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running')
   status = 'running'
 end
-return {status, 0}
+local described = false
+if ARGV[4] ~= '' then described = redis.call('HGET', KEYS[4], ARGV[4]) end
+return {status, 0, described}
 """
 
 # A unit's results written once and the unit marked done, in one round trip.
@@ -120,6 +124,17 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     CANCELLED = "cancelled"
     DONE = "done"
+
+
+class UnitStart(NamedTuple):
+    """What :meth:`ResultStore.begin_unit` found as a worker took a unit up."""
+
+    status: JobStatus | None
+    """The job's status; None when the store does not know the job."""
+    done: bool
+    """The unit's results are written already (a redelivered task)."""
+    template: dict[str, Any] | None
+    """The description of the asked template stored at submission, if any."""
 
 
 class PairProgress(BaseModel):
@@ -233,12 +248,23 @@ class ResultStore:
         total_units: int,
         name: str = "",
         total_scenarios: int = 0,
+        templates: Mapping[str, dict[str, Any]] | None = None,
     ) -> None:
         """Store a job's spec once and register it (status ``queued``).
-        ``total_units`` counts scenario units too; ``total_scenarios`` only those."""
+        ``total_units`` counts scenario units too; ``total_scenarios`` only those;
+        ``templates`` are the descriptions of the job's templates by template id
+        (see :meth:`begin_unit`)."""
         keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         pipe = self.client.pipeline(transaction=True)
+        if templates:
+            pipe.hset(
+                keys.templates,
+                mapping={
+                    template_id: self._compress(json.dumps(description).encode())
+                    for template_id, description in templates.items()
+                },
+            )
         pipe.hset(
             keys.spec,
             mapping={
@@ -311,22 +337,33 @@ class ResultStore:
         """Keys of every finished unit (streamed with SSCAN)."""
         return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
 
-    def begin_unit(self, job_id: str, unit_key: str) -> tuple[JobStatus | None, bool]:
+    def begin_unit(
+        self, job_id: str, unit_key: str, *, template_id: str | None = None
+    ) -> UnitStart:
         """What a worker checks and records as it takes a unit up, in one round
-        trip: the job's status (None: no such job) and whether the unit is done
-        already. A unit of a job that is neither cancelled nor done is marked
-        started (for "in flight"), and a queued job becomes running.
+        trip: the job's status (None: no such job), whether the unit is done
+        already and, when ``template_id`` is given, the description of that
+        template stored at submission (None when there is none). A unit of a job
+        that is neither cancelled nor done is marked started (for "in flight"),
+        and a queued job becomes running.
 
         Raises:
             redis.RedisError: Redis is unreachable.
         """
         keys = self.keys(job_id)
-        status, done = self._begin_unit(
-            keys=[keys.meta, keys.done, keys.inflight],
-            args=[unit_key, time.time(), datetime.now(UTC).isoformat(timespec="seconds")],
+        reply = self._begin_unit(
+            keys=[keys.meta, keys.done, keys.inflight, keys.templates],
+            args=[
+                unit_key,
+                time.time(),
+                datetime.now(UTC).isoformat(timespec="seconds"),
+                template_id or "",
+            ],
         )
-        text = _text(status)
-        return (JobStatus(text) if text else None), bool(int(done))
+        text = _text(reply[0])
+        described = reply[2] if len(reply) > 2 else None
+        template = json.loads(self._decompress(described)) if described else None
+        return UnitStart(JobStatus(text) if text else None, bool(int(reply[1])), template)
 
     def write_unit(
         self,

@@ -24,6 +24,7 @@ from celery import Task, signals
 
 from verifleet.limits import RedisCallGate
 from verifleet.pipeline import PipelineResources, run_scenario, run_unit
+from verifleet.schemas import compute_template_id
 from verifleet.store import (
     SCENARIO_TASK_NAME,
     TASK_NAME,
@@ -167,14 +168,27 @@ def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | N
         return None
 
 
-def _begin(store: ResultStore, job_id: str, key: str, deadline: float) -> str | None:
-    """Take the unit up: status, already done and mark started in one round trip.
+def _begin(
+    state: _ProcessState, job_id: str, key: str, deadline: float, template: str | None = None
+) -> str | None:
+    """Take the unit up: status, already done and mark started in one round trip,
+    which also brings the description of the unit's ``template`` (stored at
+    submission) when this process has none, so no executor is asked for it.
 
     Returns:
         What the task returns when it has nothing to run (``"unknown-job"``,
         ``"cancelled"``, ``"already-done"``), or None to run the unit.
     """
-    status, done = _until_redis_answers(lambda: store.begin_unit(job_id, key), deadline=deadline)
+    sandbox = state.resources.sandbox
+    wanted = None
+    if template is not None and template.strip():
+        template_id = compute_template_id(template)
+        wanted = None if sandbox.knows(template_id) else template_id
+    status, done, description = _until_redis_answers(
+        lambda: state.store.begin_unit(job_id, key, template_id=wanted), deadline=deadline
+    )
+    if description is not None and template is not None:
+        sandbox.prime(template, description)
     if status is None:
         log.warning("task for unknown job %s dropped", job_id)
         return "unknown-job"
@@ -212,7 +226,7 @@ def run_unit_task(
         replicate=replicate,
     )
     key = unit_key(unit, job_id=job_id)
-    skip = _begin(store, job_id, key, deadline)
+    skip = _begin(state, job_id, key, deadline, unit.question.answer_template)
     if skip is not None:
         return skip
     results = run_unit(
@@ -267,7 +281,7 @@ def run_scenario_task(
         replicate=replicate,
     )
     key = scenario_unit_key(unit, job_id=job_id)
-    skip = _begin(store, job_id, key, deadline)
+    skip = _begin(state, job_id, key, deadline)
     if skip is not None:
         return skip
     run = run_scenario(

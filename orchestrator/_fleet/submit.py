@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -14,6 +15,7 @@ from verifleet.schemas import (
     RubricError,
     TemplateValidationError,
     VerificationConfig,
+    compute_template_id,
 )
 from verifleet.store import ResultStore, count_units, unit_messages
 
@@ -45,10 +47,16 @@ def new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
+def _validate(
+    benchmark: Benchmark, descriptions: dict[str, dict[str, Any]] | None = None
+) -> tuple[list[str], dict[str, str]]:
     """``benchmark.validate()`` without templates, then each template checked in a
     sandbox executor (never compiled in this process; the executors' caches are
     bounded, so a big benchmark costs this process only the descriptions).
+
+    Args:
+        descriptions: Filled with each question template's description by
+            template id (what the workers then need not ask an executor).
 
     Returns:
         The problems other than templates, and ``{question id: message}`` for
@@ -61,9 +69,13 @@ def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
         if not q.has_template:
             continue
         try:
-            pool.validate_template(q.answer_template or "", question_id=q.id)
+            handle = pool.validate_template(q.answer_template or "", question_id=q.id)
+            if descriptions is not None:
+                descriptions[handle.template_id] = handle.description()
         except TemplateValidationError as exc:
             templates[q.id] = f"question {q.id}: template: {exc.problem}"
+            if descriptions is not None:
+                descriptions[compute_template_id(q.answer_template)] = {"problem": exc.problem}
     for scenario in benchmark.scenarios:
         for node in scenario.nodes:
             if not node.question.has_template:
@@ -78,12 +90,16 @@ def _validate(benchmark: Benchmark) -> tuple[list[str], dict[str, str]]:
     return problems, templates
 
 
-def _job_problems(benchmark: Benchmark, config: VerificationConfig) -> tuple[list[str], list[str]]:
+def _job_problems(
+    benchmark: Benchmark,
+    config: VerificationConfig,
+    descriptions: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[str], list[str]]:
     """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
     if not benchmark.questions and not benchmark.scenarios:
         problems.append("the benchmark has no questions and no scenarios")
-    others, templates = _validate(benchmark)
+    others, templates = _validate(benchmark, descriptions)
     problems.extend(others)
     failing = list(templates.values())
     if config.template_stages_enabled:
@@ -168,7 +184,8 @@ def submit_job(
         JobRejectedError: listing every problem; nothing is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
-    problems, failing = _job_problems(benchmark, config)
+    descriptions: dict[str, dict[str, Any]] = {}
+    problems, failing = _job_problems(benchmark, config, descriptions)
     if strict:
         problems, failing = problems + failing, []
     if problems:
@@ -184,6 +201,9 @@ def submit_job(
         total_scenarios=len(benchmark.scenarios)
         * len(config.answering_models)
         * config.replicate_count,
+        # Each template described once for the fleet: workers take these up
+        # with the unit instead of asking an executor (they still compile it).
+        templates=descriptions,
     )
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(

@@ -4,9 +4,19 @@ real redis-server."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 from _support.factories import make_result
+from _support.jobs import capitals_benchmark
 
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import (
+    ModelConfig,
+    TemplateValidationError,
+    VerificationConfig,
+    compute_template_id,
+)
 from verifleet.store import JobStatus, ResultStore
 
 
@@ -16,16 +26,16 @@ def _store(url: str) -> ResultStore:
 
 def test_begin_unit_reports_the_job_and_marks_a_fresh_unit_started(redis_url: str) -> None:
     store = _store(redis_url)
-    assert store.begin_unit("nope", "u1") == (None, False)  # no such job
+    assert store.begin_unit("nope", "u1") == (None, False, None)  # no such job
     store.create_job("j1", benchmark_json="{}", config_json="{}", total_units=2)
-    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False)  # queued -> running
+    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False, None)  # queued -> running
     assert store.status("j1") == JobStatus.RUNNING
     assert store.progress("j1").in_flight == 1
     finished = store.write_unit("j1", "u1", [make_result("q1", verified=True)], ["k1"])
     assert finished is False
-    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, True)  # a redelivery: done
+    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, True, None)  # a redelivery: done
     assert store.progress("j1").in_flight == 0  # ... and not marked started again
-    assert store.begin_unit("j1", "u2") == (JobStatus.RUNNING, False)
+    assert store.begin_unit("j1", "u2") == (JobStatus.RUNNING, False, None)
     assert store.write_unit("j1", "u2", [make_result("q2", verified=False)], ["k2"]) is True
     assert store.status("j1") == JobStatus.DONE
 
@@ -34,5 +44,53 @@ def test_begin_unit_of_a_cancelled_job_marks_nothing(redis_url: str) -> None:
     store = _store(redis_url)
     store.create_job("j2", benchmark_json="{}", config_json="{}", total_units=1)
     store.set_status("j2", JobStatus.CANCELLED)
-    assert store.begin_unit("j2", "u1") == (JobStatus.CANCELLED, False)
+    assert store.begin_unit("j2", "u1") == (JobStatus.CANCELLED, False, None)
     assert store.progress("j2").in_flight == 0
+
+
+def test_a_worker_takes_up_the_template_description_stored_at_submission(
+    redis_url: str,
+) -> None:
+    """Submission describes each template once in its sandbox and stores it; a
+    worker asking for it as it takes a unit up gets it in the same round trip and
+    needs no executor of its own to describe the template."""
+    benchmark, _answers = capitals_benchmark(2)
+    broken = benchmark.questions[1].model_copy(update={"answer_template": "import os\n"})
+    benchmark = benchmark.model_copy(update={"questions": [benchmark.questions[0], broken]})
+    config = VerificationConfig.build(
+        answering_models=[ModelConfig.parse("http://127.0.0.1:9/v1#m")],
+        parsing_models=[ModelConfig.parse("http://127.0.0.1:9/v1#m")],
+    )
+    job = Job.submit(benchmark, config, redis_url, prefix="vfbegin")
+    store = _store(redis_url)
+    good, bad = benchmark.questions
+    good_id = compute_template_id(good.answer_template)
+    bad_id = compute_template_id(bad.answer_template)
+
+    fresh = SandboxPool(SandboxSettings(pool_size=1, timeout=10))
+    try:
+        expected = fresh.load_template(good.answer_template or "", good.id).description()
+    finally:
+        fresh.close()
+    start = store.begin_unit(job.job_id, "u1", template_id=good_id)
+    assert start.status == JobStatus.RUNNING and start.template == expected
+    refused = store.begin_unit(job.job_id, "u2", template_id=bad_id).template
+    assert refused is not None and "os" in refused["problem"]
+    assert store.begin_unit(job.job_id, "u3", template_id="unknown-id").template is None
+
+    worker = SandboxPool(SandboxSettings(pool_size=1, timeout=10))
+    try:
+        assert start.template is not None and not worker.knows(good_id)
+        worker.prime(good.answer_template or "", start.template)
+        worker.prime(bad.answer_template or "", refused)
+        handle = worker.load_template(good.answer_template or "", good.id)
+        assert handle.question_id == good.id and handle.description() == expected
+        with pytest.raises(TemplateValidationError, match="os") as info:
+            worker.load_template(bad.answer_template or "", bad.id)
+        assert info.value.question_id == bad.id
+        assert worker.stats().described == 0  # no executor was asked to describe
+        # ... and the template is compiled where it is evaluated.
+        evaluation = worker.evaluate(handle, {"city": "Capital0"}, "The capital is Capital0.")
+        assert evaluation.verification is not None and evaluation.verification.verify_result
+    finally:
+        worker.close()
