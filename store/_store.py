@@ -248,12 +248,12 @@ class ResultStore:
         total_units: int,
         name: str = "",
         total_scenarios: int = 0,
-        templates: Mapping[str, dict[str, Any]] | None = None,
+        templates: Mapping[str, str] | None = None,
     ) -> None:
         """Store a job's spec once and register it (status ``queued``).
         ``total_units`` counts scenario units too; ``total_scenarios`` only those;
-        ``templates`` are the descriptions of the job's templates by template id
-        (see :meth:`begin_unit`)."""
+        ``templates`` are the descriptions of the job's templates by template id,
+        as JSON text (see :meth:`begin_unit`)."""
         keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         pipe = self.client.pipeline(transaction=True)
@@ -261,7 +261,7 @@ class ResultStore:
             pipe.hset(
                 keys.templates,
                 mapping={
-                    template_id: self._compress(json.dumps(description).encode())
+                    template_id: self._compress(description.encode())
                     for template_id, description in templates.items()
                 },
             )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -48,7 +48,7 @@ def new_job_id() -> str:
 
 
 def _validate(
-    benchmark: Benchmark, descriptions: dict[str, dict[str, Any]] | None = None
+    benchmark: Benchmark, descriptions: dict[str, str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """``benchmark.validate()`` without templates, then each template checked in a
     sandbox executor (never compiled in this process; the executors' caches are
@@ -56,7 +56,9 @@ def _validate(
 
     Args:
         descriptions: Filled with each question template's description by
-            template id (what the workers then need not ask an executor).
+            template id, as JSON text (kept small: a 10,000-question job holds
+            them all until it is stored), what the workers then need not ask an
+            executor.
 
     Returns:
         The problems other than templates, and ``{question id: message}`` for
@@ -71,11 +73,12 @@ def _validate(
         try:
             handle = pool.validate_template(q.answer_template or "", question_id=q.id)
             if descriptions is not None:
-                descriptions[handle.template_id] = handle.description()
+                descriptions[handle.template_id] = json.dumps(handle.description())
         except TemplateValidationError as exc:
             templates[q.id] = f"question {q.id}: template: {exc.problem}"
             if descriptions is not None:
-                descriptions[compute_template_id(q.answer_template)] = {"problem": exc.problem}
+                problem = json.dumps({"problem": exc.problem})
+                descriptions[compute_template_id(q.answer_template)] = problem
     for scenario in benchmark.scenarios:
         for node in scenario.nodes:
             if not node.question.has_template:
@@ -93,7 +96,7 @@ def _validate(
 def _job_problems(
     benchmark: Benchmark,
     config: VerificationConfig,
-    descriptions: dict[str, dict[str, Any]] | None = None,
+    descriptions: dict[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
@@ -184,7 +187,7 @@ def submit_job(
         JobRejectedError: listing every problem; nothing is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
-    descriptions: dict[str, dict[str, Any]] = {}
+    descriptions: dict[str, str] = {}
     problems, failing = _job_problems(benchmark, config, descriptions)
     if strict:
         problems, failing = problems + failing, []
