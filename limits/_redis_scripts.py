@@ -96,6 +96,8 @@ return 0
 # call started, by Redis's clock).
 # Returns the window after this call ('' when there is none).
 RELEASE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local pause = tonumber(ARGV[6])
 local cap = tonumber(ARGV[2])
 -- the call's start by Redis's clock (-1e18: its lease expired, it is old news)
@@ -108,10 +110,8 @@ if pause > 0 and ARGV[7] == '1' and cap > 0 then
   -- (Window.pause_applies): an isolated one is answered by the decrease alone
   local w = redis.call('HMGET', KEYS[2], 'shrunk', 'smooth')
   local last = tonumber(w[1])
-  local t0 = redis.call('TIME')
-  local now0 = tonumber(t0[1]) * 1000 + math.floor(tonumber(t0[2]) / 1000)
   if last == nil or started <= last
-     or now0 - last >= math.max(tonumber(ARGV[10]), tonumber(w[2]) or 0) then
+     or now - last >= math.max(tonumber(ARGV[10]), tonumber(w[2]) or 0) then
     pause = 0
   end
 end
@@ -144,8 +144,6 @@ local peak = tonumber(st[2])
 local base = tonumber(st[3])
 local smooth = tonumber(st[4])
 local shrunk = tonumber(st[5])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if outcome == 0 then
   local lat = tonumber(ARGV[4])
   if base == nil or smooth == nil then
