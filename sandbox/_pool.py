@@ -310,11 +310,7 @@ class SandboxPool:
             if cached is not None:
                 self._handles.move_to_end(template_id)
         if cached is None:
-            cached = self._describe(source, template_id, question_id)
-            with self._handles_lock:
-                self._handles[template_id] = cached
-                while len(self._handles) > _MAX_HANDLES:
-                    self._handles.popitem(last=False)
+            cached = self._remember(template_id, self._describe(source, template_id, question_id))
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
         if cached.question_id != question_id:
@@ -372,10 +368,19 @@ class SandboxPool:
                 )
         except (KeyError, TypeError, ValueError):
             return
+        self._remember(template_id, entry)
+
+    def _remember(
+        self, template_id: str, entry: TemplateHandle | TemplateValidationError
+    ) -> TemplateHandle | TemplateValidationError:
+        """Hold ``entry`` for ``template_id`` unless one is held already (a
+        concurrent describe or prime); returns the one held. The table is LRU-bounded."""
         with self._handles_lock:
-            self._handles.setdefault(template_id, entry)
+            held = self._handles.setdefault(template_id, entry)
+            self._handles.move_to_end(template_id)
             while len(self._handles) > _MAX_HANDLES:
                 self._handles.popitem(last=False)
+            return held
 
     def evaluate(
         self, handle: TemplateHandle, judge_output: dict[str, Any], raw_trace: str
@@ -417,14 +422,13 @@ class SandboxPool:
             ),
         )
 
-    def validate_template(self, source: str, *, question_id: str | None = None) -> TemplateHandle:
-        """Check a template as submission does (compile and validate, in an
-        executor); returns its handle.
+    def validate_template(self, source: str, *, question_id: str | None = None) -> None:
+        """Check a template as submission does (compile and validate, in an executor).
 
         Raises:
             TemplateValidationError: As :meth:`load_template`.
         """
-        return self.load_template(source, question_id or "")
+        self.load_template(source, question_id or "")
 
     # --- callable traits ---------------------------------------------------------------
 

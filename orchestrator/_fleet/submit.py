@@ -70,15 +70,17 @@ def _validate(
     for q in benchmark.questions:
         if not q.has_template:
             continue
+        source = q.answer_template or ""
         try:
-            handle = pool.validate_template(q.answer_template or "", question_id=q.id)
-            if descriptions is not None:
-                descriptions[handle.template_id] = json.dumps(handle.description())
+            pool.validate_template(source, question_id=q.id)
         except TemplateValidationError as exc:
             templates[q.id] = f"question {q.id}: template: {exc.problem}"
-            if descriptions is not None:
-                problem = json.dumps({"problem": exc.problem})
-                descriptions[compute_template_id(q.answer_template)] = problem
+        if descriptions is not None:
+            # What validating it left in the pool: a description or a refusal.
+            template_id = compute_template_id(source)
+            described = pool.description(template_id)
+            if described is not None:
+                descriptions[template_id] = json.dumps(described)
     for scenario in benchmark.scenarios:
         for node in scenario.nodes:
             if not node.question.has_template:
