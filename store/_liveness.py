@@ -47,12 +47,9 @@ class Liveness:
 
     @staticmethod
     def hold_record(owner: str, task: dict[str, Any]) -> str:
-        """What :meth:`hold` stores for a task ``owner`` received now."""
+        """The record of a task (``{"args", "kwargs"}``) that ``owner`` received
+        now, for :meth:`apply`."""
         return json.dumps({"owner": owner, "task": task, "since": time.time()})
-
-    def hold(self, task_id: str, owner: str, task: dict[str, Any]) -> None:
-        """Record that ``owner`` received task ``task_id`` (``{"args", "kwargs"}``)."""
-        self.client.hset(self._held, task_id, self.hold_record(owner, task))
 
     def release(self, task_id: str) -> None:
         """The task ended (whatever its outcome): forget it."""

@@ -126,11 +126,6 @@ class LivenessThread(threading.Thread):
             if self._holds.pop(task_id, None) is None:
                 self._releases.add(task_id)
 
-    def track(self, task_id: str) -> None:
-        """This process recorded ``task_id`` as held (see :meth:`reconcile`)."""
-        with self._tracked_lock:
-            self._tracked[task_id] = time.monotonic()
-
     def flush(self) -> None:
         """Write the holds and releases since the last write, in one round trip.
 

@@ -15,9 +15,14 @@ from verifleet.store import Liveness, ResultStore
 def test_holders_and_heartbeats(redis_url: str) -> None:
     liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"), ttl=1.0)
     task = {"args": ["j", 0, 0, 1], "kwargs": {"question_id": "q0"}}
-    liveness.hold("t-dead", "dead-proc", task)
-    liveness.hold("t-alive", "live-proc", task)
-    liveness.hold("t-done", "dead-proc", task)
+    liveness.apply(
+        {
+            "t-dead": Liveness.hold_record("dead-proc", task),
+            "t-alive": Liveness.hold_record("live-proc", task),
+            "t-done": Liveness.hold_record("dead-proc", task),
+        },
+        [],
+    )
     liveness.release("t-done")
     liveness.beat("live-proc")
 
@@ -44,12 +49,12 @@ def test_reconcile_releases_holds_the_consumer_forgot(redis_url: str) -> None:
     liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vftest"))
     thread = LivenessThread(liveness, "me", Celery("t"), interval=0.2)
     task = {"args": ["j", 0, 0, 1], "kwargs": {}}
-    for task_id in ("running", "dropped", "fresh"):
-        liveness.hold(task_id, "me", task)
-    thread.track("running")
-    thread.track("dropped")
+    thread.hold("running", task)
+    thread.hold("dropped", task)
+    thread.flush()
     time.sleep(0.3)  # older than one beat
-    thread.track("fresh")  # just received: Celery may not have reserved it yet
+    thread.hold("fresh", task)  # just received: Celery may not have reserved it yet
+    thread.flush()
 
     released = thread.reconcile(known=lambda: {"running"})
 
