@@ -1,15 +1,17 @@
-"""ASGI guards in front of the reward service: bearer-token auth and the body-size
-limit. Both answer with a JSON ``{"message": ...}`` like the service's own errors,
-and both act before the app reads a byte of the body."""
+"""ASGI guards in front of the reward service: the ``Host`` check (DNS rebinding),
+bearer-token auth and the body-size limit. Each answers with a JSON
+``{"message": ...}`` like the service's own errors, and each acts before the app
+reads a byte of the body."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 
-__all__ = ["ASGIApp", "BearerAuth", "BodyLimit", "bearer_token_ok"]
+__all__ = ["ASGIApp", "BearerAuth", "BodyLimit", "HostCheck", "bearer_token_ok", "host_allowed"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -130,3 +132,74 @@ class BodyLimit:
             f"request body larger than {self.max_bytes} bytes, the server's limit "
             "(--max-body-bytes)",
         )
+
+
+#: Names that always reach this machine: a browser page can only make them resolve
+#: elsewhere by editing the hosts file, which is out of a web page's reach.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
+
+
+def _host_name(value: str) -> str:
+    """The name of a ``Host`` header value: port and IPv6 brackets dropped, lower case."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].partition("]")[0]
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value
+
+
+def host_allowed(value: str, allowed: Collection[str]) -> bool:
+    """Whether a request's ``Host`` header value may reach the service.
+
+    Allowed: ``localhost``, any IP address literal, and the names in ``allowed``
+    (lower case, without port; ``*`` allows every name). A DNS-rebinding page
+    always sends its own host *name* (the browser addressed the attacker's domain,
+    which now resolves to 127.0.0.1), so refusing unknown names stops it, while
+    clients that address the server by IP or through a configured name pass.
+    """
+    name = _host_name(value)
+    if not name or name in LOOPBACK_NAMES or "*" in allowed or name in allowed:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return name.endswith(".localhost")  # RFC 6761: always loopback
+    return True
+
+
+class HostCheck:
+    """ASGI middleware answering 403 to requests whose ``Host`` names a server this
+    service does not know: DNS rebinding lets any web page a local user opens send
+    requests to a loopback port under the page's own host name, so a service
+    without a token on 127.0.0.1 would otherwise be open to every website.
+
+    Requests without a ``Host`` header (HTTP/1.0 clients, no browser sends one
+    without) pass.
+
+    Args:
+        app: The wrapped app.
+        allowed_hosts: Extra host names to accept (a reverse proxy's public name);
+            ``*`` accepts any.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Collection[str] = ()) -> None:
+        self.app = app
+        self.allowed = frozenset(_host_name(h) if h != "*" else h for h in allowed_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers") or ():
+                if name == b"host":
+                    text = value.decode("latin-1")
+                    if not host_allowed(text, self.allowed):
+                        await send_json_error(
+                            send,
+                            403,
+                            f"host {_host_name(text)!r} is not served here: this server answers "
+                            "requests addressed to localhost, an IP address or a name given "
+                            "with --allowed-host (a guard against DNS rebinding)",
+                        )
+                        return
+                    break
+        await self.app(scope, receive, send)

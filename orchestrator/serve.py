@@ -1,49 +1,65 @@
-"""The reward service: ``POST /verify``, ``GET /health`` and the OpenAPI document.
+"""The reward service: ``POST /verify``, ``POST /verify/batch``, ``GET /health``,
+``GET /ready`` and the OpenAPI document.
 
 Status codes: 200 with the reward; 400 for a body that is not JSON; 401 without
-the bearer token (when the service has one; ``/health`` never needs it); 404 for
-an unknown question id; 413 for a body over the size limit; 422 for a body of the
-wrong shape or a response with nothing to verify; 504 when scoring takes longer
-than the per-request time limit; 500 only for faults of the server itself. A judge that fails is not a server fault: the result records it
-and the reward is the config's ``error_reward``.
+the bearer token (when the service has one; ``/health`` and ``/ready`` never need
+it); 403 for a ``Host`` the server does not answer to (DNS rebinding); 404 for an
+unknown question id; 413 for a body over the size limit; 422 for a body of the
+wrong shape or a response with nothing to verify; 503 with ``Retry-After`` when
+``max_inflight`` rollouts are being scored already; 500 only for faults of the
+server itself. A request that could not be verified for an infrastructure reason
+(judge unreachable or refusing, a sandbox executor failure, the deadline) is never
+answered as a score: 502/503/504 with ``reward: null`` and the failure, or (with
+``infra_errors="null"``) 200 with ``reward: null`` and the failure.
+
+Every request is scored on the event loop (:func:`~verifleet.pipeline.run_bridged`):
+judge calls are asynchronous HTTP, sandbox calls run in worker threads, so neither
+the number of threads nor a slow judge caps how many requests are in flight, and
+``/health`` answers at once whatever the backlog. A request whose client went
+away, or whose deadline passed, is cancelled where it waits: it makes no further
+judge call.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-import anyio
-import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from verifleet import __version__
-from verifleet.pipeline import PipelineResources
+from verifleet.pipeline import PipelineResources, close_async_senders
 from verifleet.reward import (
     EquivalenceVerdict,
+    Failure,
     InvalidRequestError,
     RewardBreakdown,
     RewardConfig,
     RewardMode,
     RewardScorer,
+    ScoredRollout,
     UnknownQuestionError,
     VerifyRequest,
 )
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
-from ._serve_guards import BearerAuth, BodyLimit, bearer_token_ok
+from ._serve_admission import Admission, AdmissionGate
+from ._serve_batch import DEFAULT_MAX_BATCH, add_batch_route
+from ._serve_guards import BearerAuth, BodyLimit, HostCheck, bearer_token_ok
+from ._serve_scoring import score_on_loop
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_INFLIGHT",
     "DEFAULT_REQUEST_TIMEOUT",
     "HEALTH_PATH",
+    "READY_PATH",
     "HealthResponse",
+    "InfraErrors",
     "VerifyResponse",
     "create_app",
 ]
@@ -51,27 +67,42 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 #: A long agent trajectory is tens of kilobytes; 8 MiB leaves room without letting
-#: one request hold a worker thread's memory hostage.
+#: one request hold the server's memory hostage.
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 #: Seconds one ``/verify`` may take: a few judge calls with their retries. Longer
-#: requests get 504 and their scoring is abandoned (its judge calls stop at this
-#: deadline), so a stuck judge cannot pile up requests.
+#: requests get 504 and their scoring is cancelled, so a stuck judge cannot pile
+#: up requests.
 DEFAULT_REQUEST_TIMEOUT = 300.0
+
+#: Rollouts scored at once. Each costs a few kilobytes and, with a judge, one open
+#: judge connection; 4,096 keeps a 50 ms judge busy far beyond what one server
+#: process scores per second, and answers the rest 503 at once.
+DEFAULT_MAX_INFLIGHT = 4096
 
 #: Served without the bearer token, so load balancers can probe the service.
 HEALTH_PATH = "/health"
+READY_PATH = "/ready"
+VERIFY_PATH = "/verify"
+
+InfraErrors = Literal["status", "null"]
+
+#: The status of an infrastructure failure when ``infra_errors="status"``.
+FAILURE_STATUS = {"judge_unreachable": 502, "judge_refused": 502, "executor": 503, "timeout": 504}
 
 
 class VerifyResponse(BaseModel):
-    """The request's own fields, plus the reward and the verification record."""
+    """The request's own fields, plus the reward and the verification record.
+    ``reward`` is null (and ``failure`` says why) when the response could not be
+    verified for an infrastructure reason."""
 
     model_config = ConfigDict(extra="allow")
 
-    reward: float
+    reward: float | None
     question_id: str
     reward_breakdown: list[RewardBreakdown]
     equivalence: EquivalenceVerdict | None = None
+    failure: Failure | None = None
     verification_result: VerificationResult
 
 
@@ -87,11 +118,22 @@ class HealthResponse(BaseModel):
     parsing_models: list[str] | None = None
 
 
-def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
+class ReadyResponse(BaseModel):
+    """``GET /ready``: 200 while a rollout would be admitted, 503 when saturated."""
+
+    ready: bool
+    inflight: int
+    max_inflight: int
+    rejected: int
+
+
+def _error(
+    status: int, message: str, detail: Any = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     payload: dict[str, Any] = {"message": message}
     if detail is not None:
         payload["detail"] = detail
-    return JSONResponse(payload, status_code=status)
+    return JSONResponse(payload, status_code=status, headers=headers)
 
 
 def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -109,14 +151,6 @@ def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return _error(422, "malformed request: " + "; ".join(lines[:10]), detail)
 
 
-def _timed_out(limit: float) -> JSONResponse:
-    return _error(
-        504,
-        f"verification took longer than the server's time limit of {limit:g}s "
-        "(--request-timeout); it was abandoned, retry later or raise the limit",
-    )
-
-
 def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
     return _error(404 if isinstance(exc, UnknownQuestionError) else 422, str(exc))
 
@@ -124,6 +158,22 @@ def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
 def _server_fault(_request: Request, exc: Exception) -> JSONResponse:
     _log.exception("verify failed", exc_info=exc)
     return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def reply_fields(scored: ScoredRollout) -> dict[str, Any]:
+    """What a scored request's reply adds to the request's own fields."""
+    fields: dict[str, Any] = {
+        "reward": scored.reward,
+        "question_id": scored.question_id,
+        "reward_breakdown": [b.model_dump(mode="json") for b in scored.breakdowns],
+        "equivalence": scored.equivalence.model_dump() if scored.equivalence else None,
+    }
+    if scored.failure is not None:
+        fields["failure"] = scored.failure.model_dump()
+    fields["verification_result"] = scored.results[0].model_dump(mode="json")
+    if len(scored.results) > 1:
+        fields["verification_results"] = [r.model_dump(mode="json") for r in scored.results]
+    return fields
 
 
 def create_app(
@@ -135,6 +185,10 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     token: str | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    max_inflight: int = DEFAULT_MAX_INFLIGHT,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    infra_errors: InfraErrors = "status",
+    allowed_hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The reward service for ``benchmark``.
 
@@ -145,10 +199,18 @@ def create_app(
         resources: Pipeline caches (use ``reward_resources(RedisJudgeCache(...))``
             to share the judge-call cache through Redis).
         max_body_bytes: Larger request bodies get 413.
-        token: When set, every route but ``/health`` needs
+        token: When set, every route but ``/health`` and ``/ready`` needs
             ``Authorization: Bearer <token>`` (else 401).
-        request_timeout: Seconds one ``/verify`` may take; longer ones get 504,
-            their judge calls stop at that deadline and their result is discarded.
+        request_timeout: Seconds one rollout may take; a longer ``/verify`` gets
+            504 (or its batch entry a ``timeout`` failure), its scoring cancelled.
+        max_inflight: Rollouts scored at once; more get 503 with ``Retry-After``.
+        max_batch: Rollouts one ``/verify/batch`` may carry.
+        infra_errors: How ``/verify`` answers a request that could not be
+            verified for an infrastructure reason: ``status`` (502 judge, 503
+            executor, 504 deadline) or ``null`` (200); both with ``reward: null``
+            and the ``failure``.
+        allowed_hosts: Host names accepted besides localhost and IP addresses
+            (``*``: any).
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -156,9 +218,14 @@ def create_app(
     """
     if token is not None and not token.strip():
         raise ConfigError("the bearer token is empty")
-    if max_body_bytes <= 0 or request_timeout <= 0:
-        raise ConfigError("max_body_bytes and request_timeout must be positive")
+    if min(max_body_bytes, request_timeout, max_inflight, max_batch) <= 0:
+        raise ConfigError(
+            "max_body_bytes, request_timeout, max_inflight and max_batch must be positive"
+        )
+    if infra_errors not in ("status", "null"):
+        raise ConfigError(f"infra_errors must be 'status' or 'null', not {infra_errors!r}")
     scorer = RewardScorer(benchmark, parsing_models, reward_config, resources=resources)
+    admission = Admission(max_inflight)
     app = FastAPI(
         title="verifleet reward service",
         version=__version__,
@@ -167,17 +234,22 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(InvalidRequestError, _invalid_request)
     app.add_exception_handler(Exception, _server_fault)
-    # The last middleware added runs first: auth answers 401 before any body is read.
+    # The last middleware added runs first: the Host check, then auth (401 before
+    # any body is read), then admission (503 before any body is read).
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(AdmissionGate, admission=admission, paths=[VERIFY_PATH])
     if token is not None:
-        app.add_middleware(BearerAuth, token=token, open_paths=[HEALTH_PATH])
+        app.add_middleware(BearerAuth, token=token, open_paths=[HEALTH_PATH, READY_PATH])
+    app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)
     app.state.scorer = scorer
+    app.state.admission = admission
+    app.router.add_event_handler("shutdown", close_async_senders)
     secret = token.encode() if token is not None else None
 
     @app.get(HEALTH_PATH, response_model=HealthResponse, response_model_exclude_none=True)
-    def health(request: Request) -> HealthResponse:
+    async def health(request: Request) -> HealthResponse:
         """Liveness, and (with the token, if the service has one) what the service
-        verifies against."""
+        verifies against. Answered on the event loop at once, whatever the backlog."""
         if secret is not None and not bearer_token_ok(request.headers.raw, secret):
             return HealthResponse(status="ok", version=__version__)
         return HealthResponse(
@@ -189,49 +261,65 @@ def create_app(
             parsing_models=[m.model_name for m in scorer.parsing_models],
         )
 
+    @app.get(READY_PATH, response_model=ReadyResponse, responses={503: {"model": ReadyResponse}})
+    async def ready() -> JSONResponse:
+        """Whether a rollout would be admitted now: 200, or 503 with ``Retry-After``
+        while ``max_inflight`` rollouts are being scored."""
+        state = ReadyResponse(
+            ready=not admission.saturated,
+            inflight=admission.inflight,
+            max_inflight=admission.max_inflight,
+            rejected=admission.rejected,
+        )
+        if state.ready:
+            return JSONResponse(state.model_dump())
+        return JSONResponse(
+            state.model_dump(),
+            status_code=503,
+            headers={"retry-after": str(admission.retry_after())},
+        )
+
     @app.post(
-        "/verify",
+        VERIFY_PATH,
         response_model=VerifyResponse,
         responses={
             400: {"description": "body is not JSON"},
             401: {"description": "missing or wrong bearer token"},
+            403: {"description": "a Host this server does not answer to"},
             404: {"description": "unknown question id"},
             413: {"description": "body too large"},
             422: {"description": "malformed request or nothing to verify"},
-            504: {"description": "scoring took longer than the time limit"},
+            502: {"description": "the judge was unreachable or refused (reward null)"},
+            503: {"description": "over --max-inflight (Retry-After), or an executor failed"},
+            504: {"description": "scoring took longer than the time limit (reward null)"},
         },
     )
-    async def verify(body: VerifyRequest) -> JSONResponse:
+    async def verify(body: VerifyRequest, request: Request) -> JSONResponse:
         """Verify the response of ``body`` and return the request with its reward.
 
-        Scoring blocks on judge calls, so it runs in a worker thread, bounded by
-        the time limit: the judge calls get the same deadline (no new call or
-        retry starts after it), and a request still running at the deadline is
-        answered 504 at once while its thread winds down and its result is dropped.
+        Scoring runs on the event loop, bounded by the time limit (the judge
+        calls get the same deadline) and cancelled if the client goes away.
         """
-        started = time.monotonic()
-        deadline = started + request_timeout
-        try:
-            with anyio.fail_after(request_timeout):
-                scored = await anyio.to_thread.run_sync(
-                    functools.partial(scorer.score, body, deadline=deadline),
-                    abandon_on_cancel=True,
-                )
-        except TimeoutError:
-            return _timed_out(request_timeout)
-        if time.monotonic() >= deadline:
-            # Judge calls cut by the deadline: not a verdict on the response.
-            return _timed_out(request_timeout)
+        outcome = await score_on_loop(scorer, body, timeout=request_timeout, request=request)
+        if outcome is None:  # the client is gone: nobody reads this
+            return _error(499, "client closed the request")
         payload = body.model_dump(mode="json", exclude_unset=True)
-        payload.update(
-            reward=scored.reward,
-            question_id=scored.question_id,
-            reward_breakdown=[b.model_dump(mode="json") for b in scored.breakdowns],
-            equivalence=scored.equivalence.model_dump() if scored.equivalence else None,
-            verification_result=scored.results[0].model_dump(mode="json"),
-        )
-        if len(scored.results) > 1:
-            payload["verification_results"] = [r.model_dump(mode="json") for r in scored.results]
+        if isinstance(outcome, Failure):
+            payload.update(reward=None, failure=outcome.model_dump())
+            if infra_errors == "null":
+                return JSONResponse(payload)
+            payload["message"] = outcome.reason
+            return JSONResponse(payload, status_code=504)
+        payload.update(reply_fields(outcome))
+        if outcome.failure is not None and infra_errors == "status":
+            payload["message"] = (
+                f"not verified ({outcome.failure.kind}): {outcome.failure.reason}; "
+                "no reward was given"
+            )
+            status = FAILURE_STATUS[outcome.failure.kind]
+            headers = {"retry-after": "1"} if status == 503 else None
+            return JSONResponse(payload, status_code=status, headers=headers)
         return JSONResponse(payload)
 
+    add_batch_route(app, scorer, admission, timeout=request_timeout, max_batch=max_batch)
     return app

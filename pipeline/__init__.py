@@ -28,10 +28,12 @@ from ._llm import (
     CallerOptions,
     CallGate,
     ChatModelCache,
+    EndpointReplyError,
     InterfaceFactory,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
+    close_async_senders,
     endpoint_pause,
     get_chat_model,
     make_chat_caller,
@@ -41,6 +43,15 @@ from ._llm import (
 from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
 # --- running a unit ---------------------------------------------------------------
+from ._bridge import (
+    BridgedSandbox,
+    bridged_sleep,
+    call_blocking,
+    in_bridge,
+    run_bridged,
+    sandbox_failure,
+    wait_for,
+)
 from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
@@ -66,12 +77,14 @@ __all__ = [
     "MAX_ENDPOINT_PAUSE",
     "AgentDeadlineError",
     "AgentRunner",
+    "BridgedSandbox",
     "CachedAnswer",
     "CallGate",
     "CallerFactory",
     "CallerOptions",
     "ChatCaller",
     "ChatModelCache",
+    "EndpointReplyError",
     "InterfaceFactory",
     "LangchainChatCaller",
     "LocalSearch",
@@ -94,15 +107,22 @@ __all__ = [
     "TavilySearch",
     "UsageTracker",
     "VerificationContext",
+    "bridged_sleep",
     "build_search_provider",
+    "call_blocking",
+    "close_async_senders",
     "endpoint_pause",
     "evaluate_outcomes",
     "get_chat_model",
+    "in_bridge",
     "make_chat_caller",
     "next_edge",
     "register_interface",
     "registered_interfaces",
+    "run_bridged",
     "run_scenario",
     "run_unit",
+    "sandbox_failure",
     "search_function",
+    "wait_for",
 ]

@@ -5,7 +5,9 @@ benchmark question by the pipeline's parse → verify → rubric stages, without
 generating an answer, and the result becomes a reward in [0, 1] under the
 benchmark's :class:`RewardConfig` (binary, continuous or hybrid). Judge calls go
 through a cache keyed by their full input, so the same response always gets the
-same reward. Applied to rollout files by ``verifleet reward`` (locally, or on
+same reward. A response that could not be verified for an infrastructure reason
+(judge unreachable, executor failure, deadline) gets no reward but a
+:class:`Failure` naming the kind. Applied to rollout files by ``verifleet reward`` (locally, or on
 the fleet by the workers' reward task) and served over HTTP by ``verifleet serve``
 (``POST /verify``), whose FastAPI service lives above this package in
 :mod:`verifleet.orchestrator.serve`: importing the scoring core (as every worker
@@ -20,6 +22,7 @@ from ._config import (
     RewardMode,
     load_reward_config,
 )
+from ._failure import FAILURE_KINDS, Failure, FailureKind
 from ._judge_cache import (
     CachingCaller,
     JudgeCache,
@@ -56,12 +59,15 @@ from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
 
 __all__ = [
+    "FAILURE_KINDS",
     "LINE_FIELD",
     "REWARD_TASK_NAME",
     "AgentResponse",
     "CachingCaller",
     "ComponentSource",
     "EquivalenceVerdict",
+    "Failure",
+    "FailureKind",
     "FleetStalledError",
     "InlineQuestion",
     "InvalidRequestError",

@@ -25,11 +25,15 @@ from verifleet.pipeline import (
     CallGate,
     ChatCaller,
     ChatModelCache,
-    LangchainChatCaller,
     Message,
+    ModelCallError,
     UsageTracker,
+    bridged_sleep,
+    make_chat_caller,
 )
 from verifleet.schemas import ModelConfig, VerificationConfig
+
+from ._failure import classify_model_error, note
 
 __all__ = [
     "CachingCaller",
@@ -178,7 +182,9 @@ class CachingCaller:
     the calls that reached the model.
 
     Errors of the wrapped caller (``ModelCallError``, ``StructuredOutputError``)
-    pass through and nothing is cached for them.
+    pass through and nothing is cached for them; a ``ModelCallError`` that says
+    the judge was unreachable, refused or out of time is also noted as an
+    infrastructure failure of the scoring under way (:mod:`._failure`).
     """
 
     def __init__(self, inner: ChatCaller, model: ModelConfig, cache: JudgeCache) -> None:
@@ -197,7 +203,12 @@ class CachingCaller:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        return self._cache.put(key, self._inner.invoke(messages, stage=stage))
+        try:
+            reply = self._inner.invoke(messages, stage=stage)
+        except ModelCallError as exc:
+            _note(exc)
+            raise
+        return self._cache.put(key, reply)
 
     def invoke_json(
         self,
@@ -211,12 +222,22 @@ class CachingCaller:
         key = judge_call_key(self._model, messages, schema=schema, schema_name=schema_name)
         cached = self._cache.get(key)
         if cached is None:
-            value = self._inner.invoke_json(
-                messages, stage=stage, schema=schema, schema_name=schema_name
-            )
+            try:
+                value = self._inner.invoke_json(
+                    messages, stage=stage, schema=schema, schema_name=schema_name
+                )
+            except ModelCallError as exc:
+                _note(exc)
+                raise
             cached = self._cache.put(key, json.dumps(value, sort_keys=True, ensure_ascii=False))
         parsed: dict[str, Any] = json.loads(cached)
         return parsed
+
+
+def _note(exc: ModelCallError) -> None:
+    kind = classify_model_error(exc)
+    if kind is not None:
+        note(kind, str(exc))
 
 
 def caching_caller_factory(
@@ -232,7 +253,10 @@ def caching_caller_factory(
         cache: The judge-call cache.
         clients: The process's chat-client cache (for the langchain caller).
         call_gate: The fleet-wide limiter, if any.
-        inner: Builds the uncached caller; the langchain caller when None.
+        inner: Builds the uncached caller; when None, the model's own
+            (:func:`~verifleet.pipeline.make_chat_caller`: the direct HTTP caller
+            for OpenAI-compatible endpoints), whose retry pauses let an event loop
+            run when the scoring is bridged.
     """
 
     def factory(
@@ -245,7 +269,7 @@ def caching_caller_factory(
         if inner is not None:
             base = inner(model, tracker=tracker, config=config, deadline=deadline)
         else:
-            base = LangchainChatCaller(
+            base = make_chat_caller(
                 model,
                 tracker=tracker,
                 clients=clients,
@@ -253,6 +277,7 @@ def caching_caller_factory(
                 request_timeout=config.request_timeout,
                 deadline=deadline,
                 call_gate=call_gate,
+                sleep=bridged_sleep,
             )
         return CachingCaller(base, model, cache)
 

@@ -6,7 +6,9 @@ Resumable through the output file: every output line records its input line
 written last line from an interrupted run is cut off first). Malformed lines
 (not JSON, not a request, an unknown question, no response) are reported with
 their line numbers, written to ``<out>.errors.jsonl`` and skipped; they are
-never dropped silently.
+never dropped silently. A rollout that could not be verified for an
+infrastructure reason (judge unreachable, executor failure, deadline) is listed
+there too and not written, so that re-running scores it.
 """
 
 from __future__ import annotations
@@ -215,6 +217,18 @@ def score_rollouts_local(
     def score(request: AnyRequest) -> dict[str, Any]:
         return scorer.score(request).verdict_fields()
 
+    def emit(line: int, rollout: dict[str, Any], fields: dict[str, Any]) -> None:
+        failure = fields.get("failure")
+        if failure is not None:
+            # Not a verdict: left out of ``out`` so that re-running scores it again.
+            writer.error(
+                line,
+                f"not verified ({failure['kind']}): {failure['reason']}; no reward written, "
+                "re-run with the same --out to retry",
+            )
+            return
+        writer.write(scored_line(rollout, fields, line))
+
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reward") as pool:
             for number, text in iter_lines(path):
@@ -229,10 +243,10 @@ def score_rollouts_local(
                 window.append((number, rollout, pool.submit(score, request)))
                 while len(window) >= 2 * concurrency:
                     line, rollout, future = window.popleft()
-                    writer.write(scored_line(rollout, future.result(), line))
+                    emit(line, rollout, future.result())
             while window:
                 line, rollout, future = window.popleft()
-                writer.write(scored_line(rollout, future.result(), line))
+                emit(line, rollout, future.result())
     finally:
         writer.close()
     return report

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from verifleet.pipeline import (
+    BridgedSandbox,
     CachedAnswer,
     CallGate,
     ChatModelCache,
@@ -23,8 +24,10 @@ from verifleet.pipeline import (
     PipelineResources,
     StructuredOutputError,
     UsageTracker,
+    bridged_sleep,
     run_unit,
 )
+from verifleet.sandbox import SandboxError, default_pool
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -40,6 +43,7 @@ from verifleet.schemas import (
 
 from ._compose import RewardBreakdown, compose_reward
 from ._config import RewardConfig
+from ._failure import Failure, first_failure, note, recording
 from ._judge_cache import JudgeCache, MemoryJudgeCache, caching_caller_factory
 from ._request import (
     InvalidRequestError,
@@ -64,22 +68,34 @@ class ScoredRollout(BaseModel):
 
     Attributes:
         question_id: The question the response answered.
-        reward: The reward (mean over the parsing models' rewards).
-        breakdowns: One reward breakdown per parsing model.
+        reward: The reward (mean over the parsing models' rewards); None when
+            an infrastructure failure kept the response from being verified.
+        breakdowns: One reward breakdown per parsing model (empty on a failure).
         equivalence: The equivalence judge's verdict, when the config asks for one.
         results: One verification result per parsing model.
+        failure: What kept the response from being verified (judge unreachable,
+            executor, deadline), or None.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     question_id: str
-    reward: float
+    reward: float | None
     breakdowns: list[RewardBreakdown]
     equivalence: EquivalenceVerdict | None = None
     results: list[VerificationResult]
+    failure: Failure | None = None
 
     def verdict_fields(self) -> dict[str, Any]:
-        """What a scored rollout line gains: ``reward`` and the verdict fields."""
+        """What a scored rollout line gains: ``reward`` and the verdict fields
+        (``reward: null`` and ``failure`` when it could not be verified)."""
+        if self.failure is not None:
+            return {
+                "reward": None,
+                "question_id": self.question_id,
+                "failure": self.failure.model_dump(),
+                "verification_error": self.failure.reason,
+            }
         first = self.breakdowns[0]
         fields: dict[str, Any] = {
             "reward": self.reward,
@@ -98,12 +114,29 @@ def reward_resources(
     cache: JudgeCache | None = None, *, call_gate: CallGate | None = None
 ) -> PipelineResources:
     """Pipeline resources whose judge calls go through ``cache`` (an in-process
-    LRU when None)."""
+    LRU when None).
+
+    They can score bridged on an event loop (:func:`~verifleet.pipeline.run_bridged`,
+    as the reward server does) as well as in threads: sandbox calls and retry
+    pauses let the loop run, and an executor failure is noted as the scoring's
+    infrastructure failure.
+    """
     clients = ChatModelCache()
     factory = caching_caller_factory(
         cache if cache is not None else MemoryJudgeCache(), clients=clients, call_gate=call_gate
     )
-    return PipelineResources(clients=clients, call_gate=call_gate, caller_factory=factory)
+    sandbox = BridgedSandbox(default_pool(), on_failure=_executor_failed)
+    return PipelineResources(
+        clients=clients,
+        sandbox=sandbox.as_pool(),
+        call_gate=call_gate,
+        caller_factory=factory,
+        sleep=bridged_sleep,
+    )
+
+
+def _executor_failed(exc: SandboxError) -> None:
+    note("executor", f"{type(exc).__name__}: {exc}")
 
 
 def _final_text(answer: CachedAnswer) -> str:
@@ -111,6 +144,10 @@ def _final_text(answer: CachedAnswer) -> str:
         if message.get("role") == "assistant" and str(message.get("content", "")).strip():
             return str(message["content"])
     return answer.raw_llm_response
+
+
+def _cut_short(results: list[VerificationResult]) -> bool:
+    return any(not r.metadata.completed_without_errors for r in results)
 
 
 class RewardScorer:
@@ -244,8 +281,11 @@ class RewardScorer:
         ``deadline`` (``time.monotonic()``) bounds the judge calls; by default the
         config's ``unit_deadline`` from now.
 
-        Content failures (judge unreachable, unparsable replies) are inside the
-        results and get the config's ``error_reward``; they are not raised.
+        Content failures (a judge reply that never parsed, a refused template)
+        are inside the results and get the config's ``error_reward``.
+        Infrastructure failures (the judge unreachable or refusing after its
+        retries, a sandbox executor that failed, the deadline) give
+        ``reward=None`` and a ``failure`` naming the kind. Neither is raised.
 
         Raises:
             InvalidRequestError: the request names no known question or carries no
@@ -255,6 +295,18 @@ class RewardScorer:
         answer = request_answer(request)
         if deadline is None:
             deadline = time.monotonic() + self.config.unit_deadline
+        with recording() as failures:
+            return self._score(question, rubric, request, answer, deadline, failures)
+
+    def _score(
+        self,
+        question: Question,
+        rubric: Rubric | None,
+        request: AnyRequest,
+        answer: CachedAnswer,
+        deadline: float,
+        failures: list[Failure],
+    ) -> ScoredRollout:
         results = run_unit(
             question,
             self._answering(request),
@@ -268,6 +320,18 @@ class RewardScorer:
             deadline=deadline,
         )
         verdict = self._equivalence(question, answer, deadline)
+        if not failures and time.monotonic() >= deadline and _cut_short(results):
+            failures.append(Failure(kind="timeout", reason="the deadline passed mid-verification"))
+        failure = first_failure(failures)
+        if failure is not None:
+            return ScoredRollout(
+                question_id=question.id,
+                reward=None,
+                breakdowns=[],
+                equivalence=verdict,
+                results=results,
+                failure=failure,
+            )
         equivalent = verdict.equivalent if verdict is not None else None
         breakdowns = [
             compose_reward(r, self.reward_config, rubric=rubric, equivalence=equivalent)

@@ -8,10 +8,15 @@ docs/reward.md); ``--redis`` shares the judge-call cache between service
 replicas so every replica gives a response the same reward.
 
 Beyond this machine, set ``VERIFLEET_SERVE_TOKEN`` (every route but ``GET /health``
-then needs ``Authorization: Bearer <token>``) and put a TLS reverse proxy in front:
-the server refuses a non-loopback ``--host`` without a token unless
-``--insecure-no-auth`` is given. Bodies over ``--max-body-bytes`` get 413, requests
-still scoring after ``--request-timeout`` seconds get 504.
+and ``GET /ready`` then needs ``Authorization: Bearer <token>``) and put a TLS
+reverse proxy in front: the server refuses a non-loopback ``--host`` without a
+token unless ``--insecure-no-auth`` is given, and answers only requests addressed
+to localhost, an IP address or an ``--allowed-host`` name (DNS rebinding). Bodies
+over ``--max-body-bytes`` get 413, requests still scoring after
+``--request-timeout`` seconds get 504, requests beyond ``--max-inflight`` get 503
+with ``Retry-After``. A request that could not be verified for an infrastructure
+reason gets no reward (``--infra-errors``). ``--workers N`` runs N server
+processes on one port (share their judge cache with ``--redis``).
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ipaddress
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from fastapi import FastAPI
 
 from verifleet.reward import (
     MemoryJudgeCache,
@@ -36,11 +44,18 @@ from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load
 from verifleet.store import RedisTarget
 
 from .._fleet.submit import template_problems
-from ..serve import DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, create_app
+from .._serve_batch import DEFAULT_MAX_BATCH
+from ..serve import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_REQUEST_TIMEOUT,
+    create_app,
+)
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
 
 __all__ = [
+    "SERVE_STATE_ENV",
     "TOKEN_ENV",
     "add_reward_arguments",
     "check_exposure",
@@ -48,10 +63,14 @@ __all__ = [
     "judge_models",
     "register",
     "reward_setup",
+    "worker_app",
 ]
 
 #: The environment variable holding the bearer token of ``verifleet serve``.
 TOKEN_ENV = "VERIFLEET_SERVE_TOKEN"
+
+#: How ``--workers`` hands the parsed flags and the judges to its processes.
+SERVE_STATE_ENV = "VERIFLEET_SERVE_STATE"
 
 _EPILOG = """\
 examples:
@@ -135,7 +154,11 @@ def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
 
 
 def reward_setup(
-    args: argparse.Namespace, stack: contextlib.ExitStack, *, redis_url: str | None
+    args: argparse.Namespace,
+    stack: contextlib.ExitStack,
+    *,
+    redis_url: str | None,
+    models: list[ModelConfig] | None = None,
 ) -> RewardScorer:
     """The scorer for the benchmark, judges and reward config named by the flags;
     its judge-call cache is shared through Redis when ``redis_url`` is set. A
@@ -163,7 +186,8 @@ def reward_setup(
         )
     for problem in failing:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
-    models = judge_models(args.parsing, stack)
+    if models is None:
+        models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
     if redis_url:
         target = RedisTarget.parse(redis_url)
@@ -226,8 +250,49 @@ def register(commands: Any) -> None:
         type=_positive_float,
         default=DEFAULT_REQUEST_TIMEOUT,
         metavar="SECONDS",
-        help="a /verify still scoring after this long gets 504 and is abandoned "
+        help="a /verify still scoring after this long gets 504 and is cancelled "
         f"(default {DEFAULT_REQUEST_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--max-inflight",
+        type=_positive_int,
+        default=DEFAULT_MAX_INFLIGHT,
+        metavar="N",
+        help="rollouts scored at once per process; more get 503 with Retry-After at once "
+        f"(default {DEFAULT_MAX_INFLIGHT})",
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=_positive_int,
+        default=DEFAULT_MAX_BATCH,
+        metavar="N",
+        help=f"rollouts one POST /verify/batch may carry (default {DEFAULT_MAX_BATCH})",
+    )
+    parser.add_argument(
+        "--infra-errors",
+        choices=["status", "null"],
+        default="status",
+        help="how /verify answers a request that could not be verified for an "
+        "infrastructure reason (judge unreachable, executor failure, deadline): 'status' "
+        "(502/503/504) or 'null' (200); both carry reward: null and the failure "
+        "(default status)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients address the server by (e.g. a reverse proxy's public "
+        "name), besides localhost and IP addresses; repeatable; '*' accepts any "
+        "(requests for other names get 403: DNS rebinding)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port (default 1); give them --redis so they "
+        "share the judge-call cache",
     )
     parser.set_defaults(handler=_serve)
 
@@ -274,6 +339,57 @@ def check_exposure(host: str, token: str | None, *, insecure_no_auth: bool) -> N
         )
 
 
+def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
+    return create_app(
+        scorer.benchmark,
+        scorer.parsing_models,
+        scorer.reward_config,
+        resources=scorer.resources,
+        max_body_bytes=args.max_body_bytes,
+        token=args.token,
+        request_timeout=args.request_timeout,
+        max_inflight=args.max_inflight,
+        max_batch=args.max_batch,
+        infra_errors=args.infra_errors,
+        allowed_hosts=args.allowed_host,
+    )
+
+
+_PATH_FLAGS = ("benchmark", "reward_config")
+
+
+def _state(args: argparse.Namespace, models: list[ModelConfig]) -> str:
+    """The flags and judges a ``--workers`` process rebuilds the service from."""
+    flags = {
+        k: str(v) if isinstance(v, Path) else v
+        for k, v in vars(args).items()
+        if k not in ("handler", "func")
+    }
+    return json.dumps({"flags": flags, "judges": [m.model_dump(mode="json") for m in models]})
+
+
+def worker_app() -> FastAPI:
+    """The app of one ``--workers`` process (uvicorn's factory): the parent's flags
+    and judges from :data:`SERVE_STATE_ENV`; its own sandbox executors; the judge
+    cache shared through ``--redis`` when given.
+
+    Raises:
+        KeyError: not started by ``verifleet serve --workers``.
+    """
+    state = json.loads(os.environ[SERVE_STATE_ENV])
+    flags = dict(state["flags"])
+    for name in _PATH_FLAGS:
+        if flags.get(name) is not None:
+            flags[name] = Path(flags[name])
+    args = argparse.Namespace(**flags)
+    models = [ModelConfig.model_validate(m) for m in state["judges"]]
+    start_sandbox(args)
+    # The process lives as long as the server: nothing to close before exit.
+    stack = contextlib.ExitStack()
+    scorer = reward_setup(args, stack, redis_url=args.redis, models=models)
+    return _app(args, scorer)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -282,20 +398,32 @@ def _serve(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis)
         benchmark, reward = scorer.benchmark, scorer.reward_config
-        app = create_app(
-            benchmark,
-            scorer.parsing_models,
-            reward,
-            resources=scorer.resources,
-            max_body_bytes=args.max_body_bytes,
-            token=args.token,
-            request_timeout=args.request_timeout,
-        )
         auth = "bearer token required" if args.token else "NO authentication"
+        processes = f", {args.workers} processes" if args.workers > 1 else ""
         print(
             f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "
-            f"{reward.mode} reward) on http://{args.host}:{args.port}/verify ({auth})",
+            f"{reward.mode} reward) on http://{args.host}:{args.port}/verify ({auth}{processes})",
             flush=True,
         )
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        options: dict[str, Any] = {
+            "host": args.host,
+            "port": args.port,
+            "log_level": "warning",
+            "access_log": False,
+            "http": "httptools",
+            "loop": "uvloop",
+            # Thousands of RL rollouts arrive at once: the kernel's accept queue
+            # must hold them until the loop accepts (uvicorn's default is 2048).
+            "backlog": 16384,
+        }
+        if args.workers > 1:
+            os.environ[SERVE_STATE_ENV] = _state(args, scorer.parsing_models)
+            uvicorn.run(
+                "verifleet.orchestrator.cli.serve:worker_app",
+                factory=True,
+                workers=args.workers,
+                **options,
+            )
+        else:
+            uvicorn.run(_app(args, scorer), **options)
     return 0

@@ -9,6 +9,7 @@ plain HTTP, the default for ``openai_endpoint`` and ``openrouter`` models;
 for its caller.
 """
 
+from ._async_http import close_async_senders
 from ._bound import CallGate
 from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
@@ -49,6 +50,7 @@ __all__ = [
     "UsageTracker",
     "call_with_retry",
     "classify_error",
+    "close_async_senders",
     "direct_http_applies",
     "endpoint_pause",
     "get_chat_model",

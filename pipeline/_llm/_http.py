@@ -21,6 +21,9 @@ import threading
 
 import httpx
 
+from .._bridge import in_bridge
+from ._async_http import AsyncSender, async_sender
+
 __all__ = ["PROXY_VARIABLES", "Sender", "Transports"]
 
 #: Environment variables that make senders use an ``httpx.Client`` (proxies).
@@ -125,8 +128,12 @@ class Transports:
                 self._ssl = httpx.create_ssl_context()
             return self._ssl
 
-    def get(self, base_url: str, api_key: str | None) -> Sender:
-        """This thread's sender for ``base_url`` with ``api_key``, built on first use."""
+    def get(self, base_url: str, api_key: str | None) -> Sender | AsyncSender:
+        """This thread's sender for ``base_url`` with ``api_key``, built on first use;
+        in bridged code (:func:`~verifleet.pipeline.run_bridged`), the event loop's
+        asynchronous one."""
+        if in_bridge():
+            return async_sender(base_url, api_key)
         senders: _ThreadSenders | None = getattr(self._local, "senders", None)
         if senders is None:
             senders = self._local.senders = _ThreadSenders()

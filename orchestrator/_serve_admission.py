@@ -1,0 +1,123 @@
+"""Admission control of the reward service: at most ``max_inflight`` rollouts are
+scored at once; beyond that a request is answered 503 with ``Retry-After`` at once,
+before its body is read, instead of queueing without bound.
+
+A trainer that sends 16,000 rollouts at once then gets the ones the server can
+take scored promptly and a clear "come back in N seconds" for the rest, rather
+than connections that hang for minutes while memory grows. ``Retry-After`` is the
+time the current backlog takes to drain at the recent completion rate.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection
+
+from ._serve_guards import ASGIApp, Receive, Scope, Send, send_json_error
+
+__all__ = ["Admission", "AdmissionGate"]
+
+
+class Admission:
+    """Counts the rollouts being scored against a limit (one event loop: no lock).
+
+    Args:
+        max_inflight: Rollouts scored at once at most.
+    """
+
+    #: Seconds over which the completion rate is averaged.
+    RATE_WINDOW = 10.0
+
+    def __init__(self, max_inflight: int) -> None:
+        if max_inflight <= 0:
+            raise ValueError("max_inflight must be positive")
+        self.max_inflight = max_inflight
+        self.inflight = 0
+        self.rejected = 0
+        self._rate = 0.0
+        self._rate_at = time.monotonic()
+
+    @property
+    def saturated(self) -> bool:
+        """Whether a new rollout would be refused now."""
+        return self.inflight >= self.max_inflight
+
+    def try_enter(self, count: int = 1) -> bool:
+        """Take ``count`` places; False (and nothing taken) when they do not fit."""
+        if self.inflight + count > self.max_inflight:
+            self.rejected += 1
+            return False
+        self.inflight += count
+        return True
+
+    def leave(self, count: int = 1) -> None:
+        """Give back ``count`` places of finished (or abandoned) rollouts."""
+        self.inflight -= count
+        now = time.monotonic()
+        # An exponentially decaying count of completions: completions per second.
+        decay = math.exp(-(now - self._rate_at) / self.RATE_WINDOW)
+        self._rate = self._rate * decay + count / self.RATE_WINDOW
+        self._rate_at = now
+
+    def completion_rate(self) -> float:
+        """Rollouts finished per second, recently."""
+        decay = math.exp(-(time.monotonic() - self._rate_at) / self.RATE_WINDOW)
+        return self._rate * decay
+
+    def retry_after(self) -> int:
+        """Whole seconds after which the current backlog should have drained
+        (1 to 60)."""
+        rate = self.completion_rate()
+        if rate <= 0:
+            return 1
+        return max(1, min(60, math.ceil(self.inflight / rate)))
+
+
+class AdmissionGate:
+    """ASGI middleware: a POST to one of ``paths`` takes one place of ``admission``
+    for as long as the app handles it, or is answered 503 with ``Retry-After``
+    before a byte of its body is read. Batches take their places in the app,
+    once their size is known.
+
+    Args:
+        app: The wrapped app.
+        admission: The shared counter.
+        paths: Paths whose POSTs are admitted one place each.
+    """
+
+    def __init__(self, app: ASGIApp, admission: Admission, paths: Collection[str]) -> None:
+        self.app = app
+        self.admission = admission
+        self.paths = frozenset(paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope.get("method") != "POST"
+            or scope.get("path") not in self.paths
+        ):
+            await self.app(scope, receive, send)
+            return
+        admission = self.admission
+        if not admission.try_enter():
+            await refuse(send, admission)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            admission.leave()
+
+
+async def refuse(send: Send, admission: Admission, count: int = 1) -> None:
+    """Answer 503 with ``Retry-After`` for ``count`` rollouts that do not fit."""
+    wait = admission.retry_after()
+    what = "a rollout" if count == 1 else f"{count} rollouts"
+    await send_json_error(
+        send,
+        503,
+        f"the server is scoring {admission.inflight} rollouts, its limit "
+        f"(--max-inflight {admission.max_inflight}); {what} more would not fit: "
+        f"retry in {wait}s",
+        [(b"retry-after", str(wait).encode())],
+    )

@@ -1,0 +1,193 @@
+"""Running the synchronous pipeline on an event loop without a thread per unit.
+
+The stages are plain functions that call models and the sandbox and wait for the
+answer. A service that scores thousands of requests at once cannot give each one
+a thread (the GIL and a thread's memory make that the bottleneck long before the
+judge is), so :func:`run_bridged` runs a unit in a *greenlet* on the event loop's
+thread: where the unit would block, the code that blocks (the direct HTTP
+caller's sender, the retry sleep, a sandbox call) hands an awaitable to
+:func:`wait_for`, which switches back to the coroutine that drives the greenlet;
+the coroutine awaits it and switches back in with the outcome. Other requests run
+meanwhile. Outside a bridge, everything here behaves as plain blocking code, so
+the same stages serve the local runner, the Celery workers and the reward server.
+
+Cancelling the driving coroutine (a client that went away, a deadline) throws
+the cancellation into the greenlet at its current wait: it is a
+``BaseException``, so no stage's ``except Exception`` holds it, the unit unwinds
+and makes no further model call.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar, cast
+
+import anyio
+import anyio.to_thread
+import greenlet
+
+from verifleet.sandbox import SandboxError, SandboxPool, TemplateEvaluation, TemplateHandle
+from verifleet.schemas import compute_template_id
+
+__all__ = [
+    "BridgedSandbox",
+    "bridged_sleep",
+    "call_blocking",
+    "in_bridge",
+    "run_bridged",
+    "sandbox_failure",
+    "wait_for",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class _Bridged(greenlet.greenlet):
+    """The greenlet of one bridged call (the marker :func:`in_bridge` looks for)."""
+
+
+def in_bridge() -> bool:
+    """Whether the caller runs inside :func:`run_bridged` (and may :func:`wait_for`)."""
+    return isinstance(greenlet.getcurrent(), _Bridged)
+
+
+def wait_for(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` on the event loop from bridged code; return its result.
+
+    Raises:
+        RuntimeError: called outside :func:`run_bridged`.
+        BaseException: whatever awaiting raises, cancellation included.
+    """
+    current = greenlet.getcurrent()
+    if not isinstance(current, _Bridged):
+        raise RuntimeError("wait_for() needs a bridged call (run_bridged)")
+    return cast(T, current.parent.switch(awaitable))
+
+
+async def run_bridged(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run the blocking ``fn(*args, **kwargs)`` on this event loop's thread,
+    awaiting whatever it hands to :func:`wait_for` meanwhile.
+
+    ``fn`` must not block otherwise (no ``time.sleep``, no blocking socket): the
+    loop stops while it does. Its CPU time is the loop's.
+
+    Raises:
+        BaseException: what ``fn`` raises; a cancellation of this coroutine is
+            thrown into ``fn`` at its current wait and re-raised here once it
+            has unwound.
+    """
+    glet = _Bridged(lambda: fn(*args, **kwargs), parent=greenlet.getcurrent())
+    step: Any = glet.switch()
+    while not glet.dead:
+        try:
+            value = await step
+        except BaseException:
+            step = glet.throw(*sys.exc_info())
+        else:
+            step = glet.switch(value)
+    return cast(T, step)
+
+
+def bridged_sleep(seconds: float) -> None:
+    """``time.sleep`` that lets the loop run when called from bridged code."""
+    if in_bridge():
+        wait_for(anyio.sleep(seconds))
+    else:
+        time.sleep(seconds)
+
+
+def call_blocking(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """Call blocking ``fn`` (a pipe to a sandbox executor, a lock): in a worker
+    thread when called from bridged code, so the loop goes on; directly otherwise.
+
+    A cancellation while it runs waits for ``fn`` to return, then is raised.
+    """
+    if not in_bridge():
+        return fn(*args, **kwargs)
+    return wait_for(anyio.to_thread.run_sync(lambda: fn(*args, **kwargs)))
+
+
+def sandbox_failure(exc: BaseException) -> SandboxError | None:
+    """The sandbox's own failure behind ``exc`` (an executor that could not start,
+    died or overran its limit), or None when ``exc`` is about the code it ran.
+
+    The pool reports an executor that died during a call as the template's or
+    trait's error; the executor's failure stays attached as its context.
+    """
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 4:
+        if isinstance(current, SandboxError):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
+class BridgedSandbox:
+    """A :class:`~verifleet.sandbox.SandboxPool` whose calls, from bridged code,
+    run in a worker thread (an executor call blocks on its pipe), so the event
+    loop goes on; outside a bridge they are the pool's own calls.
+
+    Set it as ``PipelineResources.sandbox`` (it has the pool's interface; what
+    it does not wrap is the pool's own attribute).
+
+    Args:
+        pool: The pool to wrap.
+        on_failure: Called with the sandbox's own failure
+            (:func:`sandbox_failure`) before a call that failed because of it
+            raises, so the caller can tell an executor failure from a verdict.
+    """
+
+    def __init__(
+        self, pool: SandboxPool, on_failure: Callable[[SandboxError], None] | None = None
+    ) -> None:
+        self.pool = pool
+        self.on_failure = on_failure
+
+    def _call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return call_blocking(fn, *args, **kwargs)
+        except Exception as exc:
+            failure = sandbox_failure(exc)
+            if failure is not None and self.on_failure is not None:
+                self.on_failure(failure)
+            raise
+
+    def load_template(self, source: str, question_id: str) -> TemplateHandle:
+        """:meth:`SandboxPool.load_template`; a template described before costs no hop."""
+        if self.pool.knows(compute_template_id(source)):
+            return self.pool.load_template(source, question_id)
+        return self._call(self.pool.load_template, source, question_id)
+
+    def evaluate(
+        self, handle: TemplateHandle, judge_output: dict[str, Any], raw_trace: str
+    ) -> TemplateEvaluation:
+        """:meth:`SandboxPool.evaluate` (raises as it does)."""
+        return self._call(self.pool.evaluate, handle, judge_output, raw_trace)
+
+    def validate_template(self, source: str, *, question_id: str | None = None) -> None:
+        """:meth:`SandboxPool.validate_template` (raises as it does)."""
+        self.load_template(source, question_id or "")
+
+    def check_trait(self, trait: dict[str, Any]) -> None:
+        """:meth:`SandboxPool.check_trait` (raises as it does)."""
+        self._call(self.pool.check_trait, trait)
+
+    def run_trait(self, trait: dict[str, Any], text: str) -> Any:
+        """:meth:`SandboxPool.run_trait` (raises as it does)."""
+        return self._call(self.pool.run_trait, trait, text)
+
+    def run_regex_trait(self, trait: dict[str, Any], text: str) -> bool:
+        """:meth:`SandboxPool.run_regex_trait` (raises as it does)."""
+        return self._call(self.pool.run_regex_trait, trait, text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pool, name)
+
+    def as_pool(self) -> SandboxPool:
+        """This object typed as the pool it stands for."""
+        return cast(SandboxPool, self)
