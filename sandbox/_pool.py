@@ -32,6 +32,7 @@ from verifleet.schemas import (
 )
 from verifleet.templates import RegexOutcome
 
+from ._bounds import bounded_error, description_problem, evaluation_problem
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._process import ExecutorProcess
@@ -298,8 +299,9 @@ class SandboxPool:
         no executor call.
 
         Raises:
-            TemplateValidationError: The template is invalid, or its code crashed
-                or hung the executor (the message says which).
+            TemplateValidationError: The template is invalid, its code crashed
+                or hung the executor, or its ground truth or judge schema is over
+                its :class:`~verifleet.schemas.ResultLimits` (the message says which).
             SandboxUnavailable: No executor can be started.
         """
         if source is None or not source.strip():
@@ -330,6 +332,9 @@ class SandboxPool:
             return TemplateValidationError(f"template code crashed the sandbox: {exc}")
         if not answer.get("ok"):
             return TemplateValidationError(_error_text(answer))
+        too_large = description_problem(answer["result"], self.settings.result_limits)
+        if too_large is not None:
+            return TemplateValidationError(too_large)
         return TemplateHandle.from_description(
             answer["result"], template_id=template_id, question_id=question_id, source=source
         )
@@ -360,8 +365,11 @@ class SandboxPool:
         template_id = compute_template_id(source)
         entry: TemplateHandle | TemplateValidationError
         try:
+            too_large = description_problem(description, self.settings.result_limits)
             if "problem" in description:
-                entry = TemplateValidationError(str(description["problem"]))
+                entry = TemplateValidationError(bounded_error(str(description["problem"])))
+            elif too_large is not None:
+                entry = TemplateValidationError(too_large)
             else:
                 entry = TemplateHandle.from_description(
                     description, template_id=template_id, question_id="", source=source
@@ -390,7 +398,10 @@ class SandboxPool:
 
         Raises:
             TemplateValidationError: The template's code crashed or hung the
-                executor, or its regex checks raised.
+                executor, its regex checks raised, or the parsed values or the
+                verification output are over their
+                :class:`~verifleet.schemas.ResultLimits` (the message names the
+                limit).
         """
         payload = {"question_id": handle.question_id, "data": judge_output, "raw_trace": raw_trace}
         try:
@@ -404,6 +415,9 @@ class SandboxPool:
         if not answer.get("ok"):
             raise TemplateValidationError(_error_text(answer), question_id=handle.question_id)
         result = answer["result"]
+        too_large = evaluation_problem(result, self.settings.result_limits)
+        if too_large is not None:
+            raise TemplateValidationError(too_large, question_id=handle.question_id)
         if "invalid" in result:
             return TemplateEvaluation(invalid=str(result["invalid"]))
         v = result["verification"]
@@ -482,7 +496,8 @@ class SandboxPool:
 
 def _error_text(answer: dict[str, Any]) -> str:
     error = answer.get("error") or {}
-    kind, message = error.get("kind"), str(error.get("message") or "unknown error")
+    kind = error.get("kind")
+    message = bounded_error(str(error.get("message") or "unknown error"))
     if kind in ("template", "trait"):
         return message
     if kind == "crash":

@@ -12,6 +12,8 @@ Environment variables (all optional):
   is killed (default 10).
 - ``VERIFLEET_SANDBOX_MEMORY_MB``: address-space limit of an executor (default 1024).
 - ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
+- ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
+  result (:class:`~verifleet.schemas.ResultLimits`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifleet.schemas import ConfigError
+from verifleet.schemas import ConfigError, ResultLimits
 
 __all__ = ["SandboxMode", "SandboxSettings"]
 
@@ -74,6 +76,9 @@ class SandboxSettings(BaseModel):
         memory_mb: RLIMIT_AS of an executor, in MiB.
         cpu_seconds: CPU seconds one call may use (RLIMIT_CPU, re-armed per call).
         max_templates: Compiled templates an executor keeps (LRU).
+        result_limits: Largest ground truth, parsed values, verification output
+            and judge schema the host accepts from an executor (and largest
+            model response the pipeline keeps).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,6 +89,7 @@ class SandboxSettings(BaseModel):
     memory_mb: int = Field(default=1024, ge=256)
     cpu_seconds: float | None = Field(default=None, gt=0)
     max_templates: int = Field(default=1024, ge=1)
+    result_limits: ResultLimits = Field(default_factory=ResultLimits)
 
     @property
     def cpu_per_call(self) -> int:
@@ -96,7 +102,8 @@ class SandboxSettings(BaseModel):
         ``VERIFLEET_SANDBOX`` when given (the CLI's ``--sandbox``).
 
         Raises:
-            ConfigError: An unknown mode or a non-positive number.
+            ConfigError: An unknown mode or a non-positive number (also of a
+                ``VERIFLEET_RESULT_MAX_*`` limit).
         """
         raw_mode = mode if mode is not None else os.environ.get(ENV_MODE, "") or "strict"
         try:
@@ -111,4 +118,5 @@ class SandboxSettings(BaseModel):
             timeout=_env_number(ENV_TIMEOUT, 10.0),
             memory_mb=int(_env_number(ENV_MEMORY, 1024, integer=True)),
             cpu_seconds=_env_number(ENV_CPU, 10.0) if cpu_raw else None,
+            result_limits=ResultLimits.from_env(),
         )

@@ -34,6 +34,7 @@ from ._config import (
     interface_names,
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
+from ._result_limits import ResultLimits, json_size
 
 # --- template identity (the template runtime itself is verifleet.templates) ------
 from verifleet.templates import NO_TEMPLATE_ID, compute_template_id
@@ -153,6 +154,7 @@ __all__ = [
     "RegexTrait",
     "ResultAggregator",
     "ResultCheck",
+    "ResultLimits",
     "RetryPolicy",
     "Rubric",
     "RubricError",
@@ -192,6 +194,7 @@ __all__ = [
     "deduplicate_confusion",
     "dump_benchmark",
     "interface_names",
+    "json_size",
     "list_aggregators",
     "load_benchmark",
     "md5_hex",

@@ -8,16 +8,29 @@ the judge when it is asked again, so it must name the field and say what to fix.
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
+import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
 import json_repair
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, UnknownType, ValidationError
+from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
+
+from ._safe_schema import (
+    SHAPE_KEYWORDS,
+    BudgetExceeded,
+    UnsafeSchema,
+    bounded_validator,
+    reduce_schema,
+    step_budget,
+)
 
 __all__ = ["parse_strict", "repair_json", "schema_errors"]
 
@@ -104,19 +117,45 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
+_log = logging.getLogger(__name__)
+
 _TYPES = Draft202012Validator.TYPE_CHECKER
 
-# Only the reply's shape sends a judge back: a value out of a range (``maximum``,
-# ``minLength``, ...) is the template's or the rubric's to judge (a score is
-# clamped, as the original framework does), not a reason for another call.
-_SHAPE_KEYWORDS = frozenset(
-    {"type", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "items"}
-)
+
+# Keyed by a digest of the schema, so large schemas are not kept as keys; a
+# schema the host will not check is remembered as None (and logged once).
+_VALIDATORS: OrderedDict[str, Validator | None] = OrderedDict()
+_VALIDATORS_LOCK = threading.Lock()
+_MAX_VALIDATORS = 256
 
 
-@functools.lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+def _validator_for(schema: dict[str, Any]) -> Validator | None:
+    """The bounded validator of ``schema``'s safe reduction, or None when the
+    host does not check replies against it."""
+    try:
+        text = json.dumps(schema, sort_keys=True, default=str)
+    except (RecursionError, ValueError):
+        return None
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    with _VALIDATORS_LOCK:
+        if digest in _VALIDATORS:
+            _VALIDATORS.move_to_end(digest)
+            return _VALIDATORS[digest]
+    validator: Validator | None
+    try:
+        validator = bounded_validator(reduce_schema(schema))
+    except UnsafeSchema as exc:
+        _log.warning(
+            "judge replies are not shape-checked on the host (the template's own "
+            "validation in the sandbox still applies): %s",
+            exc,
+        )
+        validator = None
+    with _VALIDATORS_LOCK:
+        _VALIDATORS[digest] = validator
+        while len(_VALIDATORS) > _MAX_VALIDATORS:
+            _VALIDATORS.popitem(last=False)
+    return validator
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -169,16 +208,29 @@ def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
 
     Messages name the field path, e.g. ``answer.count: expected integer, got string``.
     Only shape problems count (types, required and unexpected fields, enums,
-    constants, alternatives); range and format keywords do not. A schema jsonschema cannot use (an unresolvable ``$ref``) checks nothing: the
-    reply is then judged by the template's own validation alone.
+    constants, alternatives); range and format keywords do not.
+
+    ``schema`` may come from template code, so it is checked in its safe
+    reduction (:func:`~verifleet.pipeline._llm._safe_schema.reduce_schema`: no
+    regular expression, no reference outside the document, bounded size and
+    expansion) under a step budget. A schema beyond those bounds, one with an
+    unresolvable ``$ref``, and a check that runs out of budget check nothing:
+    the reply is then judged by the template's own validation alone (in the
+    sandbox, under its wall-clock limit). Never raises for any schema.
     """
+    validator = _validator_for(schema)
+    if validator is None:
+        return []
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    except (SchemaError, UnknownType, Unresolvable):
+        with step_budget():
+            errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    except (SchemaError, UnknownType, Unresolvable, RecursionError):
+        return []
+    except BudgetExceeded as exc:
+        _log.warning("judge reply not shape-checked on the host: %s", exc)
         return []
     messages: list[str] = []
     for error in errors:
-        if error.validator in _SHAPE_KEYWORDS:
+        if error.validator in SHAPE_KEYWORDS:
             messages.extend(m for m in _messages(error) if m not in messages)
     return messages

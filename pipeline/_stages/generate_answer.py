@@ -20,7 +20,9 @@ class GenerateAnswerStage(Stage):
 
     With ``ctx.answer`` already set (another parsing model of the unit got it, or
     the caller passed a cached answer) nothing is called: the answer and its
-    ``answer_generation`` usage are reused, failure included. Fatal.
+    ``answer_generation`` usage are reused, failure included. Fatal. A response
+    (with its trace messages) over ``ResultLimits.response`` fails the unit with
+    an error naming the limit, and is not kept.
     """
 
     name: ClassVar[str] = "GenerateAnswer"
@@ -28,9 +30,11 @@ class GenerateAnswerStage(Stage):
 
     def run(self, ctx: VerificationContext) -> None:
         if ctx.answer is None:
-            ctx.answer = self._generate(ctx)
-        elif ctx.answer.usage:
-            ctx.usage.merge_stage(_STAGE, ctx.answer.usage)
+            ctx.answer = _bounded(ctx, self._generate(ctx))
+        else:
+            ctx.answer = _bounded(ctx, ctx.answer)
+            if ctx.answer.usage:
+                ctx.usage.merge_stage(_STAGE, ctx.answer.usage)
         if ctx.answer.agent_metrics is not None:
             ctx.usage.set_agent_metrics(ctx.answer.agent_metrics)
         if ctx.answer.error is not None:
@@ -61,6 +65,27 @@ class GenerateAnswerStage(Stage):
                 "few_shot_example_count": shown,
             }
         )
+
+
+def _bounded(ctx: VerificationContext, answer: CachedAnswer) -> CachedAnswer:
+    """``answer``, or in its place a failed answer naming the limit when its
+    response and trace are over the operator's ``ResultLimits.response``."""
+    if answer.error is not None:
+        return answer
+    limits = ctx.resources.sandbox.settings.result_limits
+    problem = limits.problem(
+        "response",
+        "the answering model's response",
+        [answer.raw_llm_response, answer.trace_messages],
+    )
+    if problem is None:
+        return answer
+    return CachedAnswer(
+        error=problem,
+        answering_mcp_servers=answer.answering_mcp_servers,
+        usage=answer.usage,
+        agent_metrics=answer.agent_metrics,
+    )
 
 
 def _prompt(ctx: VerificationContext) -> tuple[list[Message], int]:

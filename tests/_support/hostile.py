@@ -7,11 +7,13 @@ marker file, reads a secret file or connects to a socket; or a resource attack
 (endless loop, huge integer, ReDoS, memory bomb, fork bomb, a flood of output).
 ``__MARKER__``, ``__SECRET__`` and ``__PORT__`` are replaced per test run with a
 marker path to watch, a secret file outside the sandbox, and the port of a
-listening socket that must never see a connection.
+listening socket that must never see a connection. A ``# judge-fields: {...}``
+line gives the judge's reply for that template (default ``{"value": "os.system"}``).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ __all__ = [
     "Trap",
     "corpus_benchmark",
     "corpus_files",
+    "judge_fields",
     "rubric_attack_question",
 ]
 
@@ -110,6 +113,16 @@ def corpus_files() -> list[Path]:
     return files
 
 
+def judge_fields(path: Path) -> dict[str, Any]:
+    """The judge's reply to a corpus template: its ``# judge-fields:`` line, else
+    a value of no interest."""
+    for line in path.read_text().splitlines():
+        if line.startswith("# judge-fields:"):
+            fields: dict[str, Any] = json.loads(line.split(":", 1)[1])
+            return fields
+    return {"value": "os.system"}
+
+
 def corpus_benchmark(trap: Trap, *, honest: int = 2) -> tuple[Benchmark, dict[str, Any]]:
     """The hostile templates as questions, plus ``honest`` control questions, and
     the fake endpoint's answers for them."""
@@ -118,7 +131,7 @@ def corpus_benchmark(trap: Trap, *, honest: int = 2) -> tuple[Benchmark, dict[st
     for path in corpus_files():
         text = f"Hostile {path.stem}?"
         questions.append(Question(id=path.stem, text=text, answer_template=trap.source(path)))
-        answers[text] = {"text": HOSTILE_ANSWER, "fields": {"value": "os.system"}}
+        answers[text] = {"text": HOSTILE_ANSWER, "fields": judge_fields(path)}
     for i in range(honest):
         text = f"What is the capital of France (control {i})?"
         questions.append(Question(id=f"honest{i}", text=text, answer_template=HONEST_TEMPLATE))
