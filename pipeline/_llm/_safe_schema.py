@@ -13,8 +13,9 @@ references inside the document (``#/...``); it refuses schemas beyond
 :data:`MAX_SCHEMA_CHARS`, :data:`MAX_DEPTH`, :data:`MAX_NODES` or an expansion of
 :data:`MAX_EXPANSION` subschemas applied to one value. :func:`bounded_validator`
 builds a validator over the reduced schema whose registry refuses every
-retrieval and whose keyword calls are counted, so one check costs at most
-:data:`MAX_STEPS` keyword evaluations. Whatever is refused or runs out of budget
+retrieval, which evaluates a reference on one part of the reply once, and whose
+keyword calls are counted, so one check costs at most :data:`MAX_STEPS` keyword
+evaluations. Whatever is refused or runs out of budget
 is left unchecked on the host: the template's own validation, inside the
 sandbox under its wall-clock limit, still judges the reply.
 """
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from referencing import Registry, Resource
@@ -56,7 +58,7 @@ MAX_NODES = 5_000
 #: Most subschemas that ``anyOf``/``oneOf``/``allOf``/``$ref`` may apply to one value.
 MAX_EXPANSION = 1_000
 #: Most keyword evaluations one reply check may cost.
-MAX_STEPS = 20_000
+MAX_STEPS = 10_000
 
 #: Keywords whose failure sends a judge back: the reply's shape.
 SHAPE_KEYWORDS = frozenset(
@@ -226,29 +228,56 @@ def _check_expansion(root: dict[str, Any]) -> None:
         expansion(subschema)
 
 
-_steps = threading.local()
+_scope = threading.local()
 
 
 @contextmanager
 def step_budget(steps: int = MAX_STEPS) -> Iterator[None]:
     """Arm the keyword counter of :func:`bounded_validator` for one check in
     this thread: past ``steps`` evaluations a keyword raises
-    :class:`BudgetExceeded`."""
-    _steps.left = steps
+    :class:`BudgetExceeded`. Within the check, a reference already evaluated on
+    the same part of the reply is not evaluated again (a recursive schema with
+    alternatives would otherwise try each sub-value exponentially often)."""
+    _scope.left = steps
+    _scope.seen = {}
     try:
         yield
     finally:
-        _steps.left = None
+        _scope.left = None
+        _scope.seen = None
+
+
+def _spend() -> None:
+    left = getattr(_scope, "left", None)
+    if left is not None:
+        if left <= 0:
+            raise BudgetExceeded("the check took more than its budget of keyword evaluations")
+        _scope.left = left - 1
 
 
 def _counted(function: Callable[..., Any]) -> Callable[..., Any]:
     def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
-        left = getattr(_steps, "left", None)
-        if left is not None:
-            if left <= 0:
-                raise BudgetExceeded(f"the check took more than {MAX_STEPS} steps")
-            _steps.left = left - 1
+        _spend()
         return function(validator, value, instance, schema)
+
+    return keyword
+
+
+def _remembered_ref(function: Callable[..., Any]) -> Callable[..., Any]:
+    def keyword(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        _spend()
+        seen: dict[tuple[str, int], bool] | None = getattr(_scope, "seen", None)
+        key = (str(ref), id(instance))  # the reply is alive for the whole check
+        if seen is not None and key in seen:
+            if not seen[key]:
+                # Only alternatives ask again, and they report one message of
+                # their own: a summary is enough here.
+                yield ValidationError(f"does not match {ref}", validator="$ref")
+            return
+        errors = list(function(validator, ref, instance, schema))
+        if seen is not None:
+            seen[key] = not errors
+        yield from errors
 
     return keyword
 
@@ -263,7 +292,7 @@ _KEPT = SHAPE_KEYWORDS | {"$ref", "allOf", "prefixItems", "properties"}
 _BoundedValidator = extend(
     Draft202012Validator,
     validators={
-        name: _counted(function)
+        name: (_remembered_ref if name == "$ref" else _counted)(function)
         for name, function in Draft202012Validator.VALIDATORS.items()
         if name in _KEPT
     },

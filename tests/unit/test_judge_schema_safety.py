@@ -5,6 +5,7 @@ here freezes or hangs the test (the timeout marks turn that into a failure)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from referencing.exceptions import Unresolvable
 from verifleet.pipeline._llm import schema_errors
 from verifleet.pipeline._llm._safe_schema import (
     MAX_EXPANSION,
+    MAX_STEPS,
+    BudgetExceeded,
     UnsafeSchema,
     bounded_validator,
     reduce_schema,
@@ -171,20 +174,32 @@ def test_recursive_models_are_still_checked() -> None:
     assert schema_errors(bad, schema) == ["children[0].name: required field is missing"]
 
 
-def test_a_reply_that_makes_the_check_exponential_runs_out_of_budget() -> None:
+def test_a_reply_cannot_make_a_recursive_schema_exponential() -> None:
     # Statically small (each alternative descends into a property), but a deep
-    # reply that fails at the bottom is tried 2**depth times: the step budget
-    # stops it and the reply is left to the template's own validation.
+    # reply that fails at the bottom would be tried 2**depth times if each
+    # reference were evaluated again: it is evaluated once per part of the reply.
     branch = {"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}}
     schema = {"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [branch, dict(branch)]}}}
     reply: Any = 1
     for _ in range(40):
         reply = {"x": reply}
-    assert schema_errors(reply, schema) == []
-    # A shallow bad reply is still reported.
-    assert schema_errors({"x": 1}, schema) == [
-        'the reply: {"x": 1} matches none of the allowed forms'
+    with step_budget(MAX_STEPS):
+        errors = list(bounded_validator(reduce_schema(schema)).iter_errors(reply))
+    assert [e.validator for e in errors] == ["anyOf"]
+    assert schema_errors(reply, schema) == [
+        f"the reply: {json.dumps(reply)[:80]} matches none of the allowed forms"
     ]
+    assert schema_errors({"x": {"x": {}}}, schema) == []
+
+
+def test_a_check_past_its_step_budget_checks_nothing() -> None:
+    schema = _object(rows={"type": "array", "items": _object(a={"type": "string"})})
+    small = {"rows": [{"a": 1}] * 10}
+    assert len(schema_errors(small, schema)) == 10
+    huge = {"rows": [{"a": 1}] * (MAX_STEPS // 2)}
+    assert schema_errors(huge, schema) == []
+    with pytest.raises(BudgetExceeded), step_budget(20):
+        list(bounded_validator(reduce_schema(schema)).iter_errors(small))
 
 
 def test_oversized_and_overdeep_schemas_are_not_checked() -> None:
