@@ -32,15 +32,13 @@ from verifleet.reward import (
 )
 
 from ._serve_admission import Admission
+from ._serve_defaults import DEFAULT_MAX_BATCH
 from ._serve_scoring import cancel_on_disconnect, score_on_loop
 
 __all__ = ["BATCH_PATH", "DEFAULT_MAX_BATCH", "add_batch_route"]
 
 BATCH_PATH = "/verify/batch"
 
-#: Rollouts one batch may carry: a typical RL step's batch, well under the
-#: default ``--max-inflight`` (a batch is admitted whole or not at all).
-DEFAULT_MAX_BATCH = 1024
 
 _REQUEST: TypeAdapter[Any] = TypeAdapter(VerifyRequest)
 

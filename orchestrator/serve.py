@@ -48,7 +48,13 @@ from verifleet.reward import (
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
 from ._serve_admission import Admission, AdmissionGate
-from ._serve_batch import DEFAULT_MAX_BATCH, add_batch_route
+from ._serve_batch import add_batch_route
+from ._serve_defaults import (
+    DEFAULT_MAX_BATCH,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_REQUEST_TIMEOUT,
+)
 from ._serve_guards import BearerAuth, BodyLimit, HostCheck, bearer_token_ok
 from ._serve_scoring import score_on_loop
 
@@ -66,19 +72,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: A long agent trajectory is tens of kilobytes; 8 MiB leaves room without letting
-#: one request hold the server's memory hostage.
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-
-#: Seconds one ``/verify`` may take: a few judge calls with their retries. Longer
-#: requests get 504 and their scoring is cancelled, so a stuck judge cannot pile
-#: up requests.
-DEFAULT_REQUEST_TIMEOUT = 300.0
-
-#: Rollouts scored at once. Each costs a few kilobytes and, with a judge, one open
-#: judge connection; 4,096 keeps a 50 ms judge busy far beyond what one server
-#: process scores per second, and answers the rest 503 at once.
-DEFAULT_MAX_INFLIGHT = 4096
 
 #: Served without the bearer token, so load balancers can probe the service.
 HEALTH_PATH = "/health"

@@ -161,6 +161,10 @@ class JobProgress(BaseModel):
     name: str = ""
     status: JobStatus
     created: str = ""
+    started_at: str = ""
+    """When a worker took the job's first unit up (ISO 8601); empty before."""
+    finished_at: str = ""
+    """When its last unit finished (ISO 8601); empty before."""
     total_units: int = 0
     done_units: int = 0
     failed_units: int = 0
@@ -284,6 +288,31 @@ class ResultStore:
         )
         pipe.zadd(self._index(), {job_id: time.time()})
         pipe.execute()
+
+    def set_ttl(self, job_id: str, seconds: float) -> None:
+        """Let :meth:`expired_jobs` report the job ``seconds`` after it finished
+        (or, if it never finishes, after it was created)."""
+        self.client.hset(self.keys(job_id).meta, "ttl", str(float(seconds)))
+
+    def expired_jobs(self, *, now: float | None = None, limit: int = 10_000) -> list[str]:
+        """Ids of the jobs with a TTL (:meth:`set_ttl`) that has run out, among the
+        newest ``limit``: done or cancelled jobs counted from when they finished,
+        others from when they were created."""
+        now = time.time() if now is None else now
+        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(self.keys(job_id).meta, ["ttl", "finished", "created"])
+        expired = []
+        for job_id, (ttl, finished, created) in zip(ids, pipe.execute(), strict=True):
+            if ttl is None:
+                continue
+            since = _text(finished) if finished else _text(created) if created else ""
+            if not since:
+                continue
+            if datetime.fromisoformat(since).timestamp() + float(_text(ttl)) <= now:
+                expired.append(job_id)
+        return expired
 
     def exists(self, job_id: str) -> bool:
         """True when ``job_id`` was submitted to this store."""
@@ -488,6 +517,8 @@ class ResultStore:
             name=meta.get("name", ""),
             status=JobStatus(meta.get("status", "queued")),
             created=meta.get("created", ""),
+            started_at=meta.get("started", ""),
+            finished_at=meta.get("finished", ""),
             total_units=int(meta.get("total_units", 0)),
             done_units=done,
             failed_units=failed,
@@ -567,6 +598,48 @@ class ResultStore:
             None if blob is None else VerificationResult.model_validate_json(self._decompress(blob))
             for blob in blobs
         ]
+
+    def failed_units(self, job_id: str) -> set[str]:
+        """Keys of the finished units with at least one errored result."""
+        return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).failed, count=1000)}
+
+    def forget_units(self, job_id: str, units: Mapping[str, Sequence[str]]) -> int:
+        """Make finished units unfinished again so that a resume runs them anew
+        (``resume --retry-errors``): their results, verdicts and done/failed marks
+        go; a worker then stores the new results once, as on a first run.
+
+        Args:
+            units: Unit key -> the keys of the results that unit wrote.
+
+        Returns:
+            How many results were removed.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        keys = self.keys(job_id)
+        pairs = [_text(p) for p in self.client.hkeys(keys.pairs)]
+        removed = 0
+        for unit, result_keys in units.items():
+            blobs: Any = self.client.hmget(keys.results, list(result_keys))
+            present = [k for k, blob in zip(result_keys, blobs, strict=True) if blob is not None]
+            pipe = self.client.pipeline(transaction=True)
+            for key in present:
+                pipe.hdel(keys.results, key)
+                # The pair of a result is in its blob; removing the key from every
+                # pair's verdict sets costs less than reading the blobs back.
+                for pair in pairs:
+                    for verdict in ("pass", "fail", "error", "none"):
+                        pipe.srem(keys.verdicts(pair, verdict), key)
+            pipe.srem(keys.failed, unit)
+            pipe.srem(keys.done, unit)
+            pipe.execute()
+            removed += len(present)
+        if units:
+            # Not done any more: watchers wait and the last unit finishes it again.
+            self.client.hset(keys.meta, "status", JobStatus.RUNNING.value)
+            self.client.hdel(keys.meta, "finished")
+        return removed
 
     def delete_job(self, job_id: str) -> None:
         """Remove every key of the job."""

@@ -8,8 +8,10 @@ the same job to the fleet and returns its :class:`~verifleet.orchestrator.Job`.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,16 +33,67 @@ def _benchmark(benchmark: Any, *, trust_callables: bool) -> Benchmark:
     raise TypeError(f"benchmark must be a Benchmark or a path, not {type(benchmark).__name__}")
 
 
-def _config(config: Any) -> VerificationConfig:
+_LOCAL = "local"
+_MODEL_LISTS = ("answering_models", "parsing_models")
+
+
+def _models_of(data: Mapping[str, Any], local_spec: str | None) -> dict[str, Any]:
+    """``data`` with model strings (as on the command line) turned into models."""
+    from verifleet.schemas import ConfigError, ModelConfig
+
+    out = dict(data)
+    for field in _MODEL_LISTS:
+        models = out.get(field)
+        if isinstance(models, str):
+            models = [models]
+        if not isinstance(models, list):
+            continue
+        parsed: list[Any] = []
+        for model in models:
+            if model == _LOCAL:
+                if local_spec is None:
+                    raise ConfigError(f"{field}: 'local' needs the local model server")
+                # A tiny model needs room for structured JSON replies (as in the CLI).
+                parsed.append(ModelConfig.parse(local_spec, max_tokens=512))
+            elif isinstance(model, str):
+                parsed.append(ModelConfig.parse(model))
+            else:
+                parsed.append(model)
+        out[field] = parsed
+    return out
+
+
+def _wants_local(config: Any) -> bool:
+    if not isinstance(config, Mapping):
+        return False
+    for field in _MODEL_LISTS:
+        models = config.get(field)
+        if models == _LOCAL or (isinstance(models, list) and _LOCAL in models):
+            return True
+    return False
+
+
+def _config(config: Any, *, local_spec: str | None = None) -> VerificationConfig:
     from verifleet.schemas import VerificationConfig, unwrap_preset
 
     if isinstance(config, VerificationConfig):
         return config
     if isinstance(config, Mapping):
-        return VerificationConfig.build(**unwrap_preset(dict(config)))
+        data = _models_of(unwrap_preset(dict(config)), local_spec)
+        return VerificationConfig.build(**data)
     raise TypeError(
         f"config must be a VerificationConfig or a mapping, not {type(config).__name__}"
     )
+
+
+def _selected(benchmark: Benchmark, questions: Any, limit: int | None) -> Benchmark:
+    from verifleet.orchestrator._selection import parse_question_patterns, select_benchmark
+
+    return select_benchmark(benchmark, questions=parse_question_patterns(questions), limit=limit)
+
+
+#: ``progress(done, total)``: called after each unit finishes (or is found done).
+ProgressCallback = Callable[[int, int], None]
 
 
 def run(
@@ -49,17 +102,48 @@ def run(
     *,
     trust_callables: bool = False,
     resources: PipelineResources | None = None,
+    limit: int | None = None,
+    questions: str | Sequence[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    retry_errors: bool = False,
+    progress: ProgressCallback | None = None,
+    preflight: bool = False,
 ) -> VerificationResultSet:
     """Verify every (question x answering model x replicate) unit in this process,
     then every (scenario x answering model x replicate) unit, turn by turn.
+
+    Example:
+        >>> import verifleet
+        >>> results = verifleet.run(
+        ...     "examples/demo/benchmark.yaml",
+        ...     {"answering_models": ["http://127.0.0.1:8000/v1#my-model"],
+        ...      "parsing_models": ["openai:gpt-4.1-mini"]},
+        ...     limit=5, out="results.parquet",
+        ...     progress=lambda done, total: print(f"{done}/{total}"))
 
     Args:
         benchmark: A :class:`~verifleet.schemas.Benchmark`, or the path of a
             benchmark file or checkpoint (loaded as ``verifleet run`` loads it).
         config: The run's :class:`~verifleet.schemas.VerificationConfig`, or its
-            fields as a mapping (an original-framework preset works too).
+            fields as a mapping (an original-framework preset works too). In a
+            mapping, models may be given as on the command line:
+            ``"openai:gpt-4.1-mini"``, ``"http://host:8000/v1#name"``,
+            ``"manual:answers.jsonl"`` or ``"local"`` (the bundled model, on a
+            llama-server started for this call and stopped after it).
         trust_callables: Allow pickled callable traits when loading from a path.
         resources: Per-process caches to reuse across calls; a fresh set if None.
+        limit: Run only the first ``limit`` questions (and scenarios).
+        questions: Question or scenario ids, shell globs allowed (``"geo-*"``),
+            as a list or a comma-separated string.
+        out: A result file (``.parquet``, ``.json``, ``.jsonl``, ``.csv``) as with
+            ``verifleet run --out``: checked and locked first, every finished unit
+            journalled, units already in it skipped (resume), the file written at
+            the end; the returned set then holds everything in the file.
+        retry_errors: With ``out``: run again the units whose results in it have
+            errors (each result stays in the file once).
+        progress: Called as ``progress(done, total)`` after each unit (from the
+            calling thread).
+        preflight: Make one call per model first and raise if one fails.
 
     Returns:
         One result per unit and parsing model (per turn for scenarios), in the
@@ -70,20 +154,62 @@ def run(
 
     Raises:
         BenchmarkLoadError: the benchmark file is missing or malformed.
-        ConfigError: the config mapping is invalid (every field named).
+        ConfigError: the config mapping is invalid (every field named), a
+            ``questions`` pattern matches nothing, ``limit`` is below 1, or
+            ``out`` is in use by another run or cannot be written.
+        ExportError: ``out`` has an unknown extension.
+        PreflightError: with ``preflight``, a model did not answer.
         UntrustedCodeError: pickled callables without ``trust_callables``.
     """
     from verifleet.orchestrator._local.runner import LocalRunner
+
+    path = Path(out) if out is not None else None
+    with contextlib.ExitStack() as stack:
+        if path is not None:
+            from verifleet.orchestrator._local.lock import OutputLock, check_output
+
+            check_output(path)
+            stack.enter_context(OutputLock(path))
+        loaded = _selected(_benchmark(benchmark, trust_callables=trust_callables), questions, limit)
+        local_spec = None
+        if _wants_local(config):
+            from verifleet.orchestrator import LocalLLMServer
+
+            local_spec = stack.enter_context(LocalLLMServer()).spec
+        verification = _config(config, local_spec=local_spec)
+        if preflight:
+            from verifleet.orchestrator._preflight import preflight_models
+
+            preflight_models(verification, resources=resources)
+        runner = LocalRunner(loaded, verification, resources=resources)
+        if path is None:
+            return _collect(runner, progress)
+        return _run_into(runner, path, retry_errors=retry_errors, progress=progress)
+    raise AssertionError("unreachable: the block returns")
+
+
+def _collect(runner: Any, progress: ProgressCallback | None) -> VerificationResultSet:
     from verifleet.schemas import VerificationResultSet
 
-    loaded = _benchmark(benchmark, trust_callables=trust_callables)
-    runner = LocalRunner(loaded, _config(config), resources=resources)
-    results = [result for _unit, unit_results in runner.run() for result in unit_results]
+    total = runner.count_units() + runner.count_scenario_units()
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    results = []
+    for _unit, unit_results in runner.run():
+        results.extend(unit_results)
+        tick()
     runs = []
     for _scenario, run in runner.run_scenarios():
         results.extend(run.results)
         if run.scenario_result is not None:
             runs.append(run.scenario_result)
+        tick()
     if not runs:
         return VerificationResultSet(results=results)
     failed = [entry for entry in (r.error() for r in runs) if entry is not None]
@@ -92,6 +218,41 @@ def run(
         scenario_results=runs,
         errors=[(desc, exc) for desc, exc in failed] or None,
     )
+
+
+def _run_into(
+    runner: Any, path: Path, *, retry_errors: bool, progress: ProgressCallback | None
+) -> VerificationResultSet:
+    from verifleet.orchestrator import read_results
+    from verifleet.orchestrator._local.output import RunOutput
+
+    output = RunOutput(path)
+    done_keys = output.done_keys(retry_errors=retry_errors)
+    done_scenarios = output.done_scenarios(retry_errors=retry_errors)
+    total = runner.count_units() + runner.count_scenario_units()
+    count = 0
+
+    def tick(_unit: Any = None) -> None:
+        nonlocal count
+        count += 1
+        if progress is not None:
+            progress(count, total)
+
+    try:
+        for _unit, results in runner.run(done_keys=done_keys, on_skip=tick):
+            output.record(results)
+            tick()
+        for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=tick):
+            output.record_scenario(run)
+            tick()
+    except BaseException:
+        # Interrupted: the journal keeps the finished units for the next call.
+        runner.stop()
+        output.journal.close()
+        output.scenario_journal.close()
+        raise
+    output.finalize()
+    return read_results(path)
 
 
 def submit(

@@ -13,7 +13,7 @@ from ._index import TABLE_COLUMNS, ResultIndex, TableQuery
 from ._overview import overview, template_summary, wilson_interval
 from ._report import report_html, write_report
 from ._runs import FileRun, JobRun, Run
-from ._serve import DEFAULT_HOST, DEFAULT_PORT, check_binding, is_loopback, serve
+from ._serve import DEFAULT_HOST, DEFAULT_PORT, bind_socket, check_binding, is_loopback, serve
 
 __all__ = [
     "COMPARE_KEY",
@@ -26,6 +26,7 @@ __all__ = [
     "Run",
     "TableQuery",
     "ViewerError",
+    "bind_socket",
     "check_binding",
     "compare",
     "create_app",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Sequence
 
 from ._app import create_app
 from ._errors import ViewerError
 from ._runs import Run
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "check_binding", "is_loopback", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "bind_socket", "check_binding", "is_loopback", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8600
@@ -38,6 +39,42 @@ def check_binding(host: str, token: str | None) -> None:
         )
 
 
+def bind_socket(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
+    """A listening socket on ``host:port``, taken before anything is loaded or a
+    URL is printed: a URL printed for a port another viewer holds would show that
+    viewer's data.
+
+    Raises:
+        ViewerError: the port is taken or the address cannot be bound (the
+            message suggests ``--port``).
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ViewerError(f"cannot bind to {host}: {exc.strerror}") from None
+    family, _type, _proto, _name, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # No SO_REUSEADDR on purpose beyond TIME_WAIT reuse: Linux still refuses a port
+    # another socket listens on, which is the point.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        taken = exc.errno == 98  # EADDRINUSE
+        raise ViewerError(
+            f"cannot listen on {host}:{port}: "
+            + (
+                "the port is in use (another viewer?); choose another with --port"
+                if taken
+                else str(exc.strerror)
+            )
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve(
     runs: Sequence[Run],
     *,
@@ -45,15 +82,20 @@ def serve(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     title: str = "",
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve the viewer over ``runs`` until interrupted (blocks).
 
+    Args:
+        sock: A socket from :func:`bind_socket` (else one is bound to ``host:port``).
+
     Raises:
-        ViewerError: as for :func:`check_binding`.
-        OSError: the port is taken (uvicorn reports it and exits).
+        ViewerError: as for :func:`check_binding` and :func:`bind_socket`.
     """
     import uvicorn
 
     check_binding(host, token)
+    sock = sock or bind_socket(host, port)
     app = create_app(runs, token=token, title=title)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])

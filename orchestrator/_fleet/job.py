@@ -114,15 +114,26 @@ class Job:
                 )
             time.sleep(poll)
 
+    def delete(self) -> None:
+        """Remove the job and all its results from Redis (queued units are then
+        dropped by the workers: the job is unknown to them)."""
+        self.store.delete_job(self.job_id)
+
     def cancel(self) -> None:
         """Stop new work: queued tasks of this job are dropped by the workers."""
         self.store.set_status(self.job_id, JobStatus.CANCELLED)
 
-    def resume(self) -> int:
-        """Re-enqueue only the units without results; returns how many."""
+    def resume(self, *, retry_errors: bool = False) -> int:
+        """Re-enqueue only the units without results; returns how many.
+
+        ``retry_errors`` runs the units with errored results again too (their
+        old results are replaced, each result stays stored once).
+        """
         broker = Broker(self.redis_url)
         try:
-            return resume_job(self.job_id, store=self.store, broker=broker)
+            return resume_job(
+                self.job_id, store=self.store, broker=broker, retry_errors=retry_errors
+            )
         finally:
             broker.close()
 

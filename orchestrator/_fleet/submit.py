@@ -223,17 +223,36 @@ def submit_job(
     )
 
 
-def resume_job(job_id: str, *, store: ResultStore, broker: Broker, batch_size: int = 500) -> int:
+def resume_job(
+    job_id: str,
+    *,
+    store: ResultStore,
+    broker: Broker,
+    batch_size: int = 500,
+    retry_errors: bool = False,
+) -> int:
     """Re-enqueue only the units of ``job_id`` without results; returns how many.
+
+    With ``retry_errors``, the question units with an errored result lose their
+    results first and run again: each result is stored once, the new one.
+    (Scenario units are not retried: a scenario run is kept as it ended.)
 
     Raises:
         KeyError: no such job.
     """
-    from verifleet.store import JobStatus
+    from verifleet.store import JobStatus, expand_units, unit_key, unit_result_keys
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)
     config = VerificationConfig.model_validate_json(config_json)
+    if retry_errors:
+        failed = store.failed_units(job_id)
+        forgotten: dict[str, list[str]] = {}
+        for unit in expand_units(benchmark, config) if failed else ():
+            key = unit_key(unit, job_id=job_id)
+            if key in failed:
+                forgotten[key] = unit_result_keys(unit, config.parsing_models, job_id=job_id)
+        store.forget_units(job_id, forgotten)
     done = store.done_units(job_id)
     # Running before sending: workers drop tasks of a cancelled job.
     store.set_status(job_id, JobStatus.RUNNING)

@@ -43,11 +43,13 @@ class RunOutput:
         journalled = [r.scenario_result for r in self.scenario_journal.read()]
         return [*(stored or []), *(r for r in journalled if r is not None)]
 
-    def done_scenarios(self) -> set[str]:
-        """:func:`scenario_done_key` of every scenario run already produced."""
+    def done_scenarios(self, *, retry_errors: bool = False) -> set[str]:
+        """:func:`scenario_done_key` of every scenario run already produced (with
+        ``retry_errors``, of those whose status is not ``error``)."""
         return {
             scenario_done_key(r.scenario_id, r.answering_model or "", r.replicate)
             for r in self._existing_scenarios()
+            if not (retry_errors and r.status == "error")
         }
 
     def record_scenario(self, run: ScenarioRun) -> None:
@@ -66,9 +68,31 @@ class RunOutput:
         for run in self.scenario_journal.read():
             yield from run.results
 
-    def done_keys(self) -> set[str]:
-        """Keys of every result already produced for this output."""
-        return {result_key(r) for r in self._existing()}
+    def done_keys(self, *, retry_errors: bool = False) -> set[str]:
+        """Keys of every result already produced for this output; with
+        ``retry_errors``, of those that completed without errors (the errored
+        ones run again, and :meth:`finalize` keeps the new result alone)."""
+        done, errored = self.scan()
+        return done - errored if retry_errors else done
+
+    def scan(self) -> tuple[set[str], set[str]]:
+        """Keys of every result already produced, and of those whose last
+        result has an error (``completed_without_errors`` false).
+
+        Raises:
+            ExportError: the output file cannot be read.
+            ValueError: a journal line other than the last is unreadable.
+        """
+        done: set[str] = set()
+        errored: set[str] = set()
+        for result in self._existing():
+            key = result_key(result)
+            done.add(key)
+            if result.metadata.completed_without_errors:
+                errored.discard(key)
+            else:
+                errored.add(key)
+        return done, errored
 
     def record(self, results: list[VerificationResult]) -> None:
         """Journal the results of one finished unit."""
@@ -88,14 +112,25 @@ class RunOutput:
         runs: dict[str, ScenarioExecutionResult] = {}
         for run in self._existing_scenarios():
             key = scenario_done_key(run.scenario_id, run.answering_model or "", run.replicate)
-            runs.setdefault(key, run)
-        seen: set[str] = set()
+            # A retried run (--retry-errors) replaces the errored one it re-ran.
+            if key not in runs or runs[key].status == "error":
+                runs[key] = run
+        # Each key once: the first result, unless a later one replaces an error
+        # (a --retry-errors run journals the new result after the old one).
+        winner: dict[str, int] = {}
+        errored: set[str] = set()
+        for position, result in enumerate(self._existing()):
+            key = result_key(result)
+            if key not in winner or key in errored:
+                winner[key] = position
+                if result.metadata.completed_without_errors:
+                    errored.discard(key)
+                else:
+                    errored.add(key)
 
         def unique() -> Iterator[VerificationResult]:
-            for result in self._existing():
-                key = result_key(result)
-                if key not in seen:
-                    seen.add(key)
+            for position, result in enumerate(self._existing()):
+                if winner[result_key(result)] == position:
                     yield result
 
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")

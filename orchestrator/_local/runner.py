@@ -105,10 +105,8 @@ class LocalRunner:
                     continue
                 yield unit
 
-        workers = self.config.max_concurrency
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-scn") as pool:
-            # as for units: the endpoints' windows decide how many run
-            yield from self._drain(pool, todo(), self._run_scenario)
+        # as for units: the endpoints' windows decide how many run
+        yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
         return run_scenario(
@@ -131,7 +129,8 @@ class LocalRunner:
         )
 
     def stop(self) -> None:
-        """Stop submitting units; those in flight finish."""
+        """Stop submitting units; those in flight finish in the background (closing
+        the iterator of :meth:`run` then does not wait for them)."""
         self._stop.set()
 
     def run(
@@ -157,11 +156,20 @@ class LocalRunner:
         todo = (
             unit for unit in self.units() if not _already_done(unit, parsing, done_keys, on_skip)
         )
-        workers = self.config.max_concurrency
         # Threads start as units are submitted, so only as many exist as the
         # windows ever asked for.
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verifleet-unit") as pool:
-            yield from self._drain(pool, todo, self._run_one)
+        yield from self._pooled("verifleet-unit", todo, self._run_one)
+
+    def _pooled(
+        self, name: str, todo: Iterable[_U], run: Callable[[_U], _R]
+    ) -> Iterator[tuple[_U, _R]]:
+        pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency, thread_name_prefix=name)
+        try:
+            yield from self._drain(pool, todo, run)
+        finally:
+            # After stop() (Ctrl-C, SIGTERM) the units in flight are not waited for:
+            # a model call may take minutes, and the caller is leaving.
+            pool.shutdown(wait=not self._stop.is_set(), cancel_futures=True)
 
     def units_at_once(self) -> int:
         """How many units to keep running now (see the class docstring)."""

@@ -38,6 +38,17 @@ def _free_port() -> int:
         return port
 
 
+def _parent_death_signal() -> None:
+    """In the child before exec: SIGTERM it when the starting thread ends (Linux)."""
+    import contextlib
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    # Not Linux: the command's signal handlers still stop the server.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 def _default_threads() -> int:
     # Half the usable CPUs: ggml's threads meet at a spinning barrier after every
     # layer, so one thread preempted by another process stalls them all. Measured
@@ -69,6 +80,10 @@ class LocalLLMServer:
         log_path: Where the server writes its log; default: a temporary file that
             is deleted after a clean stop and kept (and named in the error) on failure.
         extra_args: More ``llama-server`` arguments, appended last.
+        die_with_parent: Have the kernel stop the server (SIGTERM) when the thread
+            that started it ends, even by SIGKILL, so a killed command never leaves
+            it holding its port. Only for servers started from a thread that lives
+            as long as the server is needed (a command's main thread).
 
     When ``binary`` is not given, the found or built binary is smoke-checked on
     first use on this machine (:func:`~.smoke.runtime_args`), and started with the
@@ -88,6 +103,7 @@ class LocalLLMServer:
         startup_timeout: float = 180.0,
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
+        die_with_parent: bool = False,
     ) -> None:
         if parallel < 1 or ctx_per_slot < 256:
             raise LocalLLMError("parallel must be >= 1 and ctx_per_slot >= 256")
@@ -102,6 +118,7 @@ class LocalLLMServer:
         self._log_path = log_path
         self._own_log = log_path is None
         self._extra_args = extra_args
+        self._die_with_parent = die_with_parent
         self._proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         #: Options the smoke check added (e.g. ``--no-repack``); () when none.
@@ -237,6 +254,7 @@ class LocalLLMServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_parent_death_signal if self._die_with_parent else None,
             )
 
     def _wait_ready(self) -> None:

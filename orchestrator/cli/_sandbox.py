@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from verifleet.sandbox import SandboxMode, SandboxSettings, reset_default_pool
-from verifleet.sandbox._settings import ENV_MODE
+if TYPE_CHECKING:
+    from verifleet.sandbox import SandboxSettings
 
-__all__ = ["add_sandbox_argument", "start_sandbox"]
+__all__ = ["SANDBOX_MODES", "add_sandbox_argument", "start_sandbox"]
+
+#: ``SandboxMode``'s values, spelled out so that building the parser (``--help``)
+#: does not import the sandbox and the schemas; tests/unit/test_cli_help.py checks them.
+SANDBOX_MODES = ("strict", "seccomp", "rlimits-only")
 
 
 def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--sandbox {strict,seccomp,rlimits-only}``."""
     parser.add_argument(
         "--sandbox",
-        choices=[m.value for m in SandboxMode],
+        choices=SANDBOX_MODES,
         default=None,
         help=(
             "isolation of template and callable-trait code (default: $VERIFLEET_SANDBOX or "
@@ -36,6 +41,9 @@ def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
             is missing and the downgrade flag.
         ConfigError: An invalid ``VERIFLEET_SANDBOX*`` value.
     """
+    from verifleet.sandbox import SandboxSettings, reset_default_pool
+    from verifleet.sandbox._settings import ENV_MODE
+
     mode = getattr(args, "sandbox", None)
     if mode is not None:
         # Worker threads and anything started from here read the same mode.

@@ -11,11 +11,13 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    from verifleet.schemas import ModelConfig, VerificationConfig
 
-from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig, unwrap_preset
+# verifleet.schemas and yaml are imported by the functions that need them: building
+# the parser (``--help``) must not pay for them.
 
 __all__ = ["add_config_arguments", "build_config", "local_model_needed", "missing_credentials"]
 
@@ -100,6 +102,10 @@ def local_model_needed(args: argparse.Namespace) -> bool:
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    from verifleet.schemas import ConfigError, unwrap_preset
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -117,6 +123,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _models(specs: list[str], local_spec: str | None, flag: str) -> list[ModelConfig]:
+    from verifleet.schemas import ConfigError, ModelConfig
+
     models = []
     for spec in specs:
         if spec == LOCAL:
@@ -135,6 +143,8 @@ def _with_mcp(models: list[Any], specs: list[str]) -> list[Any]:
     Raises:
         ConfigError: a spec is not ``NAME=URL``.
     """
+    from verifleet.schemas import ConfigError, ModelConfig
+
     servers: dict[str, str] = {}
     for spec in specs:
         name, sep, url = spec.partition("=")
@@ -162,6 +172,8 @@ def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> 
         ConfigError: an unreadable file, a bad model spec, an invalid field, or a
             model whose API key is not in the environment.
     """
+    from verifleet.schemas import ConfigError, VerificationConfig
+
     data = _read_config_file(args.config) if args.config else {}
     if args.answering:
         data["answering_models"] = _models(args.answering, local_spec, "--answering")

@@ -1,34 +1,104 @@
 """Fleet commands: ``submit``, ``jobs``, ``status``, ``watch``, ``cancel``, ``resume``,
-``results``. Each takes ``--redis URL`` (default ``VERIFLEET_REDIS_URL``)."""
+``delete``, ``results``. Each takes ``--redis URL`` (default ``VERIFLEET_REDIS_URL``).
+
+Heavy modules (rich's live display, the store, Celery's broker) are imported by
+the handlers, so ``--help`` stays instant.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+from ._jobflags import add_job_arguments, preflight, select
+from ._sandbox import add_sandbox_argument
+from .config import add_config_arguments
 
-from verifleet.schemas import ConfigError, load_benchmark
-from verifleet.store import JobProgress, RedisTarget, ResultStore, mask_password
+if TYPE_CHECKING:
+    from rich.console import Group
 
-from .._fleet.broker import Broker
-from .._fleet.job import Job, redis_url_from
-from .._fleet.submit import submit_job
-from ._console import make_console
-from ._sandbox import add_sandbox_argument, start_sandbox
-from .config import add_config_arguments, build_config
+    from verifleet.store import JobProgress, ResultStore
 
-__all__ = ["register"]
+__all__ = ["parse_duration", "progress_view", "rate_of", "register"]
+
+_FORMAT = argparse.RawDescriptionHelpFormatter
+_R = "--redis redis://127.0.0.1:6379/0"
+
+# command -> (description, example lines)
+_DOCS: dict[str, tuple[str, str]] = {
+    "jobs": (
+        "List the jobs on this Redis, newest first, with status and progress. Jobs "
+        "whose --ttl has run out are deleted first.",
+        f"verifleet jobs {_R}\n  verifleet jobs --limit 100",
+    ),
+    "status": (
+        "Print a job's progress once: units done, failed and in flight, the rate "
+        "since its first unit started, an ETA, and pass rates per model pair.",
+        "verifleet status 20260101-120000-ab12cd",
+    ),
+    "watch": (
+        "Show a job's progress live (rate over the last minute, ETA, pass rates) "
+        "until it is done or cancelled.",
+        "verifleet watch 20260101-120000-ab12cd --interval 5",
+    ),
+    "cancel": (
+        "Stop new work on a job: queued units are dropped by the workers, units in "
+        "flight finish. `verifleet resume` restarts it.",
+        "verifleet cancel 20260101-120000-ab12cd",
+    ),
+    "resume": (
+        "Re-enqueue the units of a job that have no results (after a cancel, or "
+        "units lost with Redis). --retry-errors also re-runs the units whose "
+        "results have errors: their old results are replaced, each stays stored once.",
+        "verifleet resume 20260101-120000-ab12cd\n"
+        "  verifleet resume 20260101-120000-ab12cd --retry-errors",
+    ),
+    "delete": (
+        "Remove a job and all its results from Redis. A queued or running job is "
+        "refused unless --force (which cancels it first). --expired deletes every "
+        "job whose --ttl has run out.",
+        "verifleet delete 20260101-120000-ab12cd\n  verifleet delete --expired",
+    ),
+}
 
 
 def _redis_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``12h`` or ``7d`` as seconds.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, or a duration of zero.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration such as 3600, 30m, 12h or 7d, got {text!r}"
+        )
+    seconds = (
+        float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    )
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"a TTL must be longer than zero, got {text!r}")
+    return seconds
+
+
+_SUBMIT_DOC = """Validate everything first (templates, models, rubrics), check that every model
+answers one test call (--no-preflight skips it), store the benchmark and config
+once, and enqueue one task per unit. Nothing is enqueued when anything is wrong.
+
+examples:
+  verifleet submit bench.yaml --answering openai:gpt-4.1-mini --parsing openai:gpt-4.1
+  verifleet submit bench.yaml --config config.yaml --limit 20 --ttl 7d
+  verifleet submit bench.yaml --config config.yaml --questions 'geo-*'
+"""
 
 
 def register(commands: Any) -> None:
@@ -36,13 +106,21 @@ def register(commands: Any) -> None:
     submit = commands.add_parser(
         "submit",
         help="validate a job and enqueue it for the workers",
-        description="Validate everything first (templates, models, rubrics), store the "
-        "benchmark and config once, and enqueue one task per unit.",
+        description=_SUBMIT_DOC,
+        formatter_class=_FORMAT,
     )
     submit.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_config_arguments(submit)
+    add_job_arguments(submit)
     _redis_arg(submit)
     submit.add_argument("--job-id", help="choose the job id (default: generated)")
+    submit.add_argument(
+        "--ttl",
+        type=parse_duration,
+        metavar="DURATION",
+        help="delete the job and its results this long after it finishes (e.g. 7d, 12h); "
+        "expired jobs are removed by the next `jobs`, `submit` or `delete --expired`",
+    )
     submit.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
     submit.add_argument(
         "--strict",
@@ -53,29 +131,70 @@ def register(commands: Any) -> None:
     add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
-    jobs = commands.add_parser("jobs", help="list jobs, newest first")
+    jobs = _command(commands, "jobs", "list jobs, newest first")
     _redis_arg(jobs)
-    jobs.add_argument("--limit", type=int, default=20)
+    jobs.add_argument("--limit", type=int, default=20, help="most jobs listed (default 20)")
     jobs.set_defaults(handler=_jobs)
 
     for name, handler, text in (
-        ("status", _status, "print a job's progress once"),
+        ("status", _status, "print a job's progress once, with its rate and ETA"),
         ("watch", _watch, "show a job's live progress until it ends"),
         ("cancel", _cancel, "stop new work on a job"),
-        ("resume", _resume, "re-enqueue only the units without results"),
+        (
+            "resume",
+            _resume,
+            "re-enqueue the units without results (--retry-errors: errored ones too)",
+        ),
     ):
-        cmd = commands.add_parser(name, help=text)
+        cmd = _command(commands, name, text)
         cmd.add_argument("job_id")
         _redis_arg(cmd)
         if name == "watch":
             cmd.add_argument("--interval", type=float, default=2.0, help="seconds between updates")
+        if name == "resume":
+            cmd.add_argument(
+                "--retry-errors",
+                action="store_true",
+                help="also run again the units whose results have errors (their old "
+                "results are replaced; each result stays stored once)",
+            )
         cmd.set_defaults(handler=handler)
 
-    results = commands.add_parser("results", help="stream a job's results into a file")
+    delete = _command(commands, "delete", "remove a job and all its results from Redis")
+    delete.add_argument("job_id", nargs="?", help="the job to delete")
+    _redis_arg(delete)
+    delete.add_argument(
+        "--force", action="store_true", help="delete a queued or running job (cancels it first)"
+    )
+    delete.add_argument(
+        "--expired", action="store_true", help="delete every job whose --ttl has run out"
+    )
+    delete.set_defaults(handler=_delete)
+
+    results = commands.add_parser(
+        "results",
+        help="stream a job's results into a file",
+        description="Stream every stored result of a job into one file (format from the "
+        "extension), whether the job is finished or not.",
+        epilog="example:\n  verifleet results 20260101-120000-ab12cd --out results.parquet",
+        formatter_class=_FORMAT,
+    )
     results.add_argument("job_id")
     results.add_argument("--out", type=Path, required=True, help=".parquet, .json, .jsonl or .csv")
     _redis_arg(results)
     results.set_defaults(handler=_results)
+
+
+def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
+    description, examples = _DOCS[name]
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=text,
+        description=description,
+        epilog=f"example{'s' if chr(10) in examples else ''}:\n  {examples}",
+        formatter_class=_FORMAT,
+    )
+    return parser
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -86,23 +205,48 @@ def _url(args: argparse.Namespace) -> str:
         ConfigError: no URL, or a malformed one.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
+    from verifleet.store import RedisTarget
+
+    from .._fleet.job import redis_url_from
+
     url = redis_url_from(args.redis)
     RedisTarget.parse(url).check()
     return url
 
 
 def _store(args: argparse.Namespace) -> ResultStore:
+    from verifleet.store import ResultStore
+
     return ResultStore.from_url(_url(args))
 
 
 def _progress(store: ResultStore, job_id: str) -> JobProgress:
+    from verifleet.schemas import ConfigError
+
     try:
         return store.progress(job_id)
     except KeyError:
         raise ConfigError(f"no job {job_id!r} (see `verifleet jobs`)") from None
 
 
+def _purge_expired(store: ResultStore) -> list[str]:
+    """Delete the jobs whose TTL ran out; their ids."""
+    expired = store.expired_jobs()
+    for job_id in expired:
+        store.delete_job(job_id)
+    return expired
+
+
 def _submit(args: argparse.Namespace) -> int:
+    from verifleet.schemas import load_benchmark
+    from verifleet.store import ResultStore, mask_password
+
+    from .._fleet.broker import Broker
+    from .._fleet.submit import submit_job
+    from ._console import make_console
+    from ._sandbox import start_sandbox
+    from .config import build_config
+
     url = _url(args)
     start_sandbox(args)  # templates and callable traits are checked in sandbox executors
     # Templates are checked by submit_job: a broken one fails its own question
@@ -110,8 +254,11 @@ def _submit(args: argparse.Namespace) -> int:
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
+    benchmark = select(benchmark, args)
     config = build_config(args)
+    preflight(config, args, make_console(stderr=True))
     store = ResultStore.from_url(url)
+    _purge_expired(store)
     broker = Broker(url)
     try:
         report = submit_job(
@@ -124,6 +271,8 @@ def _submit(args: argparse.Namespace) -> int:
         )
     finally:
         broker.close()
+    if args.ttl is not None:
+        store.set_ttl(report.job_id, args.ttl)
     for problem in report.failing_questions:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     print(
@@ -137,10 +286,16 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _jobs(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ._console import make_console
+
+    store = _store(args)
+    expired = _purge_expired(store)
     table = Table(title="jobs")
     for col in ("job", "name", "status", "created", "units done", "failed"):
         table.add_column(col)
-    for p in _store(args).list_jobs(limit=args.limit):
+    for p in store.list_jobs(limit=args.limit):
         table.add_row(
             p.job_id,
             p.name,
@@ -149,19 +304,48 @@ def _jobs(args: argparse.Namespace) -> int:
             f"{p.done_units}/{p.total_units}",
             str(p.failed_units),
         )
-    make_console().print(table)
+    console = make_console()
+    console.print(table)
+    if expired:
+        console.print(f"deleted {len(expired)} expired job(s): {', '.join(expired)}")
     return 0
+
+
+def rate_of(p: JobProgress, now: datetime | None = None) -> float | None:
+    """Units per second since the job's first unit started (until it finished);
+    None before any unit is done."""
+    if not p.started_at or not p.done_units:
+        return None
+    start = datetime.fromisoformat(p.started_at)
+    end = (
+        datetime.fromisoformat(p.finished_at)
+        if p.finished_at
+        else now or datetime.now(start.tzinfo)
+    )
+    seconds = (end - start).total_seconds()
+    # Timestamps have whole seconds: a job done within one reports at least 1 s.
+    return p.done_units / max(seconds, 1.0)
 
 
 def progress_view(p: JobProgress, rate: float | None) -> Group:
     """The job's counts line and its per-pair pass-rate table."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     remaining = p.total_units - p.done_units
-    eta = f"{remaining / rate:.0f}s" if rate and remaining > 0 else "-"
+    if p.finished or remaining <= 0:
+        eta = "-"
+    elif rate:
+        eta = _duration(remaining / rate)
+    else:
+        eta = "unknown (no unit done yet)"
+    rate_text = f"{rate:.2f} units/s" if rate is not None else "- units/s"
     # Text, not markup: "[done]" would otherwise be read as a style tag and vanish.
     line = Text(
         f"job {p.job_id} [{p.status.value}]  done {p.done_units}/{p.total_units}  "
         f"failed {p.failed_units}  in flight {p.in_flight}  "
-        f"rate {rate or 0:.2f} units/s  ETA {eta}"
+        f"rate {rate_text}  ETA {eta}"
     )
     if p.total_scenarios:
         line.append(
@@ -172,44 +356,64 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
     for col in ("answering", "parsing", "passed", "failed", "errors", "pass rate"):
         table.add_column(col)
     for pair in p.pairs:
-        rate_text = "n/a" if pair.pass_rate is None else f"{pair.pass_rate:.1%}"
+        pair_rate = "n/a" if pair.pass_rate is None else f"{pair.pass_rate:.1%}"
         table.add_row(
             pair.answering,
             pair.parsing,
             str(pair.passed),
             str(pair.failed),
             str(pair.errors),
-            rate_text,
+            pair_rate,
         )
     return Group(line, table)
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
 def _status(args: argparse.Namespace) -> int:
-    make_console().print(progress_view(_progress(_store(args), args.job_id), None))
+    from ._console import make_console
+
+    progress = _progress(_store(args), args.job_id)
+    make_console().print(progress_view(progress, rate_of(progress)))
     return 0
 
 
 def _watch(args: argparse.Namespace) -> int:
+    from rich.live import Live
+
     store = _store(args)
     first = _progress(store, args.job_id)
     samples = [(time.monotonic(), first.done_units)]
-    with Live(progress_view(first, None), refresh_per_second=4) as live:
+    with Live(progress_view(first, rate_of(first)), refresh_per_second=4) as live:
         while True:
             progress = _progress(store, args.job_id)
             now = time.monotonic()
             samples = [*samples[-30:], (now, progress.done_units)]
             (t0, d0), (t1, d1) = samples[0], samples[-1]
-            rate = (d1 - d0) / (t1 - t0) if t1 > t0 else None
+            # The recent rate once there is a window of samples, the job's average before.
+            rate = (d1 - d0) / (t1 - t0) if t1 - t0 >= 5 else rate_of(progress)
             live.update(progress_view(progress, rate))
             if progress.finished:
                 return 0
             time.sleep(args.interval)
 
 
-def _cancel(args: argparse.Namespace) -> int:
+def _job(args: argparse.Namespace) -> Any:
+    from .._fleet.job import Job
+
     job = Job(args.job_id, _url(args))
     _progress(job.store, args.job_id)
-    job.cancel()
+    return job
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    _job(args).cancel()
     print(
         f"job {args.job_id} cancelled: queued units will be dropped; `verifleet resume` restarts it"
     )
@@ -217,16 +421,41 @@ def _cancel(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    job = Job(args.job_id, _url(args))
-    _progress(job.store, args.job_id)
-    sent = job.resume()
-    print(f"job {args.job_id}: {sent} units re-enqueued")
+    job = _job(args)
+    failed = job.progress().failed_units if args.retry_errors else 0
+    sent = job.resume(retry_errors=args.retry_errors)
+    retried = f" ({failed} of them had errors and are run again)" if failed else ""
+    print(f"job {args.job_id}: {sent} units re-enqueued{retried}")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from verifleet.schemas import ConfigError
+    from verifleet.store import JobStatus
+
+    if args.expired:
+        if args.job_id:
+            raise ConfigError("delete: give a job id or --expired, not both")
+        expired = _purge_expired(_store(args))
+        print(f"deleted {len(expired)} expired job(s){': ' if expired else ''}{', '.join(expired)}")
+        return 0
+    if not args.job_id:
+        raise ConfigError("delete: which job? give its id (see `verifleet jobs`) or --expired")
+    job = _job(args)
+    status = job.progress().status
+    if status in (JobStatus.QUEUED, JobStatus.RUNNING):
+        if not args.force:
+            raise ConfigError(
+                f"job {args.job_id} is {status.value}: cancel it first "
+                "(`verifleet cancel`) or pass --force"
+            )
+        job.cancel()
+    job.delete()
+    print(f"job {args.job_id} deleted with all its results")
     return 0
 
 
 def _results(args: argparse.Namespace) -> int:
-    job = Job(args.job_id, _url(args))
-    _progress(job.store, args.job_id)
-    count = job.export(args.out)
+    count = _job(args).export(args.out)
     print(f"{count} results written to {args.out}")
     return 0

@@ -22,6 +22,8 @@ def register(commands: Any) -> None:
         "llm",
         help="build or serve the bundled local model",
         description=__doc__,
+        epilog="examples:\n  verifleet llm build\n  verifleet llm serve --port 8000   "
+        "# then --answering http://127.0.0.1:8000/v1#SmolLM2-135M-Instruct",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="llm_action", metavar="ACTION", required=True)
@@ -45,7 +47,8 @@ def _build(_args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from verifleet.orchestrator import LocalLLMServer
 
-    with LocalLLMServer(port=args.port or None) as server:
+    # die_with_parent: a SIGKILLed `llm serve` must not leave the server holding its port.
+    with LocalLLMServer(port=args.port or None, die_with_parent=True) as server:
         print(f"serving {server.model_name} at {server.base_url}")
         print(f"model spec: {server.spec}")
         try:

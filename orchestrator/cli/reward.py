@@ -18,16 +18,17 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-
-from verifleet.reward import LineError, score_rollouts_fleet, score_rollouts_local
-from verifleet.schemas import ConfigError
-from verifleet.store import mask_password
+from verifleet.errors import ConfigError
 
 from ._sandbox import start_sandbox
 from .serve import add_reward_arguments, reward_setup
+
+if TYPE_CHECKING:
+    from verifleet.reward import LineError
+
+# The reward stack and Redis are imported by the handler: `--help` must not pay for them.
 
 __all__ = ["register"]
 
@@ -75,6 +76,11 @@ def _report_line(entry: LineError) -> None:
 
 
 def _reward(args: argparse.Namespace) -> int:
+    import redis
+
+    from verifleet.reward import score_rollouts_fleet, score_rollouts_local
+    from verifleet.store import mask_password
+
     if not args.rollouts.is_file():
         raise ConfigError(f"{args.rollouts}: no such rollouts file")
     start_sandbox(args)

@@ -5,7 +5,12 @@ each answer once for all parsing models, then every (scenario × answering model
 replicate) unit turn by turn; shows live progress, prints pass rates per model
 pair and scenario runs by status, and writes the result set (scenario runs too,
 in .parquet and .json). Re-running with the same ``--out`` resumes: units already
-in the file (or its journals) are not run again.
+in the file (or its journals) are not run again; ``--retry-errors`` runs the
+errored ones again. Before any unit runs, the output's format and folder are
+checked, the output is locked against a second run, and every model answers one
+test call (``--no-preflight`` skips it). The exit status is 1 when more results
+have errors than ``--max-error-rate`` allows (none by default), 2 on bad input,
+130/143 when interrupted (the journal keeps the finished units).
 """
 
 from __future__ import annotations
@@ -15,19 +20,14 @@ import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from ._jobflags import add_job_arguments, preflight, select
+from ._sandbox import add_sandbox_argument
+from .config import add_config_arguments
 
-from verifleet.schemas import ConfigError, load_benchmark
-
-from .._local.output import RunOutput
-from .._local.progress import RunProgress
-from .._local.runner import LocalRunner
-from .._local.tally import PassRateTally, ScenarioTally
-from ._console import make_console
-from ._sandbox import add_sandbox_argument, start_sandbox
-from .config import add_config_arguments, build_config, local_model_needed
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -42,6 +42,12 @@ examples:
   verifleet run examples/demo/benchmark.yaml --answering local --parsing local --out demo.parquet
   verifleet run bench.jsonld --answering openai:gpt-4.1-mini --parsing openai:gpt-4.1 \\
       --replicates 3 --mode template_and_rubric --out results.parquet
+  verifleet run bench.jsonld ... --limit 5 --out try.parquet         # a quick look first
+  verifleet run bench.jsonld ... --questions 'geo-*,q17' --out geo.parquet
+  verifleet run bench.jsonld ... --out results.parquet --retry-errors  # re-run errored units
+
+exit status: 0 all results fine (or errors within --max-error-rate), 1 too many
+errored results, 2 bad input or a model failing its preflight call, 130/143 interrupted
 """
 
 
@@ -67,33 +73,95 @@ def register(commands: Any) -> None:
         action="store_true",
         help="allow pickled callable rubric traits (unpickled only inside the sandbox)",
     )
+    parser.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with an existing --out: run again the units whose results have errors; "
+        "each result stays in the file once (the new one replaces the errored one)",
+    )
+    parser.add_argument(
+        "--max-error-rate",
+        type=_rate,
+        default=0.0,
+        metavar="R",
+        help="exit 0 as long as at most this fraction (0-1) of the results have errors "
+        "(default 0: any errored result makes the exit status 1)",
+    )
+    add_job_arguments(parser)
     add_sandbox_argument(parser)
     parser.set_defaults(handler=_run)
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text}")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
+    from verifleet.schemas import load_benchmark
+
+    from .._local.lock import OutputLock, check_output
+    from ._console import make_console
+    from ._sandbox import start_sandbox
+    from .config import build_config, local_model_needed
+
     console = make_console(stderr=True)
-    start_sandbox(args)
-    # A broken template fails its question, not the run: load everything, warn,
-    # and let the pipeline record the problem in that question's results.
-    benchmark = load_benchmark(
-        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
-    )
-    for problem in benchmark.validate():
-        console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
+    # Everything that can be wrong with the output is found before any work.
+    check_output(args.out)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(OutputLock(args.out))
+        start_sandbox(args)
+        # A broken template fails its question, not the run: load everything, warn,
+        # and let the pipeline record the problem in that question's results.
+        benchmark = load_benchmark(
+            args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+        )
+        benchmark = select(benchmark, args)
+        for problem in benchmark.validate():
+            console.print(
+                f"[yellow]warning:[/yellow] {problem} (its results will record the error)"
+            )
         local_spec = None
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer
 
             console.print("starting the local model (llama-server + SmolLM2-135M-Instruct) ...")
-            server = stack.enter_context(LocalLLMServer())
+            # die_with_parent: a SIGKILLed run must not leave the server holding its port.
+            server = stack.enter_context(LocalLLMServer(die_with_parent=True))
             local_spec = server.spec
         config = build_config(args, local_spec=local_spec)
-        return _execute(benchmark, config, args.out, console)
+        preflight(config, args, console)
+        return _execute(
+            benchmark,
+            config,
+            args.out,
+            console,
+            retry_errors=args.retry_errors,
+            max_error_rate=args.max_error_rate,
+        )
 
 
-def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
+def _execute(
+    benchmark: Any,
+    config: Any,
+    out: Path,
+    console: Console,
+    *,
+    retry_errors: bool = False,
+    max_error_rate: float = 0.0,
+) -> int:
+    from verifleet.schemas import ConfigError
+
+    from .._local.output import RunOutput
+    from .._local.progress import RunProgress
+    from .._local.runner import LocalRunner
+    from .._local.tally import PassRateTally, ScenarioTally
+
     if not benchmark.questions and not benchmark.scenarios:
         raise ConfigError(f"{out}: the benchmark has no questions and no scenarios")
     if benchmark.scenarios and out.suffix.lower() not in (".parquet", ".pq", ".json"):
@@ -103,8 +171,12 @@ def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
             "them; use .parquet or .json"
         )
     output = RunOutput(out)
-    done = output.done_keys()
-    done_scenarios = output.done_scenarios()
+    done, errored = output.scan()
+    if retry_errors:
+        done -= errored
+        if errored:
+            console.print(f"retrying the units of {len(errored)} errored results in {out}")
+    done_scenarios = output.done_scenarios(retry_errors=retry_errors)
     runner = LocalRunner(benchmark, config)
     total = runner.count_units() + runner.count_scenario_units()
     tally = PassRateTally()
@@ -156,10 +228,18 @@ def _execute(benchmark: Any, config: Any, out: Path, console: Console) -> int:
         f"{ran} units in {elapsed:.1f}s ({ran / elapsed if elapsed else 0:.2f} units/s); "
         f"{written} results written to {out}"
     )
-    if tally.total_errors:
-        console.print(
-            f"[yellow]{tally.total_errors} results have errors[/yellow]: see the `error` "
-            f"column (metadata.error) in {out}"
-        )
+    # Errored results already in the output count too unless they were re-run.
+    errors = tally.total_errors + (0 if retry_errors else len(errored))
     sys.stdout.flush()
+    if not errors:
+        return 0
+    rate = errors / written if written else 1.0
+    console.print(
+        f"[yellow]{errors} of {written} results have errors[/yellow] ({rate:.1%}): see the "
+        f"`error` column (metadata.error) in {out}; re-run them with the same command "
+        "and --retry-errors"
+    )
+    if rate > max_error_rate:
+        console.print(f"exit status 1: more errors than --max-error-rate {max_error_rate:g} allows")
+        return 1
     return 0

@@ -28,31 +28,27 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
+from verifleet.errors import ConfigError
 
-from verifleet.reward import (
-    MemoryJudgeCache,
-    RedisJudgeCache,
-    RewardConfig,
-    RewardScorer,
-    load_reward_config,
-    reward_resources,
-)
-from verifleet.schemas import BenchmarkLoadError, ConfigError, ModelConfig, load_benchmark
-from verifleet.store import RedisTarget
-
-from .._fleet.submit import template_problems
-from .._serve_batch import DEFAULT_MAX_BATCH
-from ..serve import (
+from .._serve_defaults import (
+    DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_REQUEST_TIMEOUT,
-    create_app,
 )
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .config import LOCAL, missing_credentials
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from verifleet.reward import RewardConfig, RewardScorer
+    from verifleet.schemas import ModelConfig
+
+# The reward stack, the schemas and the app are imported by the functions that use
+# them: `verifleet serve --help` must not pay for them.
 
 __all__ = [
     "SERVE_STATE_ENV",
@@ -127,6 +123,8 @@ def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelCon
         ConfigError: a spec has none of the accepted forms.
         LocalLLMError: the local model cannot be started.
     """
+    from verifleet.schemas import ModelConfig
+
     local_spec: str | None = None
     models = []
     for spec in specs:
@@ -146,6 +144,8 @@ def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelCon
 def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
     """The file's config, else the benchmark's own (``custom_metadata.reward``),
     else binary rewards."""
+    from verifleet.reward import RewardConfig, load_reward_config
+
     if path is not None:
         return load_reward_config(path)
     if "reward" in metadata:
@@ -175,6 +175,12 @@ def reward_setup(
             a missing API key.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
+    from verifleet.reward import MemoryJudgeCache, RedisJudgeCache, RewardScorer, reward_resources
+    from verifleet.schemas import BenchmarkLoadError, load_benchmark
+    from verifleet.store import RedisTarget
+
+    from .._fleet.submit import template_problems
+
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
@@ -340,6 +346,8 @@ def check_exposure(host: str, token: str | None, *, insecure_no_auth: bool) -> N
 
 
 def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
+    from ..serve import create_app
+
     return create_app(
         scorer.benchmark,
         scorer.parsing_models,
@@ -376,6 +384,8 @@ def worker_app() -> FastAPI:
     Raises:
         KeyError: not started by ``verifleet serve --workers``.
     """
+    from verifleet.schemas import ModelConfig
+
     state = json.loads(os.environ[SERVE_STATE_ENV])
     flags = dict(state["flags"])
     for name in _PATH_FLAGS:

@@ -11,14 +11,10 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-
-from verifleet.schemas import ConfigError
-from verifleet.store import ResultStore
-
-from .._fleet.job import redis_url_from
+if TYPE_CHECKING:
+    from verifleet.store import ResultStore
 
 __all__ = ["register"]
 
@@ -74,6 +70,9 @@ def register(commands: Any) -> None:
         help="write a self-contained HTML report of results",
         description="Write one HTML file (no server, no network) with the overview "
         "and the question table of each run, for sharing.",
+        epilog="examples:\n  verifleet report results.parquet --out report.html\n"
+        "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(report)
     report.add_argument("--out", type=Path, required=True, help="the .html file to write")
@@ -81,8 +80,15 @@ def register(commands: Any) -> None:
 
 
 def _load(args: argparse.Namespace) -> list[Any]:
-    # Imported here: the viewer pulls in FastAPI, which other commands do not need.
+    # Imported here: the viewer pulls in FastAPI, which other commands do not need,
+    # and `view --help` needs none of these.
+    import redis
+
+    from verifleet.schemas import ConfigError
+    from verifleet.store import ResultStore
     from verifleet.viewer import FileRun, JobRun, Run
+
+    from .._fleet.job import redis_url_from
 
     runs: list[Run] = []
     store: ResultStore | None = None
@@ -109,18 +115,21 @@ def _load(args: argparse.Namespace) -> list[Any]:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from verifleet.viewer import is_loopback, serve
+    from verifleet.viewer import bind_socket, check_binding, is_loopback, serve
 
     token = args.token
     if not token and not is_loopback(args.host):
         token = secrets.token_urlsafe(16)
+    check_binding(args.host, token)
+    # The port first: a taken one fails now, before loading and before any URL.
+    sock = bind_socket(args.host, args.port)
     runs = _load(args)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
     if token and not args.token:
         print(f"bound to {args.host}: generated a token for this session", file=sys.stderr)
     print(f"verifleet viewer: open {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    serve(runs, host=args.host, port=args.port, token=token, title=args.title)
+    serve(runs, host=args.host, port=args.port, token=token, title=args.title, sock=sock)
     return 0
 
 

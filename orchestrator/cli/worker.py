@@ -16,11 +16,27 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from verifleet.schemas import ConfigError
-from verifleet.store import DEFAULT_QUEUE, RedisTarget
+from verifleet.errors import ConfigError
 
-from .._fleet.job import redis_url_from
 from ._sandbox import add_sandbox_argument, start_sandbox
+
+# verifleet.store (Redis, Celery's kombu) is imported by the handlers: `--help`
+# must not pay for it. This is verifleet.store.DEFAULT_QUEUE (a test checks it).
+DEFAULT_QUEUE = "verifleet"
+
+
+def redis_url_from(url: str | None) -> str:
+    """As :func:`verifleet.orchestrator._fleet.job.redis_url_from`, imported on use."""
+    from .._fleet.job import redis_url_from as resolve
+
+    return resolve(url)
+
+
+def _target(url: str) -> Any:
+    from verifleet.store import RedisTarget
+
+    return RedisTarget.parse(url)
+
 
 __all__ = ["AUTH_ENV", "DEFAULT_CONCURRENCY", "flower_command", "register"]
 
@@ -50,6 +66,8 @@ def register(commands: Any) -> None:
         "worker",
         help="start a worker on this machine",
         description=__doc__,
+        epilog="examples:\n  verifleet worker --redis redis://10.0.0.5:6379/0\n"
+        "  verifleet worker --concurrency 64 --hostname gpu-box-1",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
@@ -71,6 +89,7 @@ def register(commands: Any) -> None:
         "flower",
         help="start Flower for the fleet (needs --basic-auth or --no-auth)",
         description=_FLOWER_DOC,
+        epilog="example:\n  verifleet flower --basic-auth admin:s3cret --port 5555",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     flower.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
@@ -100,7 +119,7 @@ def _worker(args: argparse.Namespace) -> int:
     url = redis_url_from(args.redis)
     # Celery retries a refused broker connection forever; a wrong password, CA or
     # host should stop the worker at once with one clear line instead.
-    RedisTarget.parse(url).check()
+    _target(url).check()
     # The app reads its settings from the environment when it is imported.
     os.environ["VERIFLEET_REDIS_URL"] = url
     from verifleet.workers.app import app
@@ -193,7 +212,7 @@ def _flower(args: argparse.Namespace) -> int:
         max_tasks=args.max_tasks,
         no_auth=args.no_auth,
     )
-    RedisTarget.parse(url).check()  # a wrong password or CA fails here, in one line
+    _target(url).check()  # a wrong password or CA fails here, in one line
     if args.no_auth and not args.basic_auth:
         print(
             "verifleet flower: WARNING: running without authentication (--no-auth)",

@@ -125,8 +125,11 @@ def test_bad_inputs_give_clear_messages_and_the_rest_completes(
             good,
             "--out",
             str(tmp_path / "u.jsonl"),
+            # Past the check that would refuse it, to see what each unit records.
+            "--no-preflight",
         )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Errored results make the exit status 1 (--max-error-rate would accept them).
+    assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     assert "q0002" in proc.stderr and "warning" in proc.stderr
     by_judge: dict[str, list] = {}
@@ -142,7 +145,7 @@ def test_bad_inputs_give_clear_messages_and_the_rest_completes(
             "parsing failed" in r.metadata.error or "template validation failed" in r.metadata.error
         )
 
-    assert unreachable.returncode == 0, unreachable.stderr[-3000:]
+    assert unreachable.returncode == 1, unreachable.stderr[-3000:]
     assert "Traceback" not in unreachable.stderr
     errors = {
         r.metadata.question_id: r.metadata.error or "" for r in read_results(tmp_path / "u.jsonl")
