@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from referencing.exceptions import Unresolvable
 
-from verifleet.pipeline._llm import schema_errors
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.pipeline._llm import (
+    ChatModelCache,
+    LangchainChatCaller,
+    OpenAIHttpChatCaller,
+    UsageTracker,
+    schema_errors,
+)
 from verifleet.pipeline._llm._safe_schema import (
     MAX_EXPANSION,
     MAX_STEPS,
@@ -24,6 +31,7 @@ from verifleet.pipeline._llm._safe_schema import (
     reduce_schema,
     step_budget,
 )
+from verifleet.schemas import ModelConfig, RetryPolicy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -212,3 +220,40 @@ def test_oversized_and_overdeep_schemas_are_not_checked() -> None:
         deep = {"type": "object", "properties": {"x": deep}}
     with pytest.raises(UnsafeSchema, match="nests deeper"):
         reduce_schema(deep)
+
+
+@pytest.mark.parametrize("caller_class", [LangchainChatCaller, OpenAIHttpChatCaller])
+def test_both_callers_ask_with_a_hostile_schema_and_touch_nothing(
+    caller_class: type[LangchainChatCaller] | type[OpenAIHttpChatCaller],
+    listener: SilentListener,
+) -> None:
+    # The real callers against the scripted endpoint: the schema goes out as the
+    # request's response_format (plain JSON) and the reply comes back unharmed.
+    url = f"http://127.0.0.1:{listener.port}/schema.json"
+    schema = _doubling_chain(40)
+    schema["properties"] = {
+        "value": {"type": "string", "pattern": "^(a+)+$"},
+        "remote": {"type": "string", "$ref": url},
+        "chained": {"$ref": "#/$defs/D0"},
+    }
+    schema["required"] = ["value", "remote"]
+    fields = {"value": REDOS_VALUE, "remote": "r"}
+    question = "Fill the hostile schema?"
+    with run_endpoint_in_thread(
+        EndpointConfig(answers={question: {"text": "x", "fields": fields}})
+    ) as endpoint:
+        model = ModelConfig(
+            model_name="judge", interface="openai_endpoint", endpoint_base_url=endpoint.base_url
+        )
+        caller = caller_class(
+            model,
+            tracker=UsageTracker(),
+            clients=ChatModelCache(),
+            policy=RetryPolicy(),
+            request_timeout=10.0,
+        )
+        value = caller.invoke_json(
+            [{"role": "user", "content": question}], stage="parsing", schema=schema
+        )
+    assert value["value"] == REDOS_VALUE and value["remote"] == "r"
+    assert listener.connections == []
