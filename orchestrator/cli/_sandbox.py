@@ -39,7 +39,7 @@ def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
     Raises:
         SandboxUnavailable: The isolation cannot be set up; the message names what
             is missing and the downgrade flag.
-        ConfigError: An invalid ``VERIFLEET_SANDBOX*`` value.
+        ConfigError: An invalid ``VERIFLEET_SANDBOX*`` or ``VERIFLEET_RESULT_MAX_*`` value.
     """
     from verifleet.sandbox import SandboxSettings, reset_default_pool
     from verifleet.sandbox._settings import ENV_MODE
