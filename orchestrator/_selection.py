@@ -53,8 +53,10 @@ def select_benchmark(
         raise ConfigError(f"--limit {limit}: expected a number of questions of at least 1")
     kept_questions = list(benchmark.questions)
     kept_scenarios = list(benchmark.scenarios)
+    kept_broken = list(benchmark.broken_scenarios)  # they fail alone, when selected
     if questions is not None:
         ids = [q.id for q in benchmark.questions] + [s.id for s in benchmark.scenarios]
+        ids += [b.id for b in benchmark.broken_scenarios]
         unmatched = [p for p in questions if not fnmatch.filter(ids, p)]
         if unmatched:
             sample = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
@@ -68,9 +70,11 @@ def select_benchmark(
 
         kept_questions = [q for q in kept_questions if wanted(q.id)]
         kept_scenarios = [s for s in kept_scenarios if wanted(s.id)]
+        kept_broken = [b for b in kept_broken if wanted(b.id)]
     if limit is not None:
         kept_questions = kept_questions[:limit]
         kept_scenarios = kept_scenarios[:limit]
+        kept_broken = kept_broken[: max(0, limit - len(kept_scenarios))]
     fields = {name: getattr(benchmark, name) for name in type(benchmark).model_fields}
-    fields.update(questions=kept_questions, scenarios=kept_scenarios)
+    fields.update(questions=kept_questions, scenarios=kept_scenarios, broken_scenarios=kept_broken)
     return type(benchmark)(**fields)

@@ -67,6 +67,7 @@ from ._scenario import (
     AllOfCheck,
     AnyOfCheck,
     AtLeastNCheck,
+    BrokenScenario,
     Condition,
     CountTurns,
     END,
@@ -93,10 +94,12 @@ from ._checkers import CodeCheckers, check_callable_trait, check_template, use_c
 
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
+    CATEGORY_GROUPS,
     AggregatorRegistry,
     JudgmentResults,
     RecordedError,
     ResultAggregator,
+    ResultFailure,
     RubricJudgmentResults,
     RubricResults,
     TemplateResults,
@@ -108,12 +111,15 @@ from ._results import (
     VerificationResultRubric,
     VerificationResultSet,
     VerificationResultTemplate,
+    classify_failure,
+    collect_caveats,
     list_aggregators,
     register_aggregator,
 )
 
 __all__ = [
     "ALLOWED_IMPORTS",
+    "CATEGORY_GROUPS",
     "END",
     "NO_TEMPLATE_ID",
     "VALID_METRICS",
@@ -127,6 +133,7 @@ __all__ = [
     "AtLeastNCheck",
     "Benchmark",
     "BenchmarkLoadError",
+    "BrokenScenario",
     "CallableTrait",
     "CodeCheckers",
     "Condition",
@@ -154,6 +161,7 @@ __all__ = [
     "RegexTrait",
     "ResultAggregator",
     "ResultCheck",
+    "ResultFailure",
     "ResultLimits",
     "RetryPolicy",
     "Rubric",
@@ -187,6 +195,8 @@ __all__ = [
     "VerifleetError",
     "check_callable_trait",
     "check_template",
+    "classify_failure",
+    "collect_caveats",
     "compute_metrics",
     "compute_template_id",
     "compute_unit_key",

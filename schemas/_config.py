@@ -434,6 +434,10 @@ class VerificationConfig(BaseModel):
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     request_timeout: float = Field(default=120.0, gt=0.0)
     unit_deadline: float = Field(default=900.0, gt=0.0)
+    # The original's cap on every scenario run: after this many turns a run stops
+    # with status ``limit_reached``, before its next edge is looked at. None: each
+    # scenario's own ``max_turns`` (20 for a checkpoint's scenarios) is the limit.
+    scenario_turn_limit: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="before")
     @classmethod

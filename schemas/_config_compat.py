@@ -56,7 +56,6 @@ IGNORED_CONFIG_FIELDS: dict[str, tuple[Any, str]] = {
     "workspace_output_dir": (None, "question workspaces are not implemented"),
     "workspace_output_exclude_patterns": (_NO_DEFAULT, "question workspaces are not implemented"),
     "db_config": (None, "results go to the result store (Redis) and export files"),
-    "scenario_turn_limit": (20, "not used by this version"),
     "replay_store": (None, "replay stores are not implemented"),
     "replay_parse_on_hydration_mismatch": ("fall_through", "replay stores are not implemented"),
     "skip_triples": (None, "use resume (done units are skipped) instead"),

@@ -30,6 +30,7 @@ from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from .files import PathLike, atomic_output, export_error, require_readable
 from .layout import FORMAT_NAME, FORMAT_VERSION
+from .original import is_original_document, original_results
 from .scenarios import json_scenario_line
 
 __all__ = ["iter_json", "iter_jsonl", "write_json", "write_jsonl"]
@@ -141,8 +142,8 @@ def iter_json(path: PathLike) -> Iterator[VerificationResult]:
     """Stream the results of a verifleet JSON document.
 
     Accepts the layout :func:`write_json` produces (streamed line by line), any other
-    formatting of the same document, or a bare JSON list of results (both parsed
-    whole).
+    formatting of the same document, a bare JSON list of results (both parsed
+    whole), and the original framework's two JSON exports (see :mod:`.original`).
 
     Raises:
         ExportError: at once if the file is missing or unreadable; during iteration
@@ -180,6 +181,10 @@ def _parse_document(path: PathLike, document: str) -> Iterator[VerificationResul
         data = json.loads(document)
     except json.JSONDecodeError as exc:
         raise export_error(path, f"not valid JSON: {exc}") from exc
+    if is_original_document(data):
+        # The original framework's CLI or results-store export, or its bare list.
+        yield from original_results(path, data)
+        return
     if isinstance(data, dict):
         if data.get("format") != FORMAT_NAME or not isinstance(data.get("results"), list):
             raise export_error(path, f"not a {FORMAT_NAME} document (no format/results)")

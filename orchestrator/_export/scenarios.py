@@ -22,6 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 from verifleet.schemas import ScenarioExecutionResult
 
 from .files import PathLike, export_error
+from .layout import FORMAT_NAME
+from .original import is_original_document, original_scenarios
 
 __all__ = [
     "SCENARIO_METADATA_KEY",
@@ -57,7 +59,10 @@ def _parse(path: PathLike, text: str | bytes) -> list[ScenarioExecutionResult]:
 def _from_json(path: PathLike) -> list[ScenarioExecutionResult] | None:
     try:
         with open(path, encoding="utf-8") as lines:
-            for line in lines:
+            # Only a document this module wrote has the layout scanned for here
+            # (the original's export also ends with a "]}" line).
+            ours = lines.readline().startswith(f'{{"format": "{FORMAT_NAME}"')
+            for line in lines if ours else ():
                 if line.startswith(_CLOSING):
                     # The list between the prefix and the document's closing brace.
                     return _parse(path, line.rstrip("\r\n")[len(_CLOSING) : -1])
@@ -67,6 +72,8 @@ def _from_json(path: PathLike) -> list[ScenarioExecutionResult] | None:
             data = json.load(lines)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise export_error(path, f"cannot read scenario results: {exc}") from exc
+    if is_original_document(data):
+        return original_scenarios(path, data)
     found = data.get("scenario_results") if isinstance(data, dict) else None
     return None if found is None else _parse(path, json.dumps(found))
 

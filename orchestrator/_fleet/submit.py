@@ -13,9 +13,12 @@ from verifleet.sandbox import default_pool
 from verifleet.schemas import (
     Benchmark,
     RubricError,
+    ScenarioExecutionResult,
     TemplateValidationError,
     VerificationConfig,
     compute_template_id,
+    compute_unit_key,
+    md5_hex,
 )
 from verifleet.store import ResultStore, count_units, unit_messages
 
@@ -92,6 +95,9 @@ def _validate(
                 )
             except TemplateValidationError as exc:
                 templates[where] = f"{where}: template: {exc.problem}"
+    for broken in benchmark.broken_scenarios:
+        # Fails alone like a broken template: its runs record the problem.
+        templates[f"scenario {broken.id}"] = broken.message
     return problems, templates
 
 
@@ -102,7 +108,7 @@ def _job_problems(
 ) -> tuple[list[str], list[str]]:
     """(problems that stop the job, problems that fail one question's template)."""
     problems: list[str] = []
-    if not benchmark.questions and not benchmark.scenarios:
+    if not (benchmark.questions or benchmark.scenarios or benchmark.broken_scenarios):
         problems.append("the benchmark has no questions and no scenarios")
     others, templates = _validate(benchmark, descriptions)
     problems.extend(others)
@@ -138,6 +144,28 @@ def _job_problems(
         if unknown:
             problems.append(f"rubric_trait_names: unknown trait(s) {', '.join(unknown)}")
     return problems, failing
+
+
+def _broken_scenario_runs(
+    benchmark: Benchmark, config: VerificationConfig, job_id: str
+) -> list[tuple[str, ScenarioExecutionResult]]:
+    """(unit key, failed run) of every broken scenario × answering model × replicate."""
+    runs = []
+    for broken in benchmark.broken_scenarios:
+        for answering in config.answering_models:
+            identity = answering.identity()
+            for replicate in range(1, config.replicate_count + 1):
+                key = compute_unit_key(
+                    job_id=job_id,
+                    question_id=f"scenario:{broken.id}",
+                    template_id=md5_hex(broken.problem),
+                    answering_key=identity.canonical_key,
+                    parsing_key="",
+                    replicate=replicate,
+                )
+                run = broken.failed_run(identity.display_string, replicate, config.run_name)
+                runs.append((key, run))
+    return runs
 
 
 def template_problems(benchmark: Benchmark, config: VerificationConfig | None = None) -> list[str]:
@@ -196,20 +224,24 @@ def submit_job(
     if problems:
         raise JobRejectedError(problems)
     job_id = job_id or new_job_id()
-    units = count_units(benchmark, config)
+    broken_runs = _broken_scenario_runs(benchmark, config, job_id)
+    units = count_units(benchmark, config) + len(broken_runs)
     store.create_job(
         job_id,
         benchmark_json=benchmark.model_dump_json(),
         config_json=config.model_dump_json(),
         total_units=units,
         name=name or benchmark.name,
-        total_scenarios=len(benchmark.scenarios)
+        total_scenarios=(len(benchmark.scenarios) + len(benchmark.broken_scenarios))
         * len(config.answering_models)
         * config.replicate_count,
         # Each template described once for the fleet: workers take these up
         # with the unit instead of asking an executor (they still compile it).
         templates=descriptions,
     )
+    for key, run in broken_runs:
+        # Nothing to send: the run of a broken scenario is its failure.
+        store.write_scenario_unit(job_id, key, run, [], [])
     sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
         job_id=job_id,

@@ -17,6 +17,7 @@ from verifleet.limits import LocalCallGate, endpoint_id
 from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
 from verifleet.schemas import (
     Benchmark,
+    BrokenScenario,
     ModelConfig,
     VerificationConfig,
     VerificationResult,
@@ -75,24 +76,34 @@ class LocalRunner:
         return expand_units(self.benchmark, self.config)
 
     def count_scenario_units(self) -> int:
-        """How many scenario units the job has."""
-        return (
-            len(self.benchmark.scenarios)
-            * len(self.config.answering_models)
-            * self.config.replicate_count
-        )
+        """How many scenario units the job has (a broken scenario's too: each of
+        its runs fails alone)."""
+        scenarios = len(self.benchmark.scenarios) + len(self.benchmark.broken_scenarios)
+        return scenarios * len(self.config.answering_models) * self.config.replicate_count
 
     def run_scenarios(
         self,
         *,
         done: set[str] | frozenset[str] = frozenset(),
-        on_skip: Callable[[ScenarioUnit], None] | None = None,
-    ) -> Iterator[tuple[ScenarioUnit, ScenarioRun]]:
+        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
+    ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
         """Run every scenario unit whose :func:`scenario_done_key` is not in ``done``.
 
         Yields ``(unit, run)`` in completion order; a scenario that fails has its
-        failure in ``run.scenario_result`` (status ``error``), never raised.
+        failure in ``run.scenario_result`` (status ``error``), never raised. A
+        broken scenario (one that failed validation) yields one such failed run
+        per answering model and replicate, first, and runs nothing.
         """
+        for broken in self.benchmark.broken_scenarios:
+            for answering in self.config.answering_models:
+                model = answering.identity().display_string
+                for replicate in range(1, self.config.replicate_count + 1):
+                    if scenario_done_key(broken.id, model, replicate) in done:
+                        if on_skip is not None:
+                            on_skip(broken)
+                        continue
+                    failed = broken.failed_run(model, replicate, self.config.run_name)
+                    yield broken, ScenarioRun(results=[], scenario_result=failed)
 
         def todo() -> Iterator[ScenarioUnit]:
             for unit in expand_scenario_units(self.benchmark, self.config):

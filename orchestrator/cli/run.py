@@ -126,6 +126,10 @@ def _run(args: argparse.Namespace) -> int:
             console.print(
                 f"[yellow]warning:[/yellow] {problem} (its results will record the error)"
             )
+        for broken in benchmark.broken_scenarios:
+            console.print(
+                f"[yellow]warning:[/yellow] {broken.message} (it fails alone; the others run)"
+            )
         local_spec = None
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer
@@ -162,7 +166,7 @@ def _execute(
     from .._local.runner import LocalRunner
     from .._local.tally import PassRateTally, ScenarioTally
 
-    if not benchmark.questions and not benchmark.scenarios:
+    if not (benchmark.questions or benchmark.scenarios or benchmark.broken_scenarios):
         raise ConfigError(f"{out}: the benchmark has no questions and no scenarios")
     if benchmark.scenarios and out.suffix.lower() not in (".parquet", ".pq", ".json"):
         console.print(

@@ -13,7 +13,7 @@ from ._async_http import close_async_senders
 from ._bound import CallGate
 from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
-from ._json import parse_strict, repair_json, schema_errors
+from ._json import first_object, parse_strict, repair_json, schema_errors
 from ._openai_http import (
     EndpointReplyError,
     EndpointStatusError,
@@ -53,6 +53,7 @@ __all__ = [
     "close_async_senders",
     "direct_http_applies",
     "endpoint_pause",
+    "first_object",
     "get_chat_model",
     "make_chat_caller",
     "parse_strict",

@@ -32,7 +32,7 @@ from ._safe_schema import (
     step_budget,
 )
 
-__all__ = ["parse_strict", "repair_json", "schema_errors"]
+__all__ = ["first_object", "parse_strict", "repair_json", "schema_errors"]
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -62,7 +62,7 @@ def parse_strict(text: str) -> dict[str, Any]:
     return value
 
 
-def _first_object(text: str) -> str | None:
+def first_object(text: str) -> str | None:
     """The first balanced ``{...}`` in ``text`` (strings and escapes respected), or
     everything from the first ``{`` when no object closes (a reply cut off at
     ``max_tokens``); None without a ``{``."""
@@ -98,7 +98,7 @@ def repair_json(text: str) -> dict[str, Any]:
     Raises:
         ValueError: no object could be recovered.
     """
-    candidate = _first_object(_THINK.sub("", text))
+    candidate = first_object(_THINK.sub("", text))
     if candidate is None:
         raise ValueError("no JSON object found in the reply")
     try:

@@ -188,6 +188,7 @@ def evaluate_rubric(
         metric_trait_confusion_lists=metric.confusion_lists if traits.metric else None,
         agentic_trait_scores=agentic.scores if traits.agentic and investigate else None,
         agentic_trait_investigation_traces=agentic.traces or None,
+        agentic_trait_extraction_metadata=agentic.extraction or None,
         dynamic_rubric_promoted_traits=resolution.promoted_names if dynamic_used else None,
         dynamic_rubric_skipped_traits=resolution.skipped if dynamic_used else None,
     )

@@ -11,7 +11,12 @@ from verifleet.pipeline._llm_protocol import Message
 
 from .prompts import _describe_value, _messages, _qa_block
 
-__all__ = ["extraction_messages", "investigation_messages", "template_trait_messages"]
+__all__ = [
+    "extraction_messages",
+    "investigation_messages",
+    "template_extraction_messages",
+    "template_trait_messages",
+]
 
 
 def investigation_messages(
@@ -28,11 +33,22 @@ def investigation_messages(
         if has_tools
         else "You have no tools: judge from the response text supplied below."
     )
+    if str(trait.kind) == "template":
+        # As the original: the agent ends with findings in the trait's own schema.
+        schema = json.dumps(trait.template_schema, indent=2)
+        conclusion = (
+            "When you are done, summarise your findings. End your final response with a "
+            "JSON object matching this schema. Do not wrap the schema in another object "
+            f"and do not include placeholder values for missing fields.\n{schema}"
+        )
+    else:
+        conclusion = (
+            "When you are done, summarise your findings and state your conclusion; it "
+            f"will be turned into {_describe_value(trait)}."
+        )
     system = (
         "You are an evaluation agent investigating the quality of an LLM response.\n"
-        f"Your task: {trait.description.strip()}\n\n{tools}\n\n"
-        "When you are done, summarise your findings and state your conclusion; it will "
-        f"be turned into {_describe_value(trait)}."
+        f"Your task: {trait.description.strip()}\n\n{tools}\n\n{conclusion}"
     )
     user = f"QUESTION:\n{question}"
     if trait.context_mode != "workspace_only":
@@ -75,5 +91,28 @@ def template_trait_messages(
     user = (
         f"{_qa_block(question, response)}\n\nCRITERION ({trait.name}): "
         f"{(trait.description or trait.name).strip()}\n\nJSON SCHEMA TO FILL:\n{schema}"
+    )
+    return _messages(system, user, instructions)
+
+
+def template_extraction_messages(
+    trait: Any,
+    question: str,
+    investigation: str,
+    *,
+    instructions: Sequence[str | None] = (),
+) -> list[Message]:
+    """Ask the judge to fill a ``template``-kind agentic trait's schema from the
+    investigation (when it did not end with a JSON object that fits)."""
+    system = (
+        "You are extracting structured findings from an investigation. Based on the "
+        "investigation output below, fill in every field of the requested format with "
+        "evidence from the investigation."
+    )
+    schema = json.dumps(trait.template_schema, indent=2, sort_keys=True)
+    user = (
+        f"QUESTION:\n{question}\n\nCRITERION ({trait.name}): "
+        f"{(trait.description or trait.name).strip()}\n\nJSON SCHEMA TO FILL:\n{schema}"
+        f"\n\nINVESTIGATION:\n{investigation}"
     )
     return _messages(system, user, instructions)

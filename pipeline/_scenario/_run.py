@@ -209,6 +209,12 @@ def run_scenario(
                     node_id=node_id, stage="turn", reason=record.error
                 )
                 break
+            cap = config.scenario_turn_limit
+            if cap is not None and execution.state["turn"] >= cap:
+                # The original checks its configured limit before routing, so a
+                # run that reaches it stops even when its next step would be END.
+                status = "limit_reached"
+                break
             edge = next_edge(scenario.outgoing(node_id), execution.state)
             target = None if edge is None or edge.target == END else edge.target
             if target is not None and execution.state["turn"] >= scenario.turn_limit:

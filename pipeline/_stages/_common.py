@@ -13,9 +13,19 @@ __all__ = ["check_input", "evaluation_text", "fail_verification", "log"]
 log = logging.getLogger("verifleet.pipeline.stages")
 
 
-def fail_verification(ctx: VerificationContext, *, stage: str, reason: str) -> None:
-    """Override ``verify_result`` (and the field result) to False, logged at WARNING."""
+def fail_verification(
+    ctx: VerificationContext, *, stage: str, reason: str, auto_fail: bool = False
+) -> None:
+    """Override ``verify_result`` (and the field result) to False, logged at WARNING.
+
+    ``auto_fail`` marks a verdict decided by an auto-fail stage (recursion limit,
+    trace validation, deep judgment) rather than by a check: in template modes the
+    template verification then counts as performed, as in the original framework,
+    so ``get_template_summary()`` and the pass-rate tables count the failure.
+    """
     previous = ctx.verify_result
+    if auto_fail and ctx.config.template_stages_enabled:
+        ctx.template_verification_performed = True
     ctx.verify_result = False
     ctx.field_verification_result = False
     log.warning(

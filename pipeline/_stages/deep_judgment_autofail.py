@@ -38,4 +38,5 @@ class DeepJudgmentAutoFailStage(Stage):
             ctx,
             stage=self.name,
             reason=f"attributes without excerpts after {retries} retries: {missing}",
+            auto_fail=True,
         )

@@ -12,6 +12,8 @@ from verifleet.schemas import (
     VerificationResultDeepJudgment,
     VerificationResultMetadata,
     VerificationResultTemplate,
+    classify_failure,
+    collect_caveats,
     compute_template_id,
 )
 
@@ -106,10 +108,12 @@ def _has_template_section(ctx: VerificationContext) -> bool:
 def _deep_judgment_section(ctx: VerificationContext) -> VerificationResultDeepJudgment | None:
     if not (ctx.config.deep_judgment_enabled and ctx.config.template_stages_enabled):
         return None
+    mode = "full" if ctx.config.deep_judgment_excerpts_enabled else "reasoning_only"
     if ctx.deep_judgment is not None:
-        return ctx.deep_judgment
+        return ctx.deep_judgment.model_copy(update={"deep_judgment_mode": mode})
     return VerificationResultDeepJudgment(
         deep_judgment_enabled=True,
+        deep_judgment_mode=mode,
         deep_judgment_search_enabled=ctx.config.deep_judgment_search_enabled,
     )
 
@@ -144,3 +148,7 @@ class FinalizeResultStage(Stage):
             log.error("question %s: %s", ctx.question_id, message)
             error = f"{ctx.error}; {message}" if ctx.error else message
             ctx.final_result = VerificationResult(metadata=build_metadata(ctx, error=error))
+        # The original's verdict summary, from the sections just built.
+        result = ctx.final_result
+        result.metadata.failure = classify_failure(result)
+        result.metadata.caveats = collect_caveats(result)

@@ -21,4 +21,6 @@ class RecursionLimitAutoFailStage(Stage):
         return ctx.recursion_limit_reached
 
     def run(self, ctx: VerificationContext) -> None:
-        fail_verification(ctx, stage=self.name, reason="agent reached its recursion limit")
+        fail_verification(
+            ctx, stage=self.name, reason="agent reached its recursion limit", auto_fail=True
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from verifleet.schemas import VerificationConfig
+from verifleet.schemas import VerificationConfig, VerificationResultRubric
 
 from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
@@ -55,8 +55,23 @@ class RubricEvaluationStage(Stage):
             run_regex=_sandbox_regex_runner(ctx),
         )
         ctx.rubric_result = outcome.rubric
+        if outcome.rubric is not None:
+            outcome.rubric.trait_provenance = _provenance(ctx, outcome.rubric)
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
         ctx.traits_without_valid_excerpts = outcome.traits_without_valid_excerpts
+
+
+def _provenance(ctx: VerificationContext, rubric: VerificationResultRubric) -> dict[str, str]:
+    """Where each trait came from, as the original records it: the question's own
+    rubric, the global one, or a dynamic rubric whose presence check promoted it."""
+    own = ctx.question.question_rubric
+    own_names = set(own.get_trait_names()) if own is not None else set()
+    found = {
+        name: "question_specific" if name in own_names else "global"
+        for name in (ctx.rubric.get_trait_names() if ctx.rubric is not None else [])
+    }
+    found.update(dict.fromkeys(rubric.dynamic_rubric_promoted_traits or [], "dynamic"))
+    return found
 
 
 def _sandbox_runner(ctx: VerificationContext) -> CallableRunner:

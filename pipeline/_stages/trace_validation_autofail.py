@@ -30,4 +30,4 @@ class TraceValidationAutoFailStage(Stage):
         except TraceError as exc:
             ctx.trace_validation_failed = True
             ctx.trace_extraction_error = str(exc)
-            fail_verification(ctx, stage=self.name, reason=str(exc))
+            fail_verification(ctx, stage=self.name, reason=str(exc), auto_fail=True)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 from .._checkers import check_callable_trait, check_template
 from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
-from .._scenario import ScenarioDefinition
+from .._scenario import BrokenScenario, ScenarioDefinition
 from ._question import Question
 
 __all__ = ["Benchmark"]
@@ -35,6 +35,8 @@ class Benchmark(BaseModel):
     global_dynamic_rubric: DynamicRubric | None = None
     custom_metadata: dict[str, Any] = Field(default_factory=dict)
     scenarios: list[ScenarioDefinition] = Field(default_factory=list)
+    # Scenarios that failed validation: each fails alone when the job runs.
+    broken_scenarios: list[BrokenScenario] = Field(default_factory=list)
 
     _index: dict[str, Question] = PrivateAttr(default_factory=dict)
 
@@ -47,10 +49,11 @@ class Benchmark(BaseModel):
             index[question.id] = question
         self._index = index
         seen: set[str] = set()
-        for scenario in self.scenarios:
-            if scenario.id in seen:
-                raise ValueError(f"scenario id {scenario.id!r} is used by more than one scenario")
-            seen.add(scenario.id)
+        ids = [s.id for s in self.scenarios] + [b.id for b in self.broken_scenarios]
+        for scenario_id in ids:
+            if scenario_id in seen:
+                raise ValueError(f"scenario id {scenario_id!r} is used by more than one scenario")
+            seen.add(scenario_id)
         return self
 
     def get_scenario(self, scenario_id: str) -> ScenarioDefinition:

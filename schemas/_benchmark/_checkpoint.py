@@ -19,7 +19,7 @@ from verifleet.errors import VerifleetError
 
 from .._identity import md5_hex
 from .._rubric import AnyTrait, DynamicRubric, Rubric
-from .._scenario import ScenarioDefinition
+from .._scenario import BrokenScenario, ScenarioDefinition
 from .._scenario._jsonld import is_scenario_part, scenario_from_jsonld
 from ._benchmark import Benchmark
 from ._question import Question
@@ -164,13 +164,15 @@ def _global_rubrics(data: dict[str, Any]) -> tuple[Rubric | None, DynamicRubric 
     return rubric, dynamic
 
 
-def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[Problem]]:
-    """The scenarios in ``hasPart`` (parts of other types are left to other readers)."""
+def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[BrokenScenario]]:
+    """The scenarios in ``hasPart`` (parts of other types are left to other readers),
+    and those that fail validation: each of those fails alone, as in the original,
+    whose other scenarios run."""
     parts = data.get("hasPart")
     if not isinstance(parts, list):
         return [], []
     scenarios: list[ScenarioDefinition] = []
-    problems: list[Problem] = []
+    broken: list[BrokenScenario] = []
     for position, part in enumerate(parts, start=1):
         if not is_scenario_part(part):
             continue
@@ -178,8 +180,8 @@ def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[Pro
         try:
             scenarios.append(scenario_from_jsonld(part))
         except ValueError as exc:
-            problems.append((None, f"scenario {name}: {exc}"))
-    return scenarios, problems
+            broken.append(BrokenScenario.from_error(name or f"#{position}", exc))
+    return scenarios, broken
 
 
 def _creator(value: Any) -> str | None:
@@ -223,8 +225,7 @@ def benchmark_from_checkpoint(
             problems.append((question.id, "question id is used by more than one question"))
         seen.add(question.id)
         questions.append(question)
-    scenarios, scenario_problems = _scenarios(data)
-    problems += scenario_problems
+    scenarios, broken = _scenarios(data)
     if problems:
         return None, problems
     props = property_map(data, what="benchmark")
@@ -241,6 +242,7 @@ def benchmark_from_checkpoint(
             global_dynamic_rubric=global_dynamic,
             custom_metadata=custom,
             scenarios=scenarios,
+            broken_scenarios=broken,
         )
     except ValidationError as exc:
         return None, [(None, validation_summary(exc))]

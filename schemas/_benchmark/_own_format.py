@@ -17,9 +17,10 @@ import yaml
 from pydantic import ValidationError
 
 from .._identity import md5_hex
+from .._scenario import BrokenScenario, ScenarioDefinition
 from ._benchmark import Benchmark
 from ._checkpoint import Problem
-from ._ratings import error_message
+from ._ratings import error_message, validation_summary
 
 __all__ = ["FORMAT_MARKER", "benchmark_from_document", "render_document"]
 
@@ -88,10 +89,32 @@ def benchmark_from_document(
     questions = data.get("questions")
     if questions is not None and not isinstance(questions, list):
         return None, [(None, "'questions' must be a list")]
+    raw_scenarios = data.get("scenarios")
+    if isinstance(raw_scenarios, list):
+        data["scenarios"], broken = _split_scenarios(raw_scenarios)
+        # Kept beside the others: each fails alone when the job runs.
+        data["broken_scenarios"] = [*(data.get("broken_scenarios") or []), *broken]
     try:
         return Benchmark.model_validate(data), []
     except ValidationError as exc:
         return None, _problems_from(exc, questions, data.get("scenarios"))
+
+
+def _split_scenarios(raw: list[Any]) -> tuple[list[Any], list[BrokenScenario]]:
+    """The scenarios that validate (as given) and those that do not, each kept
+    with its problem so that it fails alone when the job runs."""
+    valid: list[Any] = []
+    broken: list[BrokenScenario] = []
+    for index, scenario in enumerate(raw):
+        try:
+            ScenarioDefinition.model_validate(scenario)
+        except ValidationError as exc:
+            broken.append(
+                BrokenScenario.from_error(_scenario_label(raw, index), validation_summary(exc))
+            )
+            continue
+        valid.append(scenario)
+    return valid, broken
 
 
 class _Dumper(yaml.SafeDumper):

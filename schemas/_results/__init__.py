@@ -12,6 +12,7 @@ from .aggregators import (
     list_aggregators,
     register_aggregator,
 )
+from .failure import CATEGORY_GROUPS, ResultFailure, classify_failure, collect_caveats
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
 from .frames_judgment import JUDGMENT_COLUMNS, RUBRIC_JUDGMENT_COLUMNS
 from .frames_rubric import RUBRIC_COLUMNS, RUBRIC_DEEP_JUDGMENT_COLUMNS, RubricFrameType
@@ -27,6 +28,7 @@ from .template_view import TemplateResults
 from .view_base import ResultView
 
 __all__ = [
+    "CATEGORY_GROUPS",
     "JUDGMENT_COLUMNS",
     "RUBRIC_COLUMNS",
     "RUBRIC_DEEP_JUDGMENT_COLUMNS",
@@ -44,6 +46,7 @@ __all__ = [
     "ModeAggregator",
     "RecordedError",
     "ResultAggregator",
+    "ResultFailure",
     "ResultView",
     "RubricFrameType",
     "RubricJudgmentResults",
@@ -57,6 +60,8 @@ __all__ = [
     "VerificationResultRubric",
     "VerificationResultSet",
     "VerificationResultTemplate",
+    "classify_failure",
+    "collect_caveats",
     "list_aggregators",
     "register_aggregator",
 ]

@@ -24,6 +24,8 @@ class VerificationResultDeepJudgment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     deep_judgment_enabled: bool = False
+    # The original's mode: "full" (excerpts, reasoning, parameters) or "reasoning_only"
+    deep_judgment_mode: str | None = None
     deep_judgment_performed: bool = False
     deep_judgment_stages_completed: list[str] | None = None
     deep_judgment_model_calls: int = 0

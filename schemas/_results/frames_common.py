@@ -6,14 +6,21 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
+from .failure import classify_failure
 from .result import VerificationResult
 
 if typing.TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["IDENTITY_COLUMNS", "build_frame", "result_columns"]
+__all__ = [
+    "IDENTITY_COLUMNS",
+    "SCENARIO_COLUMNS",
+    "STATUS_COLUMNS",
+    "build_frame",
+    "result_columns",
+]
 
-_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index"})
+_NULLABLE_INT_COLUMNS = frozenset({"replicate", "result_index", "excerpt_index", "scenario_turn"})
 
 #: The question a row is about, in the order every per-result frame lists them.
 IDENTITY_COLUMNS: tuple[str, ...] = (
@@ -25,20 +32,56 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: The verdict of a row's result: the original framework's ``success``,
+#: ``failure_*`` and ``caveats`` (from ``metadata.failure`` / ``metadata.caveats``),
+#: then verifleet's own ``completed_without_errors`` and ``error``.
+STATUS_COLUMNS: tuple[str, ...] = (
+    "success",
+    "failure_category",
+    "failure_group",
+    "failure_stage",
+    "failure_reason",
+    "caveats",
+    "completed_without_errors",
+    "error",
+)
+
+#: Where a scenario turn's result sits in its run (all null for plain questions).
+SCENARIO_COLUMNS: tuple[str, ...] = (
+    "scenario_id",
+    "scenario_node",
+    "scenario_turn",
+    "scenario_path",
+)
+
+
 def result_columns(result: VerificationResult, index: int) -> dict[str, Any]:
     """Every per-result column a frame may list, from ``result``'s metadata.
 
-    Status (``completed_without_errors``, ``error``), :data:`IDENTITY_COLUMNS`,
-    answering and parsing model display strings and system prompts,
-    ``execution_time``, ``timestamp``, ``run_name``, and ``result_index`` (``index``,
-    the result's position in its input). Each frame keeps the ones its column list
-    names: :func:`build_frame` drops the rest.
+    :data:`STATUS_COLUMNS` (``success`` is True when ``metadata.failure`` is None,
+    classified by :func:`classify_failure` when the result does not record it;
+    ``caveats`` is comma-joined, ``""`` when none, as in the original),
+    :data:`IDENTITY_COLUMNS`, :data:`SCENARIO_COLUMNS`, answering and parsing
+    model display strings and system prompts, ``execution_time``, ``timestamp``,
+    ``run_name``, and ``result_index`` (``index``, the result's position in its
+    input). Each frame keeps the ones its column list names: :func:`build_frame`
+    drops the rest.
     """
     meta = result.metadata
+    # A result recorded before failures were (hand-built, or stored earlier) is
+    # classified now, by the same rules the pipeline applies.
+    failure = meta.failure or classify_failure(result)
     return {
+        "success": failure is None,
+        "failure_category": failure.category if failure else None,
+        "failure_group": failure.group if failure else None,
+        "failure_stage": failure.stage if failure else None,
+        "failure_reason": failure.reason if failure else None,
+        "caveats": ",".join(meta.caveats),
         "completed_without_errors": meta.completed_without_errors,
         "error": meta.error,
         **{name: getattr(meta, name) for name in IDENTITY_COLUMNS},
+        **{name: getattr(meta, name) for name in SCENARIO_COLUMNS},
         "answering_model": meta.answering_model,
         "parsing_model": meta.parsing_model,
         "answering_system_prompt": meta.answering_system_prompt,

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import typing
 from collections.abc import Sequence
 from typing import Any
 
-from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
+from .frames_common import (
+    IDENTITY_COLUMNS,
+    SCENARIO_COLUMNS,
+    STATUS_COLUMNS,
+    build_frame,
+    result_columns,
+)
 from .result import VerificationResult
 
 if typing.TYPE_CHECKING:
@@ -20,8 +27,13 @@ _EXCERPT = (
 )  # fmt: skip
 
 JUDGMENT_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error", *IDENTITY_COLUMNS,
-    "answering_model", "parsing_model",
+    *STATUS_COLUMNS, "recursion_limit_reached",
+    *IDENTITY_COLUMNS,
+    "answering_mcp_servers",
+    *SCENARIO_COLUMNS,
+    "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
+    "raw_llm_response", "parsed_gt_response", "parsed_llm_response",
+    "deep_judgment_mode",
     "deep_judgment_enabled", "deep_judgment_performed", "deep_judgment_search_enabled",
     "attribute_name", "gt_attribute_value", "llm_attribute_value", "attribute_match",
     *_EXCERPT,
@@ -31,11 +43,13 @@ JUDGMENT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 RUBRIC_JUDGMENT_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error", *IDENTITY_COLUMNS,
-    "answering_model", "parsing_model",
-    "trait_name", "trait_score", "trait_reasoning",
+    *STATUS_COLUMNS,
+    *IDENTITY_COLUMNS,
+    "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
+    "trait_name", "trait_score", "trait_type", "trait_reasoning",
     *_EXCERPT,
-    "trait_overall_risk", "trait_has_excerpts", "trait_model_calls", "trait_excerpt_retries",
+    "trait_overall_risk", "trait_has_excerpts", "trait_had_excerpts",
+    "trait_model_calls", "trait_excerpt_retries",
     "trait_stages_completed", "trait_validation_failed",
     "execution_time", "timestamp", "run_name", "result_index",
 )  # fmt: skip
@@ -74,6 +88,12 @@ def judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
         dj, template = result.deep_judgment, result.template
         base = {
             **result_columns(result, index),
+            "recursion_limit_reached": template.recursion_limit_reached if template else None,
+            "answering_mcp_servers": template.answering_mcp_servers if template else None,
+            "raw_llm_response": template.raw_llm_response if template else None,
+            "parsed_gt_response": template.parsed_gt_response if template else None,
+            "parsed_llm_response": template.parsed_llm_response if template else None,
+            "deep_judgment_mode": dj.deep_judgment_mode if dj else None,
             "deep_judgment_enabled": bool(dj and dj.deep_judgment_enabled),
             "deep_judgment_performed": bool(dj and dj.deep_judgment_performed),
             "deep_judgment_search_enabled": bool(dj and dj.deep_judgment_search_enabled),
@@ -135,12 +155,22 @@ def rubric_judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame
             trait_cols = {
                 "trait_name": trait,
                 "trait_score": scores.get(trait),
+                "trait_type": (
+                    None
+                    if trait not in scores
+                    else "llm_binary"
+                    if isinstance(scores[trait], bool)
+                    else "llm_score"
+                ),
                 "trait_reasoning": reasoning.get(trait),
                 "trait_overall_risk": (risks.get(trait) or {}).get("overall_risk"),
                 "trait_has_excerpts": bool(found),
+                # The original's name: what its trait_metadata says ("had_excerpts").
+                "trait_had_excerpts": info.get("had_excerpts", bool(found)),
                 "trait_model_calls": info.get("model_calls"),
                 "trait_excerpt_retries": info.get("excerpt_retry_count"),
-                "trait_stages_completed": info.get("stages_completed"),
+                # JSON text, as the original writes it.
+                "trait_stages_completed": json.dumps(info.get("stages_completed", [])),
                 "trait_validation_failed": trait in failed
                 or bool(info.get("excerpt_validation_failed")),
             }

@@ -7,7 +7,13 @@ import typing
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, get_args
 
-from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
+from .frames_common import (
+    IDENTITY_COLUMNS,
+    SCENARIO_COLUMNS,
+    STATUS_COLUMNS,
+    build_frame,
+    result_columns,
+)
 from .result import VerificationResult
 from .rubric import VerificationResultRubric
 
@@ -21,14 +27,17 @@ RubricFrameType = Literal[
 ]
 
 RUBRIC_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error",
+    *STATUS_COLUMNS,
     *IDENTITY_COLUMNS,
+    *SCENARIO_COLUMNS,
     "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
+    "rubric_evaluation_performed", "rubric_evaluation_strategy",
     "trait_name", "trait_score", "trait_label", "trait_type", "evaluation_method",
     "metric_name",
     "confusion_tp", "confusion_fp", "confusion_fn", "confusion_tn",
+    "investigation_trace",
     "execution_time", "timestamp", "run_name",
-    "rubric_evaluation_performed", "rubric_evaluation_strategy",
+    "trait_provenance",
     "result_index",
 )  # fmt: skip
 
@@ -78,7 +87,9 @@ def _trait_rows(rubric: VerificationResultRubric) -> Iterator[dict[str, Any]]:
                 "confusion_fn": lists.get("fn"),
                 "confusion_tn": lists.get("tn"),
             }
-    yield from _plain_rows("agentic", rubric.agentic_trait_scores)
+    traces = rubric.agentic_trait_investigation_traces or {}
+    for row in _plain_rows("agentic", rubric.agentic_trait_scores):
+        yield {**row, "investigation_trace": traces.get(row["trait_name"])}
 
 
 def _plain_rows(method: str, scores: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
@@ -95,8 +106,15 @@ def _deep_judgment_columns(result: VerificationResult, trait: str) -> dict[str, 
         "trait_reasoning": (dj.rubric_trait_reasoning or {}).get(trait),
         # JSON text keeps the column a flat string that survives CSV and Parquet.
         "trait_excerpts": json.dumps((dj.extracted_rubric_excerpts or {}).get(trait, [])),
-        "trait_hallucination_risk": (dj.rubric_hallucination_risk_assessment or {}).get(trait),
+        "trait_hallucination_risk": _overall_risk(
+            (dj.rubric_hallucination_risk_assessment or {}).get(trait)
+        ),
     }
+
+
+def _overall_risk(assessment: Any) -> Any:
+    # {"overall_risk", "per_excerpt_risks"}: the column holds the overall risk.
+    return assessment.get("overall_risk") if isinstance(assessment, dict) else assessment
 
 
 def rubric_frame(
@@ -112,7 +130,10 @@ def rubric_frame(
     Literal traits carry their class index in ``trait_score`` and the class name in
     ``trait_label``. A result without an evaluated rubric yields one row with null
     trait columns, so every result stays countable. ``include_deep_judgment`` adds
-    :data:`RUBRIC_DEEP_JUDGMENT_COLUMNS`.
+    :data:`RUBRIC_DEEP_JUDGMENT_COLUMNS`. When a dynamic rubric ran, one
+    ``<trait>_skipped`` column per dynamic trait follows, as in the original: True
+    where its presence check skipped it, False where it was promoted, null where
+    it did not apply.
 
     Raises:
         ValueError: ``trait_type`` is not one of the values above.
@@ -124,6 +145,7 @@ def rubric_frame(
     admitted = _ADMITS.get(trait_type, frozenset({trait_type}))
     columns = RUBRIC_COLUMNS + (RUBRIC_DEEP_JUDGMENT_COLUMNS if include_deep_judgment else ())
     rows: list[dict[str, Any]] = []
+    dynamic: set[str] = set()
     for index, result in enumerate(results):
         rubric = result.rubric
         base: dict[str, Any] = {
@@ -131,14 +153,27 @@ def rubric_frame(
             "rubric_evaluation_performed": rubric.rubric_evaluation_performed if rubric else None,
             "rubric_evaluation_strategy": rubric.rubric_evaluation_strategy if rubric else None,
         }
+        if rubric is not None:
+            status = _dynamic_status(rubric)
+            dynamic.update(status)
+            base.update({f"{name}_skipped": skipped for name, skipped in status.items()})
         if rubric is None or not rubric.rubric_evaluation_performed:
             rows.append(base)
             continue
+        provenance = rubric.trait_provenance or {}
         for trait in _trait_rows(rubric):
             if trait["trait_type"] not in admitted:
                 continue
-            row = {**base, **trait}
-            if include_deep_judgment:
+            row = {**base, **trait, "trait_provenance": provenance.get(trait["trait_name"])}
+            if include_deep_judgment and trait["evaluation_method"] == "llm":
+                # Only LLM traits are judged deeply: other rows keep null columns.
                 row.update(_deep_judgment_columns(result, trait["trait_name"]))
             rows.append(row)
-    return build_frame(rows, columns)
+    return build_frame(rows, (*columns, *(f"{name}_skipped" for name in sorted(dynamic))))
+
+
+def _dynamic_status(rubric: VerificationResultRubric) -> dict[str, bool]:
+    """Per dynamic trait: True when its presence check skipped it, False when promoted."""
+    status = dict.fromkeys(rubric.dynamic_rubric_skipped_traits or {}, True)
+    status.update(dict.fromkeys(rubric.dynamic_rubric_promoted_traits or [], False))
+    return status

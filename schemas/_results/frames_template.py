@@ -6,7 +6,13 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from .frames_common import IDENTITY_COLUMNS, build_frame, result_columns
+from .frames_common import (
+    IDENTITY_COLUMNS,
+    SCENARIO_COLUMNS,
+    STATUS_COLUMNS,
+    build_frame,
+    result_columns,
+)
 from .result import VerificationResult
 
 if typing.TYPE_CHECKING:
@@ -22,24 +28,27 @@ __all__ = [
 ]
 
 TEMPLATE_FIELD_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error", "recursion_limit_reached",
+    *STATUS_COLUMNS, "recursion_limit_reached",
     *IDENTITY_COLUMNS,
     "answering_mcp_servers",
+    *SCENARIO_COLUMNS,
     "answering_model", "parsing_model", "answering_system_prompt", "parsing_system_prompt",
     "raw_llm_response",
-    "field_name", "gt_value", "llm_value", "field_match", "field_type",
-    "verify_result",
+    "field_name", "gt_value", "llm_value", "field_match", "field_score", "field_type",
+    "verify_result", "verify_granular_result",
     "embedding_check_performed", "embedding_similarity_score", "embedding_model_used",
     "embedding_override_applied",
     "abstention_check_performed", "abstention_detected", "abstention_reasoning",
     "abstention_override_applied",
+    "sufficiency_check_performed", "sufficiency_detected", "sufficiency_reasoning",
+    "sufficiency_override_applied",
     "regex_validations_performed", "regex_overall_success",
     "execution_time", "timestamp", "run_name",
     "result_index",
 )  # fmt: skip
 
 TEMPLATE_REGEX_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error",
+    *STATUS_COLUMNS,
     "question_id", "template_id", "replicate",
     "answering_model", "parsing_model",
     "pattern_name", "pattern_regex", "matched", "extracted_value",
@@ -50,7 +59,7 @@ TEMPLATE_REGEX_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 TEMPLATE_USAGE_COLUMNS: tuple[str, ...] = (
-    "completed_without_errors", "error",
+    *STATUS_COLUMNS,
     "question_id", "template_id", "replicate",
     "answering_model", "parsing_model",
     "usage_stage",
@@ -118,6 +127,13 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
             "answering_mcp_servers": template.answering_mcp_servers if template else None,
             "raw_llm_response": template.raw_llm_response if template else None,
             "verify_result": template.verify_result if template else None,
+            "verify_granular_result": template.verify_granular_result if template else None,
+            "sufficiency_check_performed": bool(template and template.sufficiency_check_performed),
+            "sufficiency_detected": template.sufficiency_detected if template else None,
+            "sufficiency_reasoning": template.sufficiency_reasoning if template else None,
+            "sufficiency_override_applied": bool(
+                template and template.sufficiency_override_applied
+            ),
             "embedding_check_performed": bool(template and template.embedding_check_performed),
             "embedding_similarity_score": template.embedding_similarity_score if template else None,
             "embedding_model_used": template.embedding_model_used if template else None,
@@ -129,6 +145,7 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
             "regex_validations_performed": bool(template and template.regex_validations_performed),
             "regex_overall_success": template.regex_overall_success if template else None,
         }
+        scores = (template.field_scores if template else None) or {}
         for name, gt_value, llm_value, match in _field_pairs(result):
             rows.append(
                 {
@@ -137,6 +154,8 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
                     "gt_value": gt_value,
                     "llm_value": llm_value,
                     "field_match": match,
+                    # None when not recorded (verifleet does not record it yet).
+                    "field_score": scores.get(name) if name is not None else None,
                     "field_type": _type_name(gt_value, llm_value),
                 }
             )
@@ -181,23 +200,27 @@ def template_usage_frame(
 
     Stages come from ``usage_metadata``; the ``total`` entry is excluded from the
     per-stage frame and is the only row with ``totals_only`` (then ``usage_stage`` is
-    ``"total"``). Agent metrics repeat on every row of their result.
+    None, as in the original). Agent metrics fill the ``answer_generation`` row only (null
+    elsewhere, as in the original).
     """
     rows: list[dict[str, Any]] = []
     for index, result in enumerate(results):
         template = result.template
         if template is None or not template.usage_metadata:
             continue
-        agent = template.agent_metrics or {}
+        metrics = template.agent_metrics or {}
         for stage, usage in template.usage_metadata.items():
             if (stage == "total") != totals_only:
                 continue
+            # The agent's metrics belong to answer generation, as in the original.
+            agent = metrics if stage == "answer_generation" else {}
             input_details = usage.get("input_token_details") or {}
             output_details = usage.get("output_token_details") or {}
             rows.append(
                 {
                     **result_columns(result, index),
-                    "usage_stage": stage,
+                    # None on a totals row, as in the original.
+                    "usage_stage": None if totals_only else stage,
                     "input_tokens": usage.get("input_tokens"),
                     "output_tokens": usage.get("output_tokens"),
                     "total_tokens": usage.get("total_tokens"),

@@ -6,9 +6,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .._identity import ModelIdentity
+from .failure import ResultFailure
 
 __all__ = ["VerificationResultMetadata"]
 
@@ -46,6 +47,10 @@ class VerificationResultMetadata(BaseModel):
     # Execution
     completed_without_errors: bool
     error: str | None = None
+    # Why the result did not pass (None: it passed) and non-fatal observations,
+    # as the original framework records them (see failure.py).
+    failure: ResultFailure | None = None
+    caveats: list[str] = Field(default_factory=list)
     execution_time: float
     timestamp: str
 
@@ -59,6 +64,14 @@ class VerificationResultMetadata(BaseModel):
     scenario_node: str | None = None
     scenario_turn: int | None = None
     scenario_path: list[str] | None = None
+
+    @field_validator("failure", mode="before")
+    @classmethod
+    def _null_failure(cls, value: Any) -> Any:
+        # A columnar file reads an absent failure back as a struct of nulls.
+        if isinstance(value, dict) and all(v is None for v in value.values()):
+            return None
+        return value
 
     @model_validator(mode="before")
     @classmethod

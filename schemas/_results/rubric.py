@@ -34,12 +34,18 @@ class VerificationResultRubric(BaseModel):
     metric_trait_scores: dict[str, dict[str, float]] | None = None
     metric_trait_confusion_lists: dict[str, dict[str, list[str]]] | None = None
 
-    agentic_trait_scores: dict[str, bool | int] | None = None
+    # A template-kind agentic trait records each field as "<trait>.<field>", any JSON value.
+    agentic_trait_scores: dict[str, bool | int | float | str | list[Any] | None] | None = None
     agentic_trait_investigation_traces: dict[str, str] | None = None
+    # How a template-kind trait's findings were found: {"method", "local_json_error",
+    # "parser_error"} per trait, as the original records it
+    agentic_trait_extraction_metadata: dict[str, dict[str, str | None]] | None = None
 
     # Dynamic rubrics: traits skipped (with the reason) or promoted by the presence check
     dynamic_rubric_skipped_traits: dict[str, str] | None = None
     dynamic_rubric_promoted_traits: list[str] | None = None
+    # Where each trait came from: "global", "question_specific" or "dynamic"
+    trait_provenance: dict[str, str] | None = None
 
     def _typed_scores(self) -> list[tuple[TraitType, dict[str, Any] | None]]:
         # Lookup order; later types win in get_all_trait_scores on a name clash.

@@ -41,6 +41,8 @@ class VerificationResultTemplate(BaseModel):
     field_verification_error: str | None = None
     # Tri-valued per field: None means the judge extracted null for that field.
     field_results: dict[str, bool | None] | None = None
+    # Partial credit per field (1.0/0.0 unless graded); None when not recorded.
+    field_scores: dict[str, float | None] | None = None
     composition_strategy: str | None = None
 
     # Embedding check

@@ -3,6 +3,7 @@
 Re-exported by :mod:`verifleet.schemas`; import from there.
 """
 
+from ._broken import BrokenScenario
 from ._conditions import Condition, primitive_from, resolve_path
 from ._model import END, ScenarioDefinition, ScenarioEdge, ScenarioNode, StateUpdate
 from ._outcomes import (
@@ -30,6 +31,7 @@ __all__ = [
     "AllOfCheck",
     "AnyOfCheck",
     "AtLeastNCheck",
+    "BrokenScenario",
     "Condition",
     "CountTurns",
     "FirstMatchIndex",

@@ -15,9 +15,12 @@ from verifleet.schemas import Benchmark, ModelConfig, Question, RetryPolicy, Ver
 
 __all__ = [
     "ANSWERS",
+    "DANGLING_PROBLEM",
     "DEAD_URL",
+    "dangling_scenario",
     "scenario_benchmark",
     "scenario_config",
+    "spinning_scenario",
     "template",
 ]
 
@@ -214,3 +217,29 @@ def scenario_config(base_url: str, **extra: Any) -> VerificationConfig:
         request_timeout=10.0,
         **extra,
     )
+
+
+DANGLING_PROBLEM = (
+    "scenario 'dangling-edge': edge start -> ghost: target 'ghost' is not a node or END"
+)
+
+
+def dangling_scenario() -> dict[str, Any]:
+    """A scenario (as a file holds it) whose edge points at an unknown node: it
+    fails validation, so it fails alone (``DANGLING_PROBLEM``)."""
+    return {
+        "id": "dangling-edge",
+        "nodes": [_node("start", Q_GOOD, "bcl2")],
+        "edges": [{"source": "start", "target": "ghost"}],
+    }
+
+
+def spinning_scenario(max_turns: int = 20) -> dict[str, Any]:
+    """A node that routes to itself, bounded only by ``max_turns`` (20: what a
+    checkpoint's scenario gets, the original's default limit)."""
+    return {
+        "id": "spin",
+        "max_turns": max_turns,
+        "nodes": [_node("again", Q_LOOP, "bcl2")],
+        "edges": [{"source": "again", "target": "again"}],
+    }

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from _support.fleet import Fleet, run_cli
-from _support.scenarios import ANSWERS, scenario_benchmark, scenario_config
+from _support.scenarios import ANSWERS, DANGLING_PROBLEM, scenario_benchmark, scenario_config
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.schemas import BrokenScenario
 from verifleet.store import JobStatus, result_key
 
 pytestmark = pytest.mark.integration
@@ -25,13 +26,15 @@ STATUS = {
     "loop": ("limit_reached", ["again"] * 3),
     "tally": ("completed", ["count", "count"]),
     "broken": ("error", ["start", "dead"]),
+    "dangling-edge": ("error", []),  # failed validation: stored at submit, never sent
 }
 
 
 def test_scenarios_survive_a_killed_worker_exactly_once(
     fleet: Fleet, redis_url: str, tmp_path: Path
 ) -> None:
-    bench = scenario_benchmark()
+    dangling = BrokenScenario.from_error("dangling-edge", DANGLING_PROBLEM)
+    bench = scenario_benchmark().model_copy(update={"broken_scenarios": [dangling]})
     replicates = 2
     # Latency keeps each scenario in flight for a second or more, so the victim
     # dies holding scenarios part-way through their turns.
@@ -42,8 +45,11 @@ def test_scenarios_survive_a_killed_worker_exactly_once(
         fleet.start_worker("survivor", concurrency=4, **slow_restore)
         fleet.wait_ready(["victim", "survivor"])
         job = Job.submit(bench, config, redis_url)
+        # The broken scenario's runs are stored at submit: nothing runs them.
+        stored_at_submit = job.progress().done_units
+        assert stored_at_submit == replicates
         deadline = time.monotonic() + 60
-        while job.progress().done_units < 2:
+        while job.progress().done_units < stored_at_submit + 2:
             assert time.monotonic() < deadline, "no unit finished in 60 s"
             time.sleep(0.05)
         assert job.progress().in_flight > 0
@@ -51,10 +57,10 @@ def test_scenarios_survive_a_killed_worker_exactly_once(
         progress = job.wait(timeout=150)
     assert progress.status == JobStatus.DONE
     assert "taken by a worker that is gone" in fleet.log("survivor")
-    total = (len(bench.questions) + len(bench.scenarios)) * replicates
+    total = (len(bench.questions) + len(bench.scenarios) + 1) * replicates
     assert progress.done_units == progress.total_units == total
-    assert (progress.total_scenarios, progress.scenarios_done) == (10, 10)
-    assert progress.scenario_errors == replicates
+    assert (progress.total_scenarios, progress.scenarios_done) == (12, 12)
+    assert progress.scenario_errors == 2 * replicates
 
     result_set = job.result_set()
     runs = result_set.scenario_results or []
@@ -70,12 +76,14 @@ def test_scenarios_survive_a_killed_worker_exactly_once(
     assert sorted(r.metadata.result_id for r in stored_turns) == turn_ids
     keys = [result_key(r, job_id=job.job_id) for r in result_set.results]
     assert len(keys) == len(set(keys)) == progress.results
-    assert result_set.errors is not None and len(result_set.errors) == replicates
-    assert all(desc.startswith("scenario broken") for desc, _exc in result_set.errors)
+    assert result_set.errors is not None and len(result_set.errors) == 2 * replicates
+    named = sorted(desc.split(",")[0] for desc, _exc in result_set.errors)
+    assert named == ["scenario broken"] * replicates + ["scenario dangling-edge"] * replicates
+    assert {str(exc) for desc, exc in result_set.errors if "dangling" in desc} == {DANGLING_PROBLEM}
 
     status = run_cli("status", job.job_id, "--redis", redis_url)
     assert status.returncode == 0, status.stderr
-    assert "scenarios 10/10  scenario errors 2" in status.stdout
+    assert "scenarios 12/12  scenario errors 4" in status.stdout
     out = tmp_path / "collected.parquet"
     collected = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
     assert collected.returncode == 0, collected.stderr

@@ -1,7 +1,7 @@
 """``verifleet run`` on a benchmark with scenarios, as a user runs it (a real
 process against the scripted endpoint): every scenario outcome, a broken
-scenario in ``errors`` while the others finish, resume, and the Parquet / JSON
-files reading back equal."""
+scenario and one that fails validation in ``errors`` while the others finish,
+resume, and the Parquet / JSON files reading back equal."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 from _support.fleet import run_cli
-from _support.scenarios import ANSWERS, scenario_benchmark
+from _support.scenarios import ANSWERS, DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results, write_results
@@ -21,12 +21,16 @@ EXPECTED = {
     "loop": ("limit_reached", ["again"] * 3, {"hit_limit": True}),
     "tally": ("completed", ["count", "count"], {"two_counted": True}),
     "broken": ("error", ["start", "dead"], {}),
+    "dangling-edge": ("error", [], {}),
 }
 
 
 def test_run_scenarios_locally_then_resume(tmp_path: Path) -> None:
     bench = tmp_path / "bench.yaml"
     dump_benchmark(scenario_benchmark(), bench)
+    document = yaml.safe_load(bench.read_text())
+    document["scenarios"].append(dangling_scenario())
+    bench.write_text(yaml.safe_dump(document))
     config = tmp_path / "config.yaml"
     # One attempt per call: the broken scenario's dead endpoint fails at once.
     config.write_text(yaml.safe_dump({"retry_policy": {"max_attempts": 1}}))
@@ -43,7 +47,10 @@ def test_run_scenarios_locally_then_resume(tmp_path: Path) -> None:
         assert endpoint.stats().calls == calls  # nothing ran again
     assert "Scenario runs" in first.stderr
     assert "scenario failed: scenario broken" in first.stderr
-    assert "resumed: 6 of 6 units" in second.stderr
+    assert "resumed: 7 of 7 units" in second.stderr
+    assert f"warning: {DANGLING_PROBLEM} (it fails alone; the others run)" in " ".join(
+        first.stderr.split()
+    )
 
     result_set = read_results(out)
     runs = {r.scenario_id: r for r in result_set.scenario_results or []}
@@ -53,9 +60,11 @@ def test_run_scenarios_locally_then_resume(tmp_path: Path) -> None:
         assert (run.status, run.path) == (status, path), scenario_id
         assert {k: v for k, v in run.outcome_results.items() if k in outcomes} == outcomes
     assert runs["tally"].final_state["accumulated"] == {"count": 2, "genes": ["tp53", "tp53"]}
-    assert result_set.errors is not None and len(result_set.errors) == 1
-    description, exc = result_set.errors[0]
-    assert description.startswith("scenario broken") and isinstance(exc, ScenarioExecutionError)
+    assert result_set.errors is not None and len(result_set.errors) == 2
+    errors = {description.split(",")[0]: exc for description, exc in result_set.errors}
+    assert set(errors) == {"scenario broken", "scenario dangling-edge"}
+    assert all(isinstance(exc, ScenarioExecutionError) for exc in errors.values())
+    assert str(errors["scenario dangling-edge"]) == DANGLING_PROBLEM
 
     turns = [r for r in result_set.results if r.metadata.scenario_id is not None]
     assert len(turns) == sum(len(p) for _s, p, _o in EXPECTED.values())

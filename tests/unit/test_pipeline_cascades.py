@@ -16,7 +16,13 @@ from test_pipeline_fakes import (
 )
 
 from verifleet.pipeline import CachedAnswer, ModelCallError, run_unit
-from verifleet.schemas import ModelConfig, RegexTrait, Rubric, VerificationResult
+from verifleet.schemas import (
+    ModelConfig,
+    RegexTrait,
+    Rubric,
+    VerificationResult,
+    VerificationResultSet,
+)
 
 RUBRIC = Rubric(regex_traits=[RegexTrait(name="names_gene", pattern="BCL2")])
 ABSTAINS = {"reasoning": "The model declines.", "abstention_detected": True}
@@ -124,7 +130,8 @@ def test_recursion_limit_fails_verification_without_error(caplog: pytest.LogCapt
     assert template is not None
     assert template.recursion_limit_reached is True
     assert template.verify_result is False
-    assert template.template_verification_performed is False
+    # The original counts an auto-fail as a template verification (a failed one).
+    assert template.template_verification_performed is True
     assert result.metadata.completed_without_errors is True
     assert result.metadata.error is None
 
@@ -179,6 +186,7 @@ def test_mcp_trace_not_ending_with_ai_message_autofails(
     template = result.template
     assert template is not None
     assert template.verify_result is False
+    assert template.template_verification_performed is True
     assert template.answering_mcp_servers == ["search"]
     assert template.agent_metrics == {"tool_calls": 1}
     assert result.trace_extraction_error is not None and "tool" in result.trace_extraction_error
@@ -360,3 +368,19 @@ def test_stdio_mcp_servers_need_the_operator(monkeypatch: pytest.MonkeyPatch) ->
     local = MCP.model_copy(update={"mcp_urls_dict": {"files": "stdio:python -m some_server"}})
     result, _ = _run({}, answering=local)
     assert "VERIFLEET_MCP_ALLOW_STDIO=1" in (result.metadata.error or "")
+
+
+def test_template_summary_counts_auto_failed_results_as_the_original_does() -> None:
+    """One pass, one recursion-limit and one trace-validation auto-fail: the
+    original reports 1 of 3 (pass rate 0.33), and so must the summary and the
+    pass-rate aggregate, which read the same results."""
+    passed, _ = _run({"parsing": [{"gene": "BCL2"}]})
+    recursion, _ = _run({}, cached=CachedAnswer(raw_llm_response="…", recursion_limit_reached=True))
+    trace, _ = _run({}, answering=MCP, resources_extra={"agent": _agent(BROKEN_TRACE)})
+    results = VerificationResultSet(results=[passed, recursion, trace])
+    summary = results.get_template_results().get_template_summary()
+    assert (summary["num_results"], summary["num_passed"], summary["num_failed"]) == (3, 1, 2)
+    assert summary["pass_rate"] == pytest.approx(1 / 3)
+    by_model = results.get_template_results().aggregate_pass_rate(by="parsing_model")
+    assert list(by_model.values()) == [pytest.approx(1 / 3)]
+    assert results.get_summary()["num_with_template"] == 3

@@ -142,7 +142,8 @@ def test_root_defaults() -> None:
 
 
 def test_section_field_counts_cover_the_spec() -> None:
-    assert len(VerificationResultDeepJudgment.model_fields) == 10
+    # The spec's ten fields plus the original's deep_judgment_mode.
+    assert len(VerificationResultDeepJudgment.model_fields) == 11
     assert len(VerificationResultDeepJudgmentRubric.model_fields) == 11
     spec_template = {
         "raw_llm_response", "trace_messages", "parsed_llm_response", "parsed_gt_response",

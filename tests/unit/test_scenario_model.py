@@ -37,7 +37,7 @@ def _question(text: str) -> dict[str, Any]:
     }
 
 
-def _checkpoint(scenario: dict[str, Any]) -> dict[str, Any]:
+def _checkpoint(*scenarios: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint shaped like the original framework writes one."""
     return {
         "@context": {"@vocab": "https://schema.org/", "karenina": "urn:karenina:vocab:"},
@@ -46,7 +46,7 @@ def _checkpoint(scenario: dict[str, Any]) -> dict[str, Any]:
         "dateCreated": "2026-01-01T00:00:00",
         "dateModified": "2026-01-01T00:00:00",
         "dataFeedElement": [],
-        "hasPart": [scenario],
+        "hasPart": list(scenarios),
     }
 
 
@@ -175,14 +175,18 @@ def test_checkpoint_scenarios_are_loaded_not_dropped(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_checkpoint_problems_name_the_node_or_edge(
+def test_checkpoint_problems_name_the_node_or_edge_and_fail_that_scenario_alone(
     tmp_path: Path, changes: dict[str, Any], fault: str
 ) -> None:
+    broken = _karenina_scenario(**changes)
+    good = {**_karenina_scenario(), "name": "intact"}
     path = tmp_path / "bench.jsonld"
-    path.write_text(json.dumps(_checkpoint(_karenina_scenario(**changes))))
-    with pytest.raises(BenchmarkLoadError) as caught:
-        load_benchmark(path)
-    assert "scenario triage" in str(caught.value) and fault in str(caught.value)
+    path.write_text(json.dumps(_checkpoint(broken, good)))
+    benchmark = load_benchmark(path)
+    assert [s.id for s in benchmark.scenarios] == ["intact"]
+    [failed] = benchmark.broken_scenarios
+    assert failed.id == "triage" and fault in failed.problem
+    assert failed.message.startswith("scenario 'triage': ")
 
 
 def test_state_update_code_is_refused_by_node(tmp_path: Path) -> None:
@@ -190,8 +194,8 @@ def test_state_update_code_is_refused_by_node(tmp_path: Path) -> None:
     scenario["nodes"]["follow"]["stateUpdateSource"] = "def update(acc, parsed): return acc"
     path = tmp_path / "bench.jsonld"
     path.write_text(json.dumps(_checkpoint(scenario)))
-    with pytest.raises(BenchmarkLoadError, match="node 'follow': stateUpdateSource is Python code"):
-        load_benchmark(path)
+    [failed] = load_benchmark(path).broken_scenarios
+    assert "node 'follow': stateUpdateSource is Python code" in failed.problem
 
 
 def test_yaml_example_loads_and_round_trips(tmp_path: Path) -> None:
@@ -218,10 +222,10 @@ def test_yaml_cycle_without_turn_limit_names_the_cycle(tmp_path: Path) -> None:
         "nodes": [{"id": "a", "question": "A?"}, {"id": "b", "question": "B?"}],
         "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "a"}],
     }
-    with pytest.raises(BenchmarkLoadError) as caught:
-        load_benchmark(_yaml_with(tmp_path, scenario))
-    message = str(caught.value)
-    assert "scenario spin" in message and "cycle a -> b -> a needs a turn limit" in message
+    benchmark = load_benchmark(_yaml_with(tmp_path, scenario))
+    [failed] = benchmark.broken_scenarios
+    assert benchmark.scenarios == [] and failed.id == "spin"
+    assert "cycle a -> b -> a needs a turn limit" in failed.message
     scenario["max_turns"] = 5
     assert load_benchmark(_yaml_with(tmp_path, scenario)).scenarios[0].turn_limit == 5
 
@@ -232,8 +236,8 @@ def test_yaml_unknown_source_and_bad_template_are_named(tmp_path: Path) -> None:
         "nodes": [{"id": "a", "question": "A?", "answer_template": "class Nope: pass"}],
         "edges": [{"source": "z", "target": "a"}],
     }
-    with pytest.raises(BenchmarkLoadError, match="edge z -> a: source 'z' is not a node"):
-        load_benchmark(_yaml_with(tmp_path, scenario))
+    [failed] = load_benchmark(_yaml_with(tmp_path, scenario)).broken_scenarios
+    assert "edge z -> a: source 'z' is not a node" in failed.problem
     scenario["edges"] = []
     with pytest.raises(BenchmarkLoadError, match="scenario s, node a: answer template"):
         load_benchmark(_yaml_with(tmp_path, scenario))

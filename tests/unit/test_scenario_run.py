@@ -10,18 +10,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from _support.scenarios import (
     ANSWERS,
+    DANGLING_PROBLEM,
     Q_GOOD,
     Q_PRAISE,
+    dangling_scenario,
     scenario_benchmark,
     scenario_config,
+    spinning_scenario,
 )
 
 import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.pipeline import PipelineResources, run_scenario
-from verifleet.schemas import ScenarioExecutionError, load_benchmark
+from verifleet.schemas import (
+    Benchmark,
+    ScenarioExecutionError,
+    dump_benchmark,
+    load_benchmark,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
@@ -213,3 +222,95 @@ def test_the_global_dynamic_rubric_applies_to_every_turn(endpoint: RunningEndpoi
             *(rubric.dynamic_rubric_skipped_traits or {}),
         }
         assert considered == {"names_bcl2"}
+
+
+def test_a_scenario_failing_validation_fails_alone(
+    endpoint: RunningEndpoint, tmp_path: Path
+) -> None:
+    path = tmp_path / "bench.yaml"
+    dump_benchmark(scenario_benchmark(broken=False), path)
+    document = yaml.safe_load(path.read_text())
+    document["scenarios"].append(dangling_scenario())
+    path.write_text(yaml.safe_dump(document))
+
+    result_set = verifleet.run(path, scenario_config(endpoint.base_url))
+
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert set(runs) == {"branch_pass", "branch_fail", "loop", "tally", "dangling-edge"}
+    assert runs["branch_pass"].status == "completed" and runs["loop"].turn_count == 3
+    failed = runs["dangling-edge"]
+    assert (failed.status, failed.turn_count, failed.path) == ("error", 0, [])
+    assert failed.terminal_failure is not None and failed.terminal_failure.stage == "validation"
+    [(description, exc)] = result_set.errors or []
+    assert description == "scenario dangling-edge, model openai_endpoint:answerer, replicate 1"
+    assert isinstance(exc, ScenarioExecutionError) and str(exc) == DANGLING_PROBLEM
+
+
+def _spin_benchmark() -> Benchmark:
+    base = scenario_benchmark(broken=False, questions=False)
+    document = base.model_dump(mode="json")
+    document["scenarios"] = [s for s in document["scenarios"] if s["id"] == "branch_pass"] + [
+        spinning_scenario(max_turns=20)
+    ]
+    return Benchmark.model_validate(document)
+
+
+def test_the_originals_scenario_turn_limit_caps_every_run(endpoint: RunningEndpoint) -> None:
+    """An original preset with ``scenario_turn_limit: 5``: a cycling scenario
+    (limit 20 of its own, as a checkpoint's) stops after 5 turns; the limit is
+    checked before routing, as the original does, so a run reaching it on its
+    last node ends ``limit_reached`` too."""
+    config = scenario_config(endpoint.base_url).model_dump(mode="json")
+    preset = {"name": "capped", "description": "", "config": {**config, "scenario_turn_limit": 5}}
+    runs = {
+        r.scenario_id: r for r in verifleet.run(_spin_benchmark(), preset).scenario_results or []
+    }
+    assert (runs["spin"].status, runs["spin"].turn_count) == ("limit_reached", 5)
+    assert runs["branch_pass"].status == "completed"
+    preset["config"]["scenario_turn_limit"] = 2
+    runs = {
+        r.scenario_id: r for r in verifleet.run(_spin_benchmark(), preset).scenario_results or []
+    }
+    assert (runs["spin"].status, runs["spin"].turn_count) == ("limit_reached", 2)
+    assert (runs["branch_pass"].status, runs["branch_pass"].path) == (
+        "limit_reached",
+        ["start", "praise"],
+    )
+    del preset["config"]["scenario_turn_limit"]
+    runs = {
+        r.scenario_id: r for r in verifleet.run(_spin_benchmark(), preset).scenario_results or []
+    }
+    assert (runs["spin"].status, runs["spin"].turn_count) == ("limit_reached", 20)
+
+
+ORIGINAL_CHECKPOINT = Path(__file__).parent / "fixtures" / "karenina_results" / "scenarios.jsonld"
+
+
+def test_a_checkpoint_the_original_wrote_runs_with_its_turn_limit_and_a_broken_scenario(
+    endpoint: RunningEndpoint, tmp_path: Path
+) -> None:
+    """The original's ``Benchmark.save`` wrote two scenarios: one that cycles, one
+    of two turns. Its preset caps runs at 5 turns; an edge of the second is then
+    pointed at a node that does not exist: that scenario fails alone."""
+    document = json.loads(ORIGINAL_CHECKPOINT.read_text())
+    config = scenario_config(endpoint.base_url).model_dump(mode="json")
+    preset = {"name": "capped", "config": {**config, "scenario_turn_limit": 5}}
+    runs = {
+        r.scenario_id: r for r in verifleet.run(ORIGINAL_CHECKPOINT, preset).scenario_results or []
+    }
+    assert (runs["spin"].status, runs["spin"].turn_count) == ("limit_reached", 5)
+    assert (runs["straight"].status, runs["straight"].path) == ("completed", ["start", "next"])
+
+    [straight] = [p for p in document["hasPart"] if p["name"] == "straight"]
+    straight["edges"][0]["target"] = "ghost"
+    broken = tmp_path / "broken.jsonld"
+    broken.write_text(json.dumps(document))
+    result_set = verifleet.run(broken, preset)
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert runs["spin"].turn_count == 5 and runs["straight"].status == "error"
+    [(description, exc)] = result_set.errors or []
+    assert description.startswith("scenario straight,")
+    assert str(exc) == (
+        "scenario 'straight': edge start -> ghost: target 'ghost' is not a node or END; "
+        "node 'next' is unreachable from the entry node 'start'"
+    )

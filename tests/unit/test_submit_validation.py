@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 
 from _support.jobs import capitals_benchmark
+from _support.scenarios import DANGLING_PROBLEM, scenario_benchmark
 
-from verifleet.orchestrator._fleet.submit import validate_job
-from verifleet.schemas import ModelConfig, VerificationConfig
+from verifleet.orchestrator._fleet.submit import template_problems, validate_job
+from verifleet.schemas import BrokenScenario, ModelConfig, VerificationConfig
 
 
 def _template_modules() -> set[str]:
@@ -33,3 +34,16 @@ def test_problems_are_reported_and_nothing_is_compiled_here() -> None:
     # Benchmark.validate() goes through the sandbox too once it is imported.
     assert len(bench.validate()) == 2
     assert _template_modules() == before
+
+
+def test_a_broken_scenario_fails_alone_unless_strict() -> None:
+    """The same words in every path: ``submit`` and ``serve`` list it as failing
+    alone (``template_problems``), ``--strict`` rejects the job with it."""
+    bench = scenario_benchmark(broken=False).model_copy(
+        update={"broken_scenarios": [BrokenScenario.from_error("dangling-edge", DANGLING_PROBLEM)]}
+    )
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m")
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+    assert validate_job(bench, config, strict=False) == []
+    assert validate_job(bench, config, strict=True) == [DANGLING_PROBLEM]
+    assert template_problems(bench) == [DANGLING_PROBLEM]
