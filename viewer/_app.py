@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from importlib import resources
 from typing import Any
 
@@ -17,7 +17,14 @@ from ._index import TableQuery
 from ._overview import overview
 from ._runs import Run
 
-__all__ = ["TOKEN_COOKIE", "create_app", "page_html", "static_text"]
+__all__ = [
+    "LOOPBACK_NAMES",
+    "TOKEN_COOKIE",
+    "create_app",
+    "host_of",
+    "page_html",
+    "static_text",
+]
 
 TOKEN_COOKIE = "verifleet_viewer_token"
 
@@ -36,18 +43,21 @@ def static_text(name: str) -> str:
 def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
     """The viewer page with ``boot`` (mode, and for a report all the data) embedded.
 
-    The JSON is embedded in a ``<script type="application/json">`` element, with
-    ``</`` escaped so that no value can close the element early. ``inline`` puts the
-    stylesheet and script into the page itself (a report is one self-contained
-    file); otherwise the page links them from ``static/``.
+    The JSON is embedded in a ``<script type="application/json">`` element with
+    every ``<`` written as ``\\u003c``: no value can close the element early
+    (``</script>``) nor put the parser in the "double-escaped" state that makes it
+    miss the real end (``<!--`` then ``<script``), which would leave the page blank.
+    ``inline`` puts the stylesheet and script into the page itself (a report is one
+    self-contained file); otherwise the page links them from ``static/``.
 
     Raises:
         ValueError: ``boot`` holds NaN or infinity (JSON has neither).
     """
-    data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     if inline:
-        head = "<style>\n" + static_text("style.css") + "</style>"
-        body = "<script>\n" + static_text("app.js").replace("</", "<\\/") + "</script>"
+        head = "<style>\n" + static_text("style.css").replace("</", "<\\/") + "</style>"
+        script = static_text("app.js").replace("</", "<\\/").replace("<!--", "<\\!--")
+        body = "<script>\n" + script + "</script>"
     else:
         head = '<link rel="stylesheet" href="static/style.css">'
         body = '<script src="static/app.js"></script>'
@@ -63,7 +73,25 @@ def _run(runs: Sequence[Run], run: int) -> Run:
     return runs[run]
 
 
-def create_app(runs: Sequence[Run], *, token: str | None = None, title: str = "") -> FastAPI:
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+"""Host names a loopback-bound viewer answers to."""
+
+
+def host_of(header: str) -> str:
+    """The host name of a ``Host`` header: no port, no IPv6 brackets, lower case."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1 : text.find("]")] if "]" in text else text[1:]
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
+
+
+def create_app(
+    runs: Sequence[Run],
+    *,
+    token: str | None = None,
+    title: str = "",
+    allowed_hosts: Collection[str] | None = None,
+) -> FastAPI:
     """The viewer app over ``runs`` (the first is the default page).
 
     Args:
@@ -72,6 +100,10 @@ def create_app(runs: Sequence[Run], *, token: str | None = None, title: str = ""
             keeps it in a cookie), a ``verifleet_viewer_token`` cookie or an
             ``Authorization: Bearer`` header; others get 401.
         title: Shown in the page header.
+        allowed_hosts: Host names the ``Host`` header may carry (any port); other
+            requests get 421. A web page on another site that re-points its own
+            name at 127.0.0.1 (DNS rebinding) sends its own name and is refused.
+            None accepts any (a viewer bound to every address, behind its token).
 
     Returns:
         A FastAPI application; serve it with uvicorn (see :func:`serve`).
@@ -95,6 +127,21 @@ def create_app(runs: Sequence[Run], *, token: str | None = None, title: str = ""
             if request.query_params.get("token"):
                 response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
             return response
+
+    if allowed_hosts is not None:
+        allowed = frozenset(host_of(h) for h in allowed_hosts)
+
+        # Added after the token check, so it runs first: a rebound page never
+        # learns whether its token guess was right.
+        @app.middleware("http")
+        async def check_host(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            if host_of(request.headers.get("host", "")) not in allowed:
+                return JSONResponse(
+                    {"detail": "this viewer does not answer to that host name"}, status_code=421
+                )
+            return await call_next(request)
 
     @app.exception_handler(ViewerError)
     async def viewer_error(_request: Request, exc: ViewerError) -> JSONResponse:

@@ -6,11 +6,19 @@ import ipaddress
 import socket
 from collections.abc import Sequence
 
-from ._app import create_app
+from ._app import LOOPBACK_NAMES, create_app
 from ._errors import ViewerError
 from ._runs import Run
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "bind_socket", "check_binding", "is_loopback", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "allowed_hosts",
+    "bind_socket",
+    "check_binding",
+    "is_loopback",
+    "serve",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8600
@@ -37,6 +45,14 @@ def check_binding(host: str, token: str | None) -> None:
             f"binding to {host} makes the results reachable from other machines; "
             "give a token (--token) or bind to 127.0.0.1"
         )
+
+
+def allowed_hosts(host: str) -> frozenset[str] | None:
+    """The ``Host`` names a viewer bound to ``host`` answers to: the loopback names
+    and ``host`` itself; None (any) when bound to every address (a token guards it)."""
+    if host in ("0.0.0.0", "::", ""):
+        return None
+    return LOOPBACK_NAMES | {host}
 
 
 def bind_socket(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:
@@ -96,6 +112,6 @@ def serve(
 
     check_binding(host, token)
     sock = sock or bind_socket(host, port)
-    app = create_app(runs, token=token, title=title)
+    app = create_app(runs, token=token, title=title, allowed_hosts=allowed_hosts(host))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])

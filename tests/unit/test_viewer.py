@@ -137,7 +137,8 @@ def test_report_embeds_data_that_cannot_close_its_script(tmp_path: Path) -> None
     html = report_html([FileRun(path)], title="t</script>")
     assert "</script><b id=x>" not in html
     assert html.count("</script>") == 2  # the data element and the inlined script
-    assert "<\\/script><b id=x>owned<\\/b>" in html
+    assert "\\u003c/script>\\u003cb id=x>owned\\u003c/b>" in html
+    assert "<!--" not in html.split('id="boot">', 1)[1].split("</script>", 1)[0]
 
 
 def test_binding_beyond_loopback_needs_a_token() -> None:
