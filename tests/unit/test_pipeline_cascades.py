@@ -80,6 +80,9 @@ def test_abstention_skips_template_stages_but_not_rubric(caplog: pytest.LogCaptu
     assert result.rubric is not None and result.rubric.regex_trait_scores == {"names_gene": False}
     assert result.metadata.completed_without_errors is True
     assert any("AbstentionCheck override" in r.getMessage() for r in caplog.records)
+    failure = result.metadata.failure  # the original's taxonomy
+    assert failure is not None and (failure.category, failure.group) == ("abstention", "abstained")
+    assert failure.reason == "The model declines."
 
 
 def test_no_abstention_leaves_result_to_verification() -> None:
@@ -109,6 +112,8 @@ def test_insufficient_response_skips_parse_and_verify(caplog: pytest.LogCaptureF
     assert template.template_verification_performed is False
     assert result.rubric is not None  # rubric is independent of the template
     assert any("SufficiencyCheck override" in r.getMessage() for r in caplog.records)
+    assert result.metadata.failure is not None
+    assert result.metadata.failure.category == "sufficiency"
 
 
 def test_sufficient_response_is_parsed() -> None:
@@ -134,6 +139,8 @@ def test_recursion_limit_fails_verification_without_error(caplog: pytest.LogCapt
     assert template.template_verification_performed is True
     assert result.metadata.completed_without_errors is True
     assert result.metadata.error is None
+    assert result.metadata.failure is not None
+    assert result.metadata.failure.category == "recursion_limit"
 
 
 MCP = ModelConfig(
@@ -187,6 +194,8 @@ def test_mcp_trace_not_ending_with_ai_message_autofails(
     assert template is not None
     assert template.verify_result is False
     assert template.template_verification_performed is True
+    assert result.metadata.failure is not None
+    assert result.metadata.failure.category == "trace_validation"
     assert template.answering_mcp_servers == ["search"]
     assert template.agent_metrics == {"tool_calls": 1}
     assert result.trace_extraction_error is not None and "tool" in result.trace_extraction_error
@@ -349,6 +358,9 @@ def test_deep_judgment_autofail_when_an_attribute_has_no_excerpt(
     assert result.template.verify_result is False  # correct value, but ungrounded
     assert result.metadata.completed_without_errors is True
     assert any("DeepJudgmentAutoFail override" in r.getMessage() for r in caplog.records)
+    assert result.metadata.failure is not None
+    assert result.metadata.failure.stage == "DeepJudgmentAutoFail"
+    assert result.deep_judgment is not None and result.deep_judgment.deep_judgment_mode == "full"
 
 
 def test_unreachable_mcp_server_fails_the_unit_with_a_clear_error() -> None:
@@ -361,6 +373,11 @@ def test_unreachable_mcp_server_fails_the_unit_with_a_clear_error() -> None:
         "answer generation failed: MCP server 'search' (http://127.0.0.1:1/mcp) cannot be used:"
     )
     assert result.template is not None and result.template.answering_mcp_servers == ["search"]
+    failure = result.metadata.failure
+    assert failure is not None and (failure.category, failure.stage) == (
+        "unexpected_error",
+        "generate_answer",
+    )
 
 
 def test_stdio_mcp_servers_need_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
