@@ -1,53 +1,61 @@
-"""Reward service benchmark: ``POST /verify`` requests/s and latency percentiles.
+"""Reward service under RL load: N concurrent ``POST /verify`` connections at once.
 
 Usage::
 
-    .venv/bin/python bench/reward.py                         # 400 requests, 32 clients
-    .venv/bin/python bench/reward.py --n 2000 --clients 64 --latency-ms 100
-    .venv/bin/python bench/reward.py --repeat                # every response seen before
+    .venv/bin/python bench/reward.py                               # 256,1024,4096,16000; judge
+    .venv/bin/python bench/reward.py --levels 16000 --scenarios judge,nojudge,faults
+    .venv/bin/python bench/reward.py --levels 1024 --workers 2 --redis redis://127.0.0.1:6390/0
 
-The judge is the latency-injecting fake endpoint (``bench/endpoint.py``), in a
-process of its own so it does not compete with the service for the GIL: each
-judge call takes ``--latency-ms`` (exponentially distributed). The service runs
-in this process under uvicorn, exactly as ``verifleet serve`` runs it; clients
-are threads sending real HTTP requests. Responses are unique unless ``--repeat`` is given, which
-sends each response twice (the second pass is answered from the judge-call
-cache). ``--mode hybrid`` adds a rubric (one more judge call per request).
+Each (scenario, level) starts a fresh ``verifleet serve`` process (a cold server:
+no executor started, empty judge cache), then opens ``level`` connections at once
+with aiohttp, each sending one ``/verify`` with a response text never seen before,
+while a prober sends ``GET /health`` every 100 ms. The open-files limit is raised
+first (``ulimit -n``; the server inherits it).
 
-Nothing here is asserted: the script prints figures and is not part of the tests.
+Scenarios:
+
+- ``judge``: the template is filled by the judge (one judge call per request).
+  The judge is ``bench/endpoint.py`` in its own process, ``--latency-ms`` per call
+  (exponential) and at most ``--judge-concurrency`` calls served at once (later
+  ones queue there, as on a real inference server): the judge-bound ideal is
+  ``judge_concurrency / latency`` requests/s.
+- ``nojudge``: a regex trait only (``evaluation_mode: rubric_only``): no judge call,
+  one sandbox call per request.
+- ``faults``: as ``judge``, with 10 % of judge calls answered 503 and 10 % hanging
+  (``--slow-ms``); the judge's per-call timeout is ``--judge-timeout`` and failed
+  calls are retried.
+
+Printed per run: replies by status, answered within the time limit, requests/s
+(200s over the wall time), the ratio to the judge-bound ideal, latency
+percentiles, ``/health`` latency while loaded, the server's CPU per request (the
+server processes only: sandbox executors and the judge not included) and its peak
+memory. Nothing is asserted: figures for docs/reward.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import resource
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
-import uvicorn
+import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from verifleet.orchestrator.serve import create_app
-from verifleet.reward import RewardConfig
-from verifleet.schemas import (
-    Benchmark,
-    LLMRubricTrait,
-    ModelConfig,
-    Question,
-    Rubric,
-)
+from verifleet.schemas import Benchmark, Question, RegexTrait, Rubric, dump_benchmark
 
 TEMPLATE = textwrap.dedent(
     """
@@ -67,34 +75,33 @@ TEMPLATE = textwrap.dedent(
     """
 )
 
+ROOT = Path(__file__).resolve().parent.parent
+TICKS = os.sysconf("SC_CLK_TCK")
 
-def _benchmark(n: int, *, rubric: bool) -> Benchmark:
-    questions = [
-        Question(
-            id=f"q{i}",
-            text=f"What is the capital of Country{i}?",
-            answer_template=TEMPLATE.replace("CITY", f"Capital{i}"),
-        )
-        for i in range(n)
-    ]
-    global_rubric = (
-        Rubric(llm_traits=[LLMRubricTrait(name="clarity", kind="score")]) if rubric else None
+
+def _benchmark(questions: int) -> Benchmark:
+    return Benchmark(
+        name="bench-capitals",
+        questions=[
+            Question(
+                id=f"q{i}",
+                text=f"What is the capital of Country{i}?",
+                answer_template=TEMPLATE.replace("CITY", f"Capital{i}"),
+            )
+            for i in range(questions)
+        ],
+        global_rubric=Rubric(regex_traits=[RegexTrait(name="concise", pattern=r"^.{0,200}$")]),
     )
-    return Benchmark(name="bench-capitals", questions=questions, global_rubric=global_rubric)
 
 
-def _reward(mode: str) -> RewardConfig:
-    if mode != "hybrid":
-        return RewardConfig(mode=mode)  # type: ignore[arg-type]
-    return RewardConfig.build(
-        {
+def _reward_config(scenario: str, judge_timeout: float) -> dict[str, Any]:
+    if scenario == "nojudge":
+        return {
             "mode": "hybrid",
-            "components": [
-                {"name": "correctness", "source": "verify_result", "weight": 0.7},
-                {"name": "clarity", "source": "trait", "trait": "clarity", "weight": 0.3},
-            ],
+            "components": [{"name": "concise", "source": "trait", "trait": "concise", "weight": 1}],
+            "verification": {"evaluation_mode": "rubric_only"},
         }
-    )
+    return {"mode": "binary", "verification": {"request_timeout": judge_timeout}}
 
 
 def _free_port() -> int:
@@ -104,119 +111,274 @@ def _free_port() -> int:
         return port
 
 
-def _start_endpoint(
-    answers: dict[str, Any], latency_ms: float
-) -> tuple[subprocess.Popen[str], str]:
-    """``bench/endpoint.py`` in a child process; returns it and its base URL."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(answers, handle)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).with_name("endpoint.py")),
-            "--answers",
-            handle.name,
-            "--latency-ms",
-            str(latency_ms),
-            "--latency-dist",
-            "exp",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def _start_judge(args: argparse.Namespace, faults: bool, answers: Path) -> tuple[Any, str]:
+    command = [
+        sys.executable,
+        str(ROOT / "bench" / "endpoint.py"),
+        "--answers",
+        str(answers),
+        "--latency-ms",
+        str(args.latency_ms),
+        "--latency-dist",
+        "exp",
+        "--serve-concurrency",
+        str(args.judge_concurrency),
+    ]
+    if faults:
+        command += ["--rate-5xx", "0.1", "--timeout-rate", "0.1", "--slow-ms", str(args.slow_ms)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # "listening on http://127.0.0.1:PORT/v1 port=PORT"
-    os.unlink(handle.name)
+    line = proc.stdout.readline()
     if "listening on " not in line:
         proc.kill()
-        raise RuntimeError(f"the endpoint did not start: {line!r}")
+        raise RuntimeError(f"the judge endpoint did not start: {line!r}")
     return proc, line.split()[2]
 
 
-def _percentile(sorted_ms: list[float], q: float) -> float:
-    index = min(len(sorted_ms) - 1, max(0, round(q * (len(sorted_ms) - 1))))
-    return sorted_ms[index]
+def _start_server(
+    args: argparse.Namespace, bench: Path, reward: Path, judge_url: str
+) -> tuple[Any, str]:
+    port = _free_port()
+    command = [
+        str(Path(sys.executable).with_name("verifleet")),
+        "serve",
+        str(bench),
+        "--parsing",
+        f"{judge_url}#judge",
+        "--reward-config",
+        str(reward),
+        "--port",
+        str(port),
+        "--request-timeout",
+        str(args.request_timeout),
+        "--max-inflight",
+        str(args.max_inflight),
+        "--workers",
+        str(args.workers),
+    ]
+    if args.redis:
+        command += ["--redis", args.redis]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"verifleet serve exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"GET /health HTTP/1.1\r\nhost: localhost\r\n\r\n")
+                if b"200 OK" in sock.recv(1024):
+                    return proc, base
+        except OSError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("verifleet serve did not answer /health within 120 s")
+
+
+def _server_pids(root: int) -> list[int]:
+    """The server process and its uvicorn worker processes (not the executors)."""
+    pids = [root]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == root and "spawn_main" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
+def _peak_rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def _load(base: str, bodies: list[dict[str, Any]], limit_s: float) -> dict[str, Any]:
+    statuses: Counter[str] = Counter()
+    latencies: list[float] = []
+    health: list[float] = []
+    health_failed = 0
+    within = 0
+    done = asyncio.Event()
+
+    async def probe(session: aiohttp.ClientSession) -> None:
+        nonlocal health_failed
+        while not done.is_set():
+            began = time.perf_counter()
+            try:
+                async with session.get(f"{base}/health") as reply:
+                    await reply.read()
+                    ok = reply.status == 200
+            except (aiohttp.ClientError, TimeoutError):
+                ok = False
+            if ok:
+                health.append((time.perf_counter() - began) * 1000)
+            else:
+                health_failed += 1
+            await asyncio.sleep(0.1)
+
+    timeout = aiohttp.ClientTimeout(total=limit_s * 3)
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    async with (
+        aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as prober,
+    ):
+        began = time.perf_counter()
+
+        async def one(body: dict[str, Any]) -> None:
+            nonlocal within
+            start = time.perf_counter()
+            try:
+                async with session.post(f"{base}/verify", json=body) as reply:
+                    await reply.read()
+                    status = str(reply.status)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                status = type(exc).__name__
+            elapsed = time.perf_counter() - start
+            statuses[status] += 1
+            if status in ("200", "503"):
+                latencies.append(elapsed * 1000)
+                within += time.perf_counter() - began <= limit_s
+
+        probing = asyncio.ensure_future(probe(prober))
+        await asyncio.gather(*(one(body) for body in bodies))
+        wall = time.perf_counter() - began
+        done.set()
+        await probing
+    return {
+        "statuses": statuses,
+        "latencies": sorted(latencies),
+        "health": sorted(health),
+        "health_failed": health_failed,
+        "within": within,
+        "wall": wall,
+    }
+
+
+def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tmp: Path) -> None:
+    reward = tmp / f"reward-{scenario}.json"
+    reward.write_text(json.dumps(_reward_config(scenario, args.judge_timeout)))
+    server, base = _start_server(args, tmp / "bench.yaml", reward, judge_url)
+    try:
+        pids = _server_pids(server.pid)
+        cpu_before = _cpu_seconds(pids)
+        tag = f"{scenario}-{level}-{time.time_ns()}"
+        bodies = []
+        for i in range(level):
+            q = i % args.questions
+            said = f"Capital{q}" if i % 4 else "Wrong"
+            text = f"Rollout {tag}-{i}: the capital is {said}."
+            bodies.append({"question_id": f"q{q}", "response": text})
+        result = asyncio.run(_load(base, bodies, args.limit))
+        cpu = _cpu_seconds(pids) - cpu_before
+        memory = _peak_rss_mb(pids)
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+    statuses, lat, health = result["statuses"], result["latencies"], result["health"]
+    ok = statuses.get("200", 0)
+    rate = ok / result["wall"]
+    answered = statuses.get("200", 0) + statuses.get("503", 0)
+    ideal = args.judge_concurrency / (args.latency_ms / 1000)
+    ratio = f"{rate / ideal:.0%} of the judge-bound {ideal:.0f}/s" if scenario != "nojudge" else "-"
+    print(
+        f"\n== {scenario} c={level} workers={args.workers} latency={args.latency_ms:g}ms "
+        f"judge_concurrency={args.judge_concurrency} max_inflight={args.max_inflight}"
+    )
+    print(f"replies: {dict(sorted(statuses.items()))}  answered (200/503) {answered}/{level}")
+    print(f"answered within {args.limit:g}s: {result['within']}/{level}; wall {result['wall']:.1f}s")
+    print(f"throughput: {rate:.0f} verified/s ({ratio})")
+    print(
+        "latency ms: "
+        f"p50={_percentile(lat, 0.5):.0f} p90={_percentile(lat, 0.9):.0f} "
+        f"p99={_percentile(lat, 0.99):.0f} max={lat[-1] if lat else float('nan'):.0f}"
+    )
+    print(
+        f"/health ms while loaded: p50={_percentile(health, 0.5):.1f} "
+        f"p99={_percentile(health, 0.99):.1f} max={health[-1] if health else float('nan'):.1f} "
+        f"({len(health)} probes, {result['health_failed']} failed)"
+    )
+    per = cpu / max(answered, 1) * 1000
+    per_ok = cpu / max(ok, 1) * 1000
+    print(
+        f"server CPU: {cpu:.2f}s = {per:.2f} ms per answered request, {per_ok:.2f} ms per "
+        f"200; peak memory {memory:.0f} MB"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=400, help="requests (default 400)")
-    parser.add_argument("--clients", type=int, default=32, help="concurrent clients")
+    parser.add_argument("--levels", default="256,1024,4096,16000", help="concurrent connections")
+    parser.add_argument(
+        "--scenarios", default="judge", help="comma list of judge, nojudge, faults (default judge)"
+    )
     parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency per call")
+    parser.add_argument(
+        "--judge-concurrency", type=int, default=64, help="judge calls served at once (64)"
+    )
     parser.add_argument("--questions", type=int, default=100, help="benchmark size")
-    parser.add_argument("--mode", choices=["binary", "continuous", "hybrid"], default="binary")
-    parser.add_argument("--repeat", action="store_true", help="send every response twice")
+    parser.add_argument("--max-inflight", type=int, default=4096, help="server --max-inflight")
+    parser.add_argument("--request-timeout", type=float, default=60.0, help="server deadline")
+    parser.add_argument("--judge-timeout", type=float, default=5.0, help="judge call timeout")
+    parser.add_argument("--slow-ms", type=float, default=30_000.0, help="a hanging judge call")
+    parser.add_argument("--limit", type=float, default=60.0, help="answered-within bound (s)")
+    parser.add_argument("--workers", type=int, default=1, help="server processes")
+    parser.add_argument("--redis", default=None, help="shared judge cache (with --workers)")
     args = parser.parse_args(argv)
 
-    answers: dict[str, Any] = {}
-    bodies: list[dict[str, Any]] = []
-    for i in range(args.n):
-        q = i % args.questions
-        said = f"Capital{q}" if i % 4 else f"Wrong{i}"
-        text = f"Rollout {i}: the capital is {said}."
-        answers[text] = {"fields": {"city": said, "clarity": 4}}
-        bodies.append({"question_id": f"q{q}", "response": text})
-    if args.repeat:
-        bodies = bodies + bodies
+    levels = [int(x) for x in args.levels.split(",")]
+    need = max(levels) * 2 + 4096
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, max(hard, need)))
+    print(f"open files limit: {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
 
-    endpoint, base_url = _start_endpoint(answers, args.latency_ms)
-    judge = ModelConfig.parse(f"{base_url}#judge")
-    app = create_app(
-        _benchmark(args.questions, rubric=args.mode == "hybrid"), [judge], _reward(args.mode)
-    )
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-
-    local = threading.local()
-    latencies: list[float] = []
-    failures = 0
-    lock = threading.Lock()
-
-    def send(body: dict[str, Any]) -> None:
-        nonlocal failures
-        client = getattr(local, "client", None)
-        if client is None:
-            client = local.client = httpx.Client(
-                base_url=f"http://127.0.0.1:{port}", timeout=120, trust_env=False
-            )
-        start = time.perf_counter()
-        reply = client.post("/verify", json=body)
-        elapsed = (time.perf_counter() - start) * 1000
-        with lock:
-            latencies.append(elapsed)
-            failures += reply.status_code != 200
-
-    try:
-        began = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=args.clients) as pool:
-            list(pool.map(send, bodies))
-        wall = time.perf_counter() - began
-        judge_calls = httpx.get(f"{base_url[:-3]}/stats", trust_env=False).json()["calls"]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        endpoint.terminate()
-        endpoint.wait(timeout=10)
-
-    ordered = sorted(latencies)
-    print(
-        f"mode={args.mode} requests={len(bodies)} clients={args.clients} "
-        f"judge_latency={args.latency_ms:g}ms (exp) repeat={args.repeat}"
-    )
-    print(f"throughput: {len(bodies) / wall:.1f} requests/s ({wall:.2f}s wall)")
-    print(
-        "latency ms: "
-        f"p50={_percentile(ordered, 0.50):.1f} p90={_percentile(ordered, 0.90):.1f} "
-        f"p99={_percentile(ordered, 0.99):.1f} max={ordered[-1]:.1f} "
-        f"mean={statistics.fmean(ordered):.1f}"
-    )
-    print(f"judge calls: {judge_calls}  non-200 replies: {failures}")
+    with tempfile.TemporaryDirectory(prefix="bench-reward-") as name:
+        tmp = Path(name)
+        dump_benchmark(_benchmark(args.questions), tmp / "bench.yaml")
+        answers = {f"the capital is Capital{q}.": {"city": f"Capital{q}"} for q in range(100)}
+        answers["the capital is Wrong."] = {"city": "Wrong"}
+        (tmp / "answers.json").write_text(json.dumps(answers))
+        for scenario in args.scenarios.split(","):
+            judge, judge_url = _start_judge(args, scenario == "faults", tmp / "answers.json")
+            try:
+                for level in levels:
+                    _run(args, scenario, level, judge_url, tmp)
+            finally:
+                judge.terminate()
+                judge.wait(timeout=10)
     return 0
 
 

@@ -28,7 +28,14 @@ import anyio
 import anyio.to_thread
 import greenlet
 
-from verifleet.sandbox import SandboxError, SandboxPool, TemplateEvaluation, TemplateHandle
+from verifleet.errors import VerifleetError
+from verifleet.sandbox import (
+    SandboxError,
+    SandboxPool,
+    TemplateEvaluation,
+    TemplateHandle,
+    default_pool,
+)
 from verifleet.schemas import compute_template_id
 
 __all__ = [
@@ -110,13 +117,21 @@ def call_blocking(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T
     return wait_for(anyio.to_thread.run_sync(lambda: fn(*args, **kwargs)))
 
 
-def sandbox_failure(exc: BaseException) -> SandboxError | None:
-    """The sandbox's own failure behind ``exc`` (an executor that could not start,
-    died or overran its limit), or None when ``exc`` is about the code it ran.
+def sandbox_failure(exc: BaseException) -> Exception | None:
+    """The sandbox's own failure behind ``exc``, or None when ``exc`` is about the
+    code it ran (a refused template, a trait that raised).
 
-    The pool reports an executor that died during a call as the template's or
-    trait's error; the executor's failure stays attached as its context.
+    The sandbox's own failures: its errors (an executor that could not start,
+    died or overran its limit: :class:`~verifleet.sandbox.SandboxError`, which
+    the pool reports as the template's or trait's error with the executor's
+    failure attached as the context) and anything that is no verifleet error at
+    all (an ``OSError`` on a pipe, a ``ValueError`` from ``select()``): a bug or
+    the machine, never a verdict on the code.
     """
+    if not isinstance(exc, Exception):
+        return None  # a cancellation or an exit: not a failure of the sandbox
+    if not isinstance(exc, VerifleetError):
+        return exc
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 4:
@@ -136,16 +151,18 @@ class BridgedSandbox:
     it does not wrap is the pool's own attribute).
 
     Args:
-        pool: The pool to wrap.
+        pool: The pool to wrap (the process-wide one when None).
         on_failure: Called with the sandbox's own failure
             (:func:`sandbox_failure`) before a call that failed because of it
             raises, so the caller can tell an executor failure from a verdict.
     """
 
     def __init__(
-        self, pool: SandboxPool, on_failure: Callable[[SandboxError], None] | None = None
+        self,
+        pool: SandboxPool | None = None,
+        on_failure: Callable[[Exception], None] | None = None,
     ) -> None:
-        self.pool = pool
+        self.pool = pool if pool is not None else default_pool()
         self.on_failure = on_failure
 
     def _call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

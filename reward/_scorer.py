@@ -27,7 +27,6 @@ from verifleet.pipeline import (
     bridged_sleep,
     run_unit,
 )
-from verifleet.sandbox import SandboxError, default_pool
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -125,7 +124,7 @@ def reward_resources(
     factory = caching_caller_factory(
         cache if cache is not None else MemoryJudgeCache(), clients=clients, call_gate=call_gate
     )
-    sandbox = BridgedSandbox(default_pool(), on_failure=_executor_failed)
+    sandbox = BridgedSandbox(on_failure=_executor_failed)
     return PipelineResources(
         clients=clients,
         sandbox=sandbox.as_pool(),
@@ -135,7 +134,7 @@ def reward_resources(
     )
 
 
-def _executor_failed(exc: SandboxError) -> None:
+def _executor_failed(exc: Exception) -> None:
     note("executor", f"{type(exc).__name__}: {exc}")
 
 

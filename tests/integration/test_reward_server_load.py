@@ -1,0 +1,211 @@
+"""The reward service under load, over real HTTP: more than 1,024 open connections
+while sandbox executors start, admission beyond ``max_inflight``, ``/health`` and
+``/ready`` while saturated, a client that disconnects, and the ``Host`` check
+against DNS rebinding. The judge is the bench endpoint (a real OpenAI-compatible
+server) with slow answers where a request must stay in flight.
+
+No timings are asserted: "answered while saturated" is checked as "answered
+while N requests are still pending"; bench/reward.py measures the latencies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import socket
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, cast
+
+import aiohttp
+import httpx
+import pytest
+from _support.asgi_thread import serve_in_thread
+from _support.reward import CORRECT, JUDGE_ANSWERS, WRONG, geo_benchmark
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.orchestrator.serve import create_app
+from verifleet.reward import RewardConfig, reward_resources
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import ModelConfig
+
+pytestmark = pytest.mark.integration
+
+SLOW = "The capital is Paris, in France, after a long think."
+HYBRID = RewardConfig.build(
+    {
+        "mode": "hybrid",
+        "components": [
+            {"name": "correctness", "source": "verify_result", "weight": 0.5},
+            {"name": "clarity", "source": "trait", "trait": "clarity", "weight": 0.5},
+        ],
+    }
+)
+
+
+@contextmanager
+def _judge(slow_ms: float) -> Iterator[RunningEndpoint]:
+    slow = {"fields": {"city": "Paris", "country": "France", "clarity": 5}, "delay_ms": slow_ms}
+    config = EndpointConfig(answers={**JUDGE_ANSWERS, SLOW: slow})
+    with run_endpoint_in_thread(config) as endpoint:
+        yield endpoint
+
+
+@contextmanager
+def _service(
+    judge: RunningEndpoint, reward: RewardConfig = RewardConfig(), **options: Any
+) -> Iterator[tuple[str, Any]]:
+    resources = options.pop("resources", None) or reward_resources()
+    app = create_app(
+        geo_benchmark(),
+        [ModelConfig.parse(f"{judge.base_url}#judge")],
+        reward,
+        resources=resources,
+        **options,
+    )
+    with serve_in_thread(app, lifespan="off") as served:
+        yield served.url, app
+
+
+def _client(base: str, timeout: float = 60) -> httpx.Client:
+    return httpx.Client(base_url=base, timeout=timeout, trust_env=False)
+
+
+def _raise_open_files(at_least: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < at_least:
+        # Root may raise the hard limit too; the bench does the same (`ulimit -n`).
+        resource.setrlimit(resource.RLIMIT_NOFILE, (at_least, max(hard, at_least)))
+
+
+def test_over_1024_open_connections_while_executors_start_every_answer_gets_its_reward() -> None:
+    _raise_open_files(8192)
+    resources = reward_resources()
+    # A cold pool of this test's own: its executors start while the connections
+    # below are open, so their pipes get file descriptors above 1023.
+    pool = SandboxPool(SandboxSettings.from_env())
+    cast(Any, resources.sandbox).pool = pool
+    idle: list[socket.socket] = []
+    try:
+        with _judge(slow_ms=0) as judge, _service(judge, resources=resources) as (base, _app):
+            port = int(base.rsplit(":", 1)[1])
+            idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(1100)]
+            for sock in idle[-5:]:  # the server has accepted them once these are served
+                sock.sendall(b"GET /health HTTP/1.1\r\nhost: localhost\r\n\r\n")
+                assert b"200 OK" in sock.recv(4096)
+            texts = [(f"{CORRECT} (rollout {i})", 1.0) for i in range(150)]
+            texts += [(f"{WRONG} (rollout {i})", 0.0) for i in range(150)]
+
+            async def send_all() -> list[tuple[int, Any, float]]:
+                connector = aiohttp.TCPConnector(limit=0)
+                async with aiohttp.ClientSession(connector=connector) as session:
+
+                    async def one(text: str, expected: float) -> tuple[int, Any, float]:
+                        body = {"question_id": "geo", "response": text}
+                        async with session.post(f"{base}/verify", json=body) as reply:
+                            return reply.status, await reply.json(), expected
+
+                    return await asyncio.gather(*(one(t, e) for t, e in texts))
+
+            replies = asyncio.run(send_all())
+    finally:
+        for sock in idle:
+            sock.close()
+        pool.close()
+    wrong = [
+        (status, data.get("reward"), data.get("failure") or data.get("message"))
+        for status, data, expected in replies
+        if status != 200 or data.get("reward") != expected
+    ]
+    assert not wrong, f"{len(wrong)} of {len(replies)} replies wrong, e.g. {wrong[:3]}"
+    assert pool.stats().executors <= pool.settings.pool_size
+
+
+def test_a_disconnected_client_makes_no_judge_call_after_the_disconnect() -> None:
+    # Each judge call on SLOW takes 1.5 s; the request needs two (parsing, then
+    # the rubric's "clarity"). The client gives up during the first.
+    with _judge(slow_ms=1500) as judge, _service(judge, HYBRID) as (base, app):
+        with _client(base) as client:  # warm: the template is described, an executor runs
+            warm = client.post("/verify", json={"question_id": "geo", "response": CORRECT})
+        assert warm.status_code == 200 and warm.json()["reward"] == 1.0
+        before = judge.stats().calls
+        with pytest.raises(httpx.ReadTimeout), _client(base, timeout=0.7) as client:
+            client.post("/verify", json={"question_id": "geo", "response": SLOW})
+        assert judge.stats().calls == before + 1  # the parsing call, under way
+        # Long enough for the parsing call to have ended and the rubric's to start,
+        # had the request not been cancelled.
+        time.sleep(3.5)
+        assert judge.stats().calls == before + 1
+        assert app.state.admission.inflight == 0
+        with _client(base) as client:
+            after = client.post("/verify", json={"question_id": "geo", "response": WRONG})
+        assert after.status_code == 200 and after.json()["reward"] == 0.125  # clarity 2 of 5
+
+
+def test_over_max_inflight_is_503_with_retry_after_and_health_answers_while_saturated() -> None:
+    with (
+        _judge(slow_ms=3000) as judge,
+        _service(judge, max_inflight=4) as (base, _app),
+        ThreadPoolExecutor(max_workers=4) as pool,
+        _client(base) as client,
+    ):
+        body = {"question_id": "geo", "response": SLOW}
+        pending: list[Future[httpx.Response]] = [
+            pool.submit(client.post, "/verify", json=body) for _ in range(4)
+        ]
+        while client.get("/ready").json()["inflight"] < 4:
+            assert not any(f.done() for f in pending)
+            time.sleep(0.05)
+        refused = client.post("/verify", json=body)
+        ready = client.get("/ready")
+        health = client.get("/health")
+        batch = client.post("/verify/batch", json=[body])
+        still_pending = sum(not f.done() for f in pending)
+        replies = [f.result() for f in pending]
+        ready_after = client.get("/ready")
+    assert still_pending == 4  # everything below was answered while all 4 were in flight
+    assert refused.status_code == 503
+    assert int(refused.headers["retry-after"]) >= 1
+    assert "--max-inflight 4" in refused.json()["message"]
+    assert ready.status_code == 503 and ready.json()["ready"] is False
+    assert int(ready.headers["retry-after"]) >= 1
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert batch.status_code == 503 and int(batch.headers["retry-after"]) >= 1
+    assert [r.status_code for r in replies] == [200] * 4
+    assert all(r.json()["reward"] == 1.0 for r in replies)
+    assert ready_after.status_code == 200
+    assert ready_after.json() == {"ready": True, "inflight": 0, "max_inflight": 4, "rejected": 2}
+
+
+def test_dns_rebinding_requests_are_refused_before_anything_runs() -> None:
+    body = {"question_id": "geo", "response": CORRECT}
+    with (
+        _judge(slow_ms=0) as judge,
+        _service(judge, allowed_hosts=["reward.example.org"]) as (base, _app),
+        _client(base) as client,
+    ):
+        port = base.rsplit(":", 1)[1]
+        # The attack: a page on rebind.attacker.example whose name now resolves to
+        # 127.0.0.1 posts to the server; the browser sends the page's host name.
+        for host in (
+            "rebind.attacker.example",
+            f"rebind.attacker.example:{port}",
+            "LOCALHOST.evil",
+        ):
+            attack = client.post("/verify", json=body, headers={"host": host})
+            assert attack.status_code == 403, host
+            assert "--allowed-host" in attack.json()["message"]
+            assert client.get("/health", headers={"host": host}).status_code == 403
+        assert judge.stats().calls == 0
+        for host in (
+            f"localhost:{port}",
+            f"127.0.0.1:{port}",
+            f"[::1]:{port}",
+            "reward.example.org",
+            f"Reward.Example.Org:{port}",
+        ):
+            reply = client.post("/verify", json=body, headers={"host": host})
+            assert reply.status_code == 200, host
+            assert reply.json()["reward"] == 1.0

@@ -1,0 +1,124 @@
+"""The bridge that runs the synchronous pipeline on an event loop: results and
+errors come back, the loop runs while bridged code waits, a cancellation unwinds
+the bridged code at its wait, and blocking calls hop to a thread only there."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import pytest
+
+from verifleet.errors import TemplateValidationError
+from verifleet.pipeline import (
+    bridged_sleep,
+    call_blocking,
+    in_bridge,
+    run_bridged,
+    sandbox_failure,
+    wait_for,
+)
+from verifleet.sandbox import ExecutorCrashed
+
+
+async def _double(value: int) -> int:
+    await anyio.sleep(0)
+    return value * 2
+
+
+def test_bridged_code_awaits_and_returns() -> None:
+    def unit(x: int) -> tuple[bool, int]:
+        return in_bridge(), wait_for(_double(x)) + wait_for(_double(1))
+
+    assert anyio.run(run_bridged, unit, 5) == (True, 12)
+    assert not in_bridge()
+    with pytest.raises(RuntimeError, match="run_bridged"):
+        wait_for(_double(1))
+
+
+def test_errors_of_the_awaited_and_of_the_code_propagate() -> None:
+    async def fails() -> None:
+        raise KeyError("inner")
+
+    def catches() -> str:
+        try:
+            wait_for(fails())
+        except KeyError as exc:
+            return f"caught {exc}"
+        return "not raised"
+
+    def raises() -> None:
+        raise ValueError("from the unit")
+
+    assert anyio.run(run_bridged, catches) == "caught 'inner'"
+    with pytest.raises(ValueError, match="from the unit"):
+        anyio.run(run_bridged, raises)
+
+
+def test_the_loop_runs_other_work_while_bridged_code_waits() -> None:
+    events: list[str] = []
+
+    def unit(name: str) -> None:
+        events.append(f"{name} start")
+        bridged_sleep(0.05)
+        events.append(f"{name} end")
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run_bridged, unit, "a")
+            group.start_soon(run_bridged, unit, "b")
+
+    anyio.run(main)
+    # Both started before either ended: neither sleep held the loop.
+    assert events[:2] == ["a start", "b start"]
+    assert sorted(events[2:]) == ["a end", "b end"]
+
+
+def test_a_cancellation_unwinds_the_bridged_code_where_it_waits() -> None:
+    steps: list[str] = []
+
+    def unit() -> None:
+        try:
+            steps.append("first call")
+            bridged_sleep(10)
+            steps.append("second call")  # must never run
+        finally:
+            steps.append("unwound")
+
+    async def main() -> None:
+        with anyio.move_on_after(0.1):
+            await run_bridged(unit)
+
+    anyio.run(main)
+    assert steps == ["first call", "unwound"]
+
+
+def test_blocking_calls_hop_to_a_thread_only_in_a_bridge() -> None:
+    loop_thread: list[int] = []
+
+    def where() -> int:
+        return threading.get_ident()
+
+    def unit() -> int:
+        loop_thread.append(threading.get_ident())
+        return call_blocking(where)
+
+    worker = anyio.run(run_bridged, unit)
+    assert worker != loop_thread[0]
+    assert call_blocking(where) == threading.get_ident()
+
+
+def test_sandbox_failures_are_told_from_verdicts_on_the_code() -> None:
+    crashed = ExecutorCrashed("executor died")
+    try:
+        try:
+            raise crashed
+        except ExecutorCrashed:
+            raise TemplateValidationError("template code crashed the sandbox") from None
+    except TemplateValidationError as exc:
+        reported = exc
+    assert sandbox_failure(reported) is crashed
+    assert sandbox_failure(TemplateValidationError("field 'x' is missing")) is None
+    select_bug = ValueError("filedescriptor out of range in select()")
+    assert sandbox_failure(select_bug) is select_bug
+    assert sandbox_failure(KeyboardInterrupt()) is None
