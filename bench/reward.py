@@ -41,7 +41,6 @@ import os
 import resource
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -318,7 +317,9 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
         f"judge_concurrency={args.judge_concurrency} max_inflight={args.max_inflight}"
     )
     print(f"replies: {dict(sorted(statuses.items()))}  answered (200/503) {answered}/{level}")
-    print(f"answered within {args.limit:g}s: {result['within']}/{level}; wall {result['wall']:.1f}s")
+    print(
+        f"answered within {args.limit:g}s: {result['within']}/{level}; wall {result['wall']:.1f}s"
+    )
     print(f"throughput: {rate:.0f} verified/s ({ratio})")
     print(
         "latency ms: "

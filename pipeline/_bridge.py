@@ -19,6 +19,7 @@ and makes no further model call.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -106,15 +107,20 @@ def bridged_sleep(seconds: float) -> None:
         time.sleep(seconds)
 
 
-def call_blocking(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+def call_blocking(fn: Callable[[], T], *, limiter: anyio.CapacityLimiter | None = None) -> T:
     """Call blocking ``fn`` (a pipe to a sandbox executor, a lock): in a worker
     thread when called from bridged code, so the loop goes on; directly otherwise.
+
+    Args:
+        fn: The call.
+        limiter: Threads it may occupy at once (anyio's default pool of 40 when
+            None); calls beyond wait on the loop, not in a thread.
 
     A cancellation while it runs waits for ``fn`` to return, then is raised.
     """
     if not in_bridge():
-        return fn(*args, **kwargs)
-    return wait_for(anyio.to_thread.run_sync(lambda: fn(*args, **kwargs)))
+        return fn()
+    return wait_for(anyio.to_thread.run_sync(fn, limiter=limiter))
 
 
 def sandbox_failure(exc: BaseException) -> Exception | None:
@@ -164,10 +170,25 @@ class BridgedSandbox:
     ) -> None:
         self.pool = pool if pool is not None else default_pool()
         self.on_failure = on_failure
+        self._limiters: dict[int, anyio.CapacityLimiter] = {}
+        # Template ids by source: hashing the source was a visible part of a request.
+        self._ids: dict[str, str] = {}
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        # One thread per executor: more would only wait in the pool for one, and
+        # dozens of threads taking turns there cost more CPU than the calls.
+        # (A limiter belongs to one event loop: one per loop.)
+        loop = id(asyncio.get_running_loop())
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.pool.settings.pool_size)
+        return limiter
 
     def _call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return call_blocking(fn, *args, **kwargs)
+            if not in_bridge():
+                return fn(*args, **kwargs)
+            return call_blocking(lambda: fn(*args, **kwargs), limiter=self._limiter())
         except Exception as exc:
             failure = sandbox_failure(exc)
             if failure is not None and self.on_failure is not None:
@@ -176,7 +197,12 @@ class BridgedSandbox:
 
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
         """:meth:`SandboxPool.load_template`; a template described before costs no hop."""
-        if self.pool.knows(compute_template_id(source)):
+        template_id = self._ids.get(source)
+        if template_id is None:
+            if len(self._ids) >= 4096:
+                self._ids.clear()
+            template_id = self._ids[source] = compute_template_id(source)
+        if self.pool.knows(template_id):
             return self.pool.load_template(source, question_id)
         return self._call(self.pool.load_template, source, question_id)
 

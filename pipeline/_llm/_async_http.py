@@ -5,7 +5,8 @@ Why aiohttp and not httpx's async transport: httpcore's pool walks every
 connection for each request it assigns, which at thousands of concurrent judge
 calls costs more CPU than the calls themselves; aiohttp keeps idle connections
 per host in a queue. The reply becomes an ``httpx.Response`` and aiohttp's
-errors become httpx's, so everything after the request (reply parsing, error
+errors become httpx's and the reply offers what is read of an ``httpx.Response``
+(:class:`AsyncReply`), so everything after the request (reply parsing, error
 classification and ``Retry-After``, retries) is the synchronous path's.
 """
 
@@ -13,14 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Mapping
+from typing import cast
 
 import aiohttp
 import httpx
 
 from .._bridge import wait_for
+from ._proxy import proxied
 
 __all__ = [
     "MAX_CONNECTIONS_PER_ENDPOINT",
+    "AsyncReply",
     "AsyncSender",
     "async_sender",
     "close_async_senders",
@@ -36,27 +41,57 @@ _SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AsyncS
 )
 
 
+class AsyncReply:
+    """What the reply parsing and error classification read of an
+    ``httpx.Response`` (status, headers, body, the request's URL), without
+    building one: for a judge call that was a tenth of the server's CPU."""
+
+    __slots__ = ("content", "headers", "request", "status_code")
+
+    def __init__(
+        self, status: int, headers: Mapping[str, str], content: bytes, request: httpx.Request
+    ) -> None:
+        self.status_code = status
+        self.headers = headers
+        self.content = content
+        self.request = request
+
+    @property
+    def is_success(self) -> bool:
+        """A 2xx status."""
+        return 200 <= self.status_code < 300
+
+    @property
+    def text(self) -> str:
+        """The body as text (replacing what does not decode)."""
+        return self.content.decode("utf-8", errors="replace")
+
+
 class AsyncSender:
     """Posts to one endpoint from bridged code, through a session of the running loop."""
 
     def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
+        self._requests: dict[str, httpx.Request] = {}
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
                 limit=MAX_CONNECTIONS_PER_ENDPOINT, limit_per_host=0, ttl_dns_cache=300
             )
-            # trust_env: HTTP(S)_PROXY are honoured, as the synchronous path does.
+            # Proxy variables are honoured, as on the synchronous path; without
+            # them trust_env stays off: it reads ~/.netrc in a thread per request.
             self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=True, auto_decompress=True
+                connector=connector, trust_env=proxied(), auto_decompress=True
             )
         return self._session
 
     async def _post(
         self, url: str, content: bytes, headers: dict[str, str], timeout: float
     ) -> httpx.Response:
-        request = httpx.Request("POST", url)
+        request = self._requests.get(url)
+        if request is None:  # only names the URL in errors: one per URL will do
+            request = self._requests[url] = httpx.Request("POST", url)
         limits = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
@@ -66,7 +101,7 @@ class AsyncSender:
             ) as reply:
                 body = await reply.read()
                 status = reply.status
-                head = list(reply.headers.items())
+                head = reply.headers
         except TimeoutError as exc:
             raise httpx.ReadTimeout(f"no reply within {timeout:g}s", request=request) from exc
         except aiohttp.ClientConnectorError as exc:
@@ -75,9 +110,7 @@ class AsyncSender:
             raise httpx.RemoteProtocolError(
                 f"{type(exc).__name__}: {exc}", request=request
             ) from exc
-        # The body is already decoded: drop the header that would decode it again.
-        head = [(k, v) for k, v in head if k.lower() != "content-encoding"]
-        return httpx.Response(status, headers=head, content=body, request=request)
+        return cast(httpx.Response, AsyncReply(status, head, body, request))
 
     def post(
         self, url: str, *, content: bytes, headers: dict[str, str], timeout: float

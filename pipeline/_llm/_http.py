@@ -15,7 +15,6 @@ honours it.
 from __future__ import annotations
 
 import contextlib
-import os
 import ssl
 import threading
 
@@ -23,17 +22,12 @@ import httpx
 
 from .._bridge import in_bridge
 from ._async_http import AsyncSender, async_sender
+from ._proxy import PROXY_VARIABLES, proxied
 
 __all__ = ["PROXY_VARIABLES", "Sender", "Transports"]
 
-#: Environment variables that make senders use an ``httpx.Client`` (proxies).
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 _USER_AGENT = f"python-httpx/{httpx.__version__}"
-
-
-def _proxied() -> bool:
-    return any(os.environ.get(name) or os.environ.get(name.lower()) for name in PROXY_VARIABLES)
 
 
 class Sender:
@@ -44,7 +38,7 @@ class Sender:
         self._ssl = ssl_context
         self._transport: httpx.HTTPTransport | None = None
         self._client: httpx.Client | None = None
-        if _proxied():
+        if proxied():
             self._client = self._new_client()
         else:
             self._transport = httpx.HTTPTransport(verify=ssl_context)

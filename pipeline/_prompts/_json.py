@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
+
+from ._schema_text import schema_text
 
 __all__ = ["json_reply_instruction", "json_retry_feedback"]
 
@@ -14,7 +15,7 @@ def json_reply_instruction(schema: dict[str, Any]) -> str:
     return (
         "Reply with a single JSON object and nothing else: no prose, no Markdown. "
         "The object must match this JSON Schema:\n"
-        f"{json.dumps(schema, indent=2, sort_keys=True)}"
+        f"{schema_text(schema)}"
     )
 
 

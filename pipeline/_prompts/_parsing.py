@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .._llm_protocol import Message
+from ._schema_text import schema_text
 
 __all__ = ["build_parsing_messages"]
 
@@ -35,7 +35,7 @@ def build_parsing_messages(
     user = (
         f"Question:\n{question}\n\n"
         f"Response to parse:\n<response>\n{response}\n</response>\n\n"
-        f"JSON schema of the fields to fill:\n{json.dumps(schema, indent=2, sort_keys=True)}\n\n"
+        f"JSON schema of the fields to fill:\n{schema_text(schema)}\n\n"
         "Reply with the JSON object only."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
