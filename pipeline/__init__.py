@@ -56,6 +56,7 @@ from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
 from ._context import VerificationContext
+from ._failed import failed_results
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._run import run_unit
@@ -113,6 +114,7 @@ __all__ = [
     "close_async_senders",
     "endpoint_pause",
     "evaluate_outcomes",
+    "failed_results",
     "get_chat_model",
     "in_bridge",
     "make_chat_caller",

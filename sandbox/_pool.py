@@ -13,12 +13,15 @@ die with that thread.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextvars import ContextVar
 from queue import SimpleQueue
 from typing import Any
 
@@ -30,7 +33,7 @@ from verifleet.schemas import (
     UntrustedCodeError,
     compute_template_id,
 )
-from verifleet.templates import RegexOutcome
+from verifleet.templates import RegexOutcome, source_digest
 
 from ._bounds import bounded_error, description_problem, evaluation_problem
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
@@ -41,6 +44,10 @@ from ._settings import SandboxMode, SandboxSettings
 __all__ = ["SandboxPool", "SandboxStats", "default_pool", "reset_default_pool"]
 
 _MAX_HANDLES = 4096
+
+#: The scope (a job id) whose primed descriptions :meth:`SandboxPool.load_template`
+#: may use in this thread: see :meth:`SandboxPool.scoped`.
+_SCOPE: ContextVar[str | None] = ContextVar("verifleet_sandbox_scope", default=None)
 
 #: Seconds a call waits for the busy executor that compiled its template before
 #: taking another idle one (which then compiles it too, ~1-1.5 ms against a
@@ -121,7 +128,12 @@ class SandboxPool:
         self._idle: list[ExecutorProcess] = []
         self._running = 0
         self._closed = False
+        # Descriptions by source digest: those this process's executors made ...
         self._handles: OrderedDict[str, TemplateHandle | TemplateValidationError] = OrderedDict()
+        # ... and those primed by (scope, source digest): another process's word.
+        self._primed: OrderedDict[tuple[str, str], TemplateHandle | TemplateValidationError] = (
+            OrderedDict()
+        )
         self._handles_lock = threading.Lock()
         self._replacements = 0
         self._described = 0
@@ -133,7 +145,7 @@ class SandboxPool:
 
     def _acquire(self, template_id: str | None = None) -> ExecutorProcess:
         """An executor for one call: an idle one that already compiled
-        ``template_id``; else, while a busy one knows it, that one once it is
+        ``template_id`` (a source digest); else, while a busy one knows it, that one once it is
         free (for at most :data:`AFFINITY_WAIT` seconds: a compile costs several
         times a call); else any idle one, a new one while below ``pool_size``,
         or the next to be free."""
@@ -210,33 +222,33 @@ class SandboxPool:
             else:
                 self._cond.notify()
 
-    def _call(
-        self, op: str, payload: dict[str, Any], handle_source: tuple[str, str] | None = None
-    ) -> dict[str, Any]:
-        """One request on some executor; re-sends the template source if the
-        executor lacks it.
+    def _call(self, op: str, payload: dict[str, Any], source: str | None = None) -> dict[str, Any]:
+        """One request on some executor; re-sends the template ``source`` if the
+        executor lacks it. Executors hold sources by their SHA-256 (sent as the
+        request's ``template_id``), never by the MD5 template id: a source made
+        to collide with another's id is another template to them.
 
         Raises:
             ExecutorCrashed: The executor died or overran the limit (it is replaced).
             SandboxUnavailable: No executor can be started.
         """
-        proc = self._acquire(handle_source[0] if handle_source is not None else None)
+        key = source_digest(source) if source is not None else None
+        proc = self._acquire(key)
         try:
             body = dict(payload)
-            if handle_source is not None:
-                template_id, source = handle_source
-                body["template_id"] = template_id
-                if template_id not in proc.known_templates:
+            if key is not None:
+                body["template_id"] = key
+                if key not in proc.known_templates:
                     body["source"] = source
             answer = proc.call(op, body)
             error = answer.get("error") or {}
-            if not answer.get("ok") and error.get("kind") == "need_source" and handle_source:
-                body["source"] = handle_source[1]
+            if not answer.get("ok") and error.get("kind") == "need_source" and key is not None:
+                body["source"] = source
                 answer = proc.call(op, body)
-            if handle_source is not None and "source" in body:
+            if key is not None and "source" in body:
                 if len(proc.known_templates) >= self.settings.max_templates:
                     proc.known_templates.clear()
-                proc.known_templates.add(handle_source[0])
+                proc.known_templates.add(key)
             return answer
         finally:
             self._release(proc)
@@ -293,10 +305,12 @@ class SandboxPool:
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
         """Validate ``source`` in an executor and describe it for ``question_id``.
 
-        Descriptions (and refusals) are cached per template id: nothing in them
-        depends on the question (answers get their question id when they are
-        built), so a question new to this process whose template is known costs
-        no executor call.
+        Descriptions (and refusals) are cached per exact source (its SHA-256, not
+        the MD5 template id): nothing in them depends on the question (answers
+        get their question id when they are built), so a question new to this
+        process whose template is known costs no executor call. Inside
+        :meth:`scoped`, a description :meth:`prime`-d for that scope is used too;
+        one primed for another scope never is.
 
         Raises:
             TemplateValidationError: The template is invalid, its code crashed
@@ -306,18 +320,33 @@ class SandboxPool:
         """
         if source is None or not source.strip():
             raise TemplateValidationError("template source is empty", question_id=question_id)
-        template_id = compute_template_id(source)
-        with self._handles_lock:
-            cached = self._handles.get(template_id)
-            if cached is not None:
-                self._handles.move_to_end(template_id)
+        digest = source_digest(source)
+        cached = self._held(digest, _SCOPE.get())
         if cached is None:
-            cached = self._remember(template_id, self._describe(source, template_id, question_id))
+            template_id = compute_template_id(source)
+            cached = self._remember(digest, self._describe(source, template_id, question_id))
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
         if cached.question_id != question_id:
             cached = dataclasses.replace(cached, question_id=question_id)
         return cached
+
+    def _held(
+        self, digest: str, scope: str | None
+    ) -> TemplateHandle | TemplateValidationError | None:
+        """What this process's executors said of a source, else what was primed
+        for ``scope``; None when neither is held."""
+        with self._handles_lock:
+            cached = self._handles.get(digest)
+            if cached is not None:
+                self._handles.move_to_end(digest)
+                return cached
+            if scope is None:
+                return None
+            primed = self._primed.get((scope, digest))
+            if primed is not None:
+                self._primed.move_to_end((scope, digest))
+            return primed
 
     def _describe(
         self, source: str, template_id: str, question_id: str
@@ -325,9 +354,7 @@ class SandboxPool:
         with self._handles_lock:
             self._described += 1
         try:
-            answer = self._call(
-                "describe", {"question_id": question_id}, handle_source=(template_id, source)
-            )
+            answer = self._call("describe", {"question_id": question_id}, source)
         except ExecutorCrashed as exc:
             return TemplateValidationError(f"template code crashed the sandbox: {exc}")
         if not answer.get("ok"):
@@ -339,30 +366,34 @@ class SandboxPool:
             answer["result"], template_id=template_id, question_id=question_id, source=source
         )
 
-    def knows(self, template_id: str) -> bool:
-        """Whether this process holds a description (or refusal) of the template."""
-        with self._handles_lock:
-            return template_id in self._handles
+    def knows(self, source: str, *, scope: str | None = None) -> bool:
+        """Whether :meth:`load_template` of ``source`` (inside :meth:`scoped`
+        with ``scope``) would ask no executor: a description or refusal of it is held."""
+        return self._held(source_digest(source), scope) is not None
 
-    def description(self, template_id: str) -> dict[str, Any] | None:
-        """The held description of a template as JSON-safe data
+    def description(self, source: str) -> dict[str, Any] | None:
+        """What this process's executors said of ``source`` as JSON-safe data
         (:meth:`TemplateHandle.description`, or ``{"problem": ...}`` for a
-        refused template), None when none is held."""
+        refused template), None when they have not described it. Primed
+        descriptions are never returned: they are someone else's word."""
         with self._handles_lock:
-            cached = self._handles.get(template_id)
+            cached = self._handles.get(source_digest(source))
         if cached is None:
             return None
         if isinstance(cached, TemplateValidationError):
             return {"problem": cached.problem}
         return cached.description()
 
-    def prime(self, source: str, description: dict[str, Any]) -> None:
-        """Hold a description another process made (:meth:`description`), so
-        that :meth:`load_template` of ``source`` asks no executor: a fleet
-        describes each template once, at submission. The template is still
-        compiled where it is evaluated. A malformed description is ignored (the
-        template is then described here, as without one)."""
-        template_id = compute_template_id(source)
+    def prime(self, source: str, description: dict[str, Any], *, scope: str) -> None:
+        """Hold a description another process made (:meth:`description`) for
+        ``scope`` (the job whose submitter stored it), so that
+        :meth:`load_template` of ``source`` inside :meth:`scoped` with the same
+        scope asks no executor: a fleet describes each template once, at
+        submission. The description is the submitter's word: it is used for
+        that scope alone, so a job that stores a false description of someone
+        else's template misleads only itself. The template is still compiled
+        where it is evaluated. A malformed description is ignored (the template
+        is then described here, as without one)."""
         entry: TemplateHandle | TemplateValidationError
         try:
             too_large = description_problem(description, self.settings.result_limits)
@@ -372,20 +403,39 @@ class SandboxPool:
                 entry = TemplateValidationError(too_large)
             else:
                 entry = TemplateHandle.from_description(
-                    description, template_id=template_id, question_id="", source=source
+                    description,
+                    template_id=compute_template_id(source),
+                    question_id="",
+                    source=source,
                 )
         except (KeyError, TypeError, ValueError):
             return
-        self._remember(template_id, entry)
+        key = (scope, source_digest(source))
+        with self._handles_lock:
+            self._primed[key] = entry
+            self._primed.move_to_end(key)
+            while len(self._primed) > _MAX_HANDLES:
+                self._primed.popitem(last=False)
+
+    @contextlib.contextmanager
+    def scoped(self, scope: str) -> Iterator[None]:
+        """Within the block, :meth:`load_template` in this thread (this context)
+        also uses descriptions primed for ``scope``. Threads started inside do
+        not inherit it: they describe templates in an executor instead."""
+        token = _SCOPE.set(scope)
+        try:
+            yield
+        finally:
+            _SCOPE.reset(token)
 
     def _remember(
-        self, template_id: str, entry: TemplateHandle | TemplateValidationError
+        self, digest: str, entry: TemplateHandle | TemplateValidationError
     ) -> TemplateHandle | TemplateValidationError:
-        """Hold ``entry`` for ``template_id`` unless one is held already (a
-        concurrent describe or prime); returns the one held. The table is LRU-bounded."""
+        """Hold ``entry`` for the source with ``digest`` unless one is held
+        already (a concurrent describe); returns the one held. The table is LRU-bounded."""
         with self._handles_lock:
-            held = self._handles.setdefault(template_id, entry)
-            self._handles.move_to_end(template_id)
+            held = self._handles.setdefault(digest, entry)
+            self._handles.move_to_end(digest)
             while len(self._handles) > _MAX_HANDLES:
                 self._handles.popitem(last=False)
             return held
@@ -405,9 +455,7 @@ class SandboxPool:
         """
         payload = {"question_id": handle.question_id, "data": judge_output, "raw_trace": raw_trace}
         try:
-            answer = self._call(
-                "evaluate", payload, handle_source=(handle.template_id, handle.source)
-            )
+            answer = self._call("evaluate", payload, handle.source)
         except ExecutorCrashed as exc:
             raise TemplateValidationError(
                 f"template code crashed the sandbox: {exc}", question_id=handle.question_id

@@ -66,6 +66,13 @@ class JobKeys:
         return self._k("inflight")
 
     @property
+    def attempts(self) -> str:
+        """Hash: unit → how many times it was started again before its first
+        start finished (a worker running it died or froze); only such units have
+        an entry. What quarantines a unit that kills its workers."""
+        return self._k("attempts")
+
+    @property
     def pairs(self) -> str:
         """Hash: pair id → "answering\\tparsing" display strings."""
         return self._k("pairs")

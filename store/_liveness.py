@@ -45,6 +45,11 @@ class Liveness:
         """Say that ``owner`` is alive for the next ``ttl`` seconds."""
         self.client.set(self._beat_key(owner), "1", px=int(self.ttl * 1000))
 
+    def forget(self, owner: str) -> None:
+        """``owner`` is gone (its supervisor killed it): its heartbeat ends now,
+        so the reaper need not wait for it to expire."""
+        self.client.delete(self._beat_key(owner))
+
     @staticmethod
     def hold_record(owner: str, task: dict[str, Any]) -> str:
         """The record of a task (``{"args", "kwargs"}``) that ``owner`` received

@@ -37,17 +37,22 @@ _ZSTD_LEVEL = 3
 # setting the status in one script also closes the gap in which a cancel could be
 # overwritten by "running".
 # Everything a worker checks and records as it takes a unit up, in one round trip.
-# KEYS: meta, done, inflight, templates. ARGV: the unit's key, now (s), now (ISO),
-# the template id whose description the worker lacks ('' for none).
+# KEYS: meta, done, inflight, templates, attempts. ARGV: the unit's key, now (s),
+# now (ISO), the template id whose description the worker lacks ('' for none).
 # Returns [status ('' when the job is unknown), 1 when the unit is done already,
-# the description or nil]. A unit of a live job that is not done is marked
-# started (in flight; a queued job becomes running).
+# the description or nil, this start's try number]. A unit of a live job that is
+# not done is marked started (in flight; a queued job becomes running). A unit
+# still in flight from an earlier start that never finished is counted as a
+# further try (only then does it cost an attempts entry).
 _BEGIN_UNIT = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {'', 0} end
 if status == 'cancelled' then return {status, 0} end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {status, 1} end
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+local tries = 1
+if redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1]) == 0 then
+  tries = redis.call('HINCRBY', KEYS[5], ARGV[1], 1) + 1
+end
 redis.call('HSETNX', KEYS[1], 'started', ARGV[3])
 if status == 'queued' then
   redis.call('HSET', KEYS[1], 'status', 'running')
@@ -55,7 +60,7 @@ if status == 'queued' then
 end
 local described = false
 if ARGV[4] ~= '' then described = redis.call('HGET', KEYS[4], ARGV[4]) end
-return {status, 0, described}
+return {status, 0, described, tries}
 """
 
 # A unit's results written once and the unit marked done, in one round trip.
@@ -135,6 +140,9 @@ class UnitStart(NamedTuple):
     """The unit's results are written already (a redelivered task)."""
     template: dict[str, Any] | None
     """The description of the asked template stored at submission, if any."""
+    tries: int = 1
+    """Which start of the unit this is: more than 1 when earlier starts never
+    finished (their worker died or froze)."""
 
 
 class PairProgress(BaseModel):
@@ -374,14 +382,15 @@ class ResultStore:
         already and, when ``template_id`` is given, the description of that
         template stored at submission (None when there is none). A unit of a job
         that is neither cancelled nor done is marked started (for "in flight"),
-        and a queued job becomes running.
+        and a queued job becomes running; a unit started before whose start
+        never finished counts one more try (``UnitStart.tries``).
 
         Raises:
             redis.RedisError: Redis is unreachable.
         """
         keys = self.keys(job_id)
         reply = self._begin_unit(
-            keys=[keys.meta, keys.done, keys.inflight, keys.templates],
+            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts],
             args=[
                 unit_key,
                 time.time(),
@@ -392,7 +401,8 @@ class ResultStore:
         text = _text(reply[0])
         described = reply[2] if len(reply) > 2 else None
         template = json.loads(self._decompress(described)) if described else None
-        return UnitStart(JobStatus(text) if text else None, bool(int(reply[1])), template)
+        tries = int(reply[3]) if len(reply) > 3 else 1
+        return UnitStart(JobStatus(text) if text else None, bool(int(reply[1])), template, tries)
 
     def write_unit(
         self,

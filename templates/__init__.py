@@ -52,6 +52,7 @@ from .validation import (
     NO_TEMPLATE_ID,
     compute_template_id,
     inject_question_id,
+    source_digest,
     validate_answer_template,
 )
 from .verified_field import VerificationMeta, VerifiedField
@@ -112,6 +113,7 @@ __all__ = [
     "parsed_ground_truth",
     "parsed_llm_fields",
     "run_regex_checks",
+    "source_digest",
     "strategy_label",
     "validate_answer_template",
 ]

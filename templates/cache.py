@@ -1,7 +1,8 @@
 """Per-process cache of compiled templates.
 
 Each distinct template source is compiled and validated once per process (keyed by
-its template id, under one lock), and each (template, question) pair gets one
+the SHA-256 of its source, under one lock: never by the MD5 template id, so
+two sources made to collide under it cannot share a class), and each (template, question) pair gets one
 question-bound class. A template that fails validation is remembered too, so a bad
 template costs one compile, not one per question.
 """
@@ -20,8 +21,8 @@ from .base_answer import BaseAnswer
 from .validation import (
     COMPILE_LOCK,
     TEMPLATE_MODULE_PREFIX,
-    compute_template_id,
     inject_question_id,
+    source_digest,
     validate_answer_template,
 )
 
@@ -56,7 +57,7 @@ def _forget_module(entry: _Entry) -> None:
 
 
 class TemplateCache:
-    """Compiled answer classes by template id, and bound classes by (template, question).
+    """Compiled answer classes by source digest, and bound classes by (template, question).
 
     Thread-safe. Both tables are LRU-bounded (``max_templates``, ``max_bound``):
     a question-bound class and the compiled class it derives from cost ~31 KiB of
@@ -78,11 +79,11 @@ class TemplateCache:
         self._compiles = 0
         self._raw_hits = 0
 
-    def _cached_raw(self, template_id: str) -> _Entry | None:
+    def _cached_raw(self, digest: str) -> _Entry | None:
         with self._table_lock:
-            entry = self._raw.get(template_id)
+            entry = self._raw.get(digest)
             if entry is not None:
-                self._raw.move_to_end(template_id)
+                self._raw.move_to_end(digest)
                 self._raw_hits += 1
             return entry
 
@@ -96,11 +97,11 @@ class TemplateCache:
             TemplateValidationError: The template is invalid (the message names
                 ``question_id``, even when the failure was cached for another one).
         """
-        template_id = compute_template_id(source)
-        entry = self._cached_raw(template_id)
+        digest = source_digest(source)
+        entry = self._cached_raw(digest)
         if entry is None:
             with COMPILE_LOCK:
-                entry = self._cached_raw(template_id)
+                entry = self._cached_raw(digest)
                 if entry is None:
                     self._compiles += 1
                     try:
@@ -108,7 +109,7 @@ class TemplateCache:
                     except TemplateValidationError as exc:
                         entry = exc
                     with self._table_lock:
-                        self._raw[template_id] = entry
+                        self._raw[digest] = entry
                         while len(self._raw) > self._max_templates:
                             _forget_module(self._raw.popitem(last=False)[1])
         if isinstance(entry, TemplateValidationError):
@@ -121,7 +122,7 @@ class TemplateCache:
         Raises:
             TemplateValidationError: As :meth:`raw_class`.
         """
-        key = (compute_template_id(source), question_id)
+        key = (source_digest(source), question_id)
         with self._table_lock:
             bound = self._bound.get(key)
             if bound is not None:
@@ -164,7 +165,7 @@ def default_template_cache() -> TemplateCache:
 
 def load_answer_class(source: str, question_id: str) -> type[BaseAnswer]:
     """The validated answer class of ``source`` with ``question_id`` injected,
-    compiled at most once per process per template id.
+    compiled at most once per process per template source.
 
     Raises:
         TemplateValidationError: The template is invalid.

@@ -33,6 +33,7 @@ __all__ = [
     "compute_template_id",
     "inject_question_id",
     "probe_instance",
+    "source_digest",
     "validate_answer_template",
 ]
 
@@ -63,6 +64,21 @@ def compute_template_id(source: str | None) -> str:
     text = source.replace("\r\n", "\n").replace("\r", "\n")
     normalised = "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
     return hashlib.md5(normalised.encode("utf-8")).hexdigest()
+
+
+def source_digest(source: str) -> str:
+    """SHA-256 of the template source with line endings made LF (as Python reads
+    it: the two forms compile to the same code): the key of whatever is compiled
+    from, or said about, a source, where two different templates must never share
+    an entry.
+
+    The template id (:func:`compute_template_id`) names a template in results;
+    it is MD5 and strips trailing whitespace, so two sources made to collide under
+    it, or differing only in trailing whitespace inside a string literal, would
+    otherwise share a compiled class or a description.
+    """
+    text = source.replace("\r\n", "\n").replace("\r", "\n")
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _fail(problem: str, question_id: str | None) -> TemplateValidationError:
@@ -111,7 +127,9 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     if source is None or not source.strip():
         raise _fail("template source is empty", question_id)
     template_id = compute_template_id(source)
-    module_name = f"{TEMPLATE_MODULE_PREFIX}{template_id}"
+    # Named by the exact source, not the (MD5) template id: two sources that
+    # collide under it must not resolve names through each other's module.
+    module_name = f"{TEMPLATE_MODULE_PREFIX}{source_digest(source)}"
     with COMPILE_LOCK:
         try:
             tree = ast.parse(source, filename=f"{TEMPLATE_FILENAME_PREFIX}{template_id}>")

@@ -26,6 +26,7 @@ from celery import Celery
 from verifleet.store import Liveness
 
 from ._stalls import StallDetector
+from ._supervisor import supervised_owner_id
 
 __all__ = ["LivenessThread", "process_owner_id"]
 
@@ -37,8 +38,10 @@ def _text(value: Any) -> str:
 
 
 def process_owner_id() -> str:
-    """A name for this worker process, unique across machines and restarts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A name for this worker process, unique across machines and restarts: the
+    one its supervisor chose, if it has one (the supervisor clears that heartbeat
+    when it replaces the process)."""
+    return supervised_owner_id() or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def _worker_request_ids() -> Collection[str]:

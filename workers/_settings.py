@@ -10,6 +10,9 @@
 ``VERIFLEET_LEASE_SECONDS``  how long a model call may hold its endpoint slot
     before the slot counts as abandoned by a dead worker (default 150: the default
     request timeout of 120 s plus a margin; raise it with the request timeout).
+``VERIFLEET_UNIT_TRIES``  how many times a unit whose run kills or freezes its
+    worker process is started before it is quarantined: failed with an error
+    that says so, never run again (default 3; see ``verifleet.workers._quarantine``).
 ``VERIFLEET_STALL_SETTLE``  seconds a job with units left may go without progress
     while no message carries any of them, before its missing units are sent again
     (default 30; see ``verifleet.workers._stalls``).
@@ -41,6 +44,7 @@ class WorkerSettings(BaseSettings):
     prefix: str = "vf"
     lease_seconds: float = Field(default=150.0, gt=0)
     stall_settle: float = Field(default=30.0, gt=0)
+    unit_tries: int = Field(default=3, ge=1)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:

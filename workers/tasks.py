@@ -23,8 +23,12 @@ import redis
 from celery import Task, signals
 
 from verifleet.limits import RedisCallGate
-from verifleet.pipeline import PipelineResources, run_scenario, run_unit
-from verifleet.schemas import compute_template_id
+from verifleet.pipeline import PipelineResources, failed_results, run_scenario, run_unit
+from verifleet.schemas import (
+    ScenarioExecutionResult,
+    ScenarioTerminalFailure,
+    compute_template_id,
+)
 from verifleet.store import (
     SCENARIO_TASK_NAME,
     TASK_NAME,
@@ -42,6 +46,7 @@ from verifleet.store import (
 )
 
 from ._jobs import JobCache, JobSpec
+from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
@@ -173,28 +178,36 @@ def _begin(
 ) -> str | None:
     """Take the unit up: status, already done and mark started in one round trip,
     which also brings the description of the unit's ``template`` (stored at
-    submission) when this process has none, so no executor is asked for it.
+    submission) when this process has none, so no executor is asked for it. The
+    description is the job's submitter's word: it is primed for this job alone
+    (used inside ``sandbox.scoped(job_id)``), never for another job's units.
 
     Returns:
         What the task returns when it has nothing to run (``"unknown-job"``,
-        ``"cancelled"``, ``"already-done"``), or None to run the unit.
+        ``"cancelled"``, ``"already-done"``), ``"quarantined"`` for a unit to
+        fail instead of running (its earlier tries killed or froze their
+        workers), or None to run the unit.
     """
     sandbox = state.resources.sandbox
     wanted = None
-    if template is not None and template.strip():
-        template_id = compute_template_id(template)
-        wanted = None if sandbox.knows(template_id) else template_id
-    status, done, description = _until_redis_answers(
+    if template is not None and template.strip() and not sandbox.knows(template, scope=job_id):
+        wanted = compute_template_id(template)
+    start = _until_redis_answers(
         lambda: state.store.begin_unit(job_id, key, template_id=wanted), deadline=deadline
     )
-    if description is not None and template is not None:
-        sandbox.prime(template, description)
-    if status is None:
+    if start.template is not None and template is not None:
+        sandbox.prime(template, start.template, scope=job_id)
+    if start.status is None:
         log.warning("task for unknown job %s dropped", job_id)
         return "unknown-job"
-    if status == JobStatus.CANCELLED:
+    if start.status == JobStatus.CANCELLED:
         return "cancelled"
-    return "already-done" if done else None
+    if start.done:
+        return "already-done"
+    if start.tries > state.settings.unit_tries:
+        log.warning("unit %s of job %s quarantined after %d tries", key, job_id, start.tries - 1)
+        return QUARANTINED
+    return None
 
 
 @app.task(name=TASK_NAME, bind=True, acks_late=True)
@@ -212,7 +225,8 @@ def run_unit_task(
     find the task in Flower.
 
     Returns:
-        ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
+        ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"`` or
+        ``"quarantined"`` (not run: its earlier tries killed or froze their workers).
     """
     state = _process_state()
     store, settings = state.store, state.settings
@@ -227,19 +241,24 @@ def run_unit_task(
     )
     key = unit_key(unit, job_id=job_id)
     skip = _begin(state, job_id, key, deadline, unit.question.answer_template)
+    if skip == QUARANTINED:
+        return _quarantine(state, job_id, key, unit, spec)
     if skip is not None:
         return skip
-    results = run_unit(
-        unit.question,
-        unit.answering,
-        spec.config.parsing_models,
-        spec.config,
-        replicate=replicate,
-        rubric=spec.benchmark.rubric_for(unit.question),
-        dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
-        resources=state.resources,
-        deadline=deadline,
-    )
+    fault_for_tests(unit.question.id)
+    # Descriptions primed for this job count inside this block only.
+    with state.resources.sandbox.scoped(job_id):
+        results = run_unit(
+            unit.question,
+            unit.answering,
+            spec.config.parsing_models,
+            spec.config,
+            replicate=replicate,
+            rubric=spec.benchmark.rubric_for(unit.question),
+            dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
+            resources=state.resources,
+            deadline=deadline,
+        )
     keys = unit_result_keys(unit, spec.config.parsing_models, job_id=job_id)
     # Writing gets its own deadline: the unit's work is done and must not be lost.
     _until_redis_answers(
@@ -247,6 +266,27 @@ def run_unit_task(
         deadline=time.monotonic() + settings.unit_deadline,
     )
     return "done"
+
+
+def _quarantine(state: _ProcessState, job_id: str, key: str, unit: Unit, spec: JobSpec) -> str:
+    """Store the errored results of a unit that is not run again (see
+    :mod:`._quarantine`); returns what the task returns."""
+    error = quarantine_error(state.settings.unit_tries)
+    config = spec.config
+    results = failed_results(
+        unit.question,
+        unit.answering,
+        config.parsing_models,
+        config,
+        replicate=unit.replicate,
+        error=error,
+    )
+    keys = unit_result_keys(unit, config.parsing_models, job_id=job_id)
+    _until_redis_answers(
+        lambda: state.store.write_unit(job_id, key, results, keys),
+        deadline=time.monotonic() + state.settings.unit_deadline,
+    )
+    return QUARANTINED
 
 
 @app.task(name=SCENARIO_TASK_NAME, bind=True, acks_late=True)
@@ -282,6 +322,22 @@ def run_scenario_task(
     )
     key = scenario_unit_key(unit, job_id=job_id)
     skip = _begin(state, job_id, key, deadline)
+    if skip == QUARANTINED:
+        failed = ScenarioExecutionResult(
+            scenario_id=unit.scenario.id,
+            status="error",
+            terminal_failure=ScenarioTerminalFailure(
+                stage="execution", reason=quarantine_error(settings.unit_tries)
+            ),
+            answering_model=unit.answering.identity().display_string,
+            replicate=replicate,
+            run_name=spec.config.run_name,
+        )
+        _until_redis_answers(
+            lambda: store.write_scenario_unit(job_id, key, failed, [], []),
+            deadline=time.monotonic() + settings.unit_deadline,
+        )
+        return QUARANTINED
     if skip is not None:
         return skip
     run = run_scenario(

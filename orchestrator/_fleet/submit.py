@@ -81,7 +81,7 @@ def _validate(
         if descriptions is not None:
             # What validating it left in the pool: a description or a refusal.
             template_id = compute_template_id(source)
-            described = pool.description(template_id)
+            described = pool.description(source)
             if described is not None:
                 descriptions[template_id] = json.dumps(described)
     for scenario in benchmark.scenarios:

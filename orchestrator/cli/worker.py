@@ -1,8 +1,12 @@
 """``verifleet worker`` and ``verifleet flower``.
 
 ``worker`` starts a Celery worker with the threads pool (many LLM calls at once in
-one process; scale past ~600 tasks/s with more processes, not more threads). It
-is equivalent to ``celery -A verifleet.workers.app worker -P threads -c N -Q verifleet``.
+one process; scale past ~600 tasks/s with more processes, not more threads). The
+Celery worker runs as a child of a small supervisor that replaces it when it dies
+of a signal (OOM, a crash) or sends no heartbeat for --stuck-after seconds (a
+thread stuck in host code); its units go back to the queue and run once more.
+With --no-supervise the command is equivalent to
+``celery -A verifleet.workers.app worker -P threads -c N -Q verifleet``.
 
 ``flower`` starts Flower against the same broker with a bounded task history and
 basic auth; see ``verifleet flower --help``.
@@ -11,6 +15,7 @@ basic auth; see ``verifleet flower --help``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -38,11 +43,24 @@ def _target(url: str) -> Any:
     return RedisTarget.parse(url)
 
 
-__all__ = ["AUTH_ENV", "DEFAULT_CONCURRENCY", "flower_command", "register"]
+__all__ = [
+    "AUTH_ENV",
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_STUCK_AFTER",
+    "STUCK_AFTER_ENV",
+    "flower_command",
+    "register",
+]
 
 #: Threads of a worker process: enough that the fleet-wide adaptive window, not
 #: the thread count, decides how many calls an endpoint gets.
 DEFAULT_CONCURRENCY = 128
+
+#: Seconds without a heartbeat after which the supervisor replaces the worker process.
+DEFAULT_STUCK_AFTER = 60.0
+
+#: The environment variable for --stuck-after.
+STUCK_AFTER_ENV = "VERIFLEET_STUCK_AFTER"
 
 #: The environment variable with Flower's basic-auth credentials (user:password).
 AUTH_ENV = "VERIFLEET_FLOWER_AUTH"
@@ -82,6 +100,19 @@ def register(commands: Any) -> None:
     worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument(
+        "--stuck-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="kill and replace the worker process when it sends no heartbeat for this long "
+        f"(default: ${STUCK_AFTER_ENV} or {DEFAULT_STUCK_AFTER:.0f})",
+    )
+    worker.add_argument(
+        "--no-supervise",
+        action="store_true",
+        help="run the Celery worker in this process, with no supervisor to replace it",
+    )
     add_sandbox_argument(worker)
     worker.set_defaults(handler=_worker)
 
@@ -114,6 +145,58 @@ def register(commands: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    from verifleet.workers._supervisor import start_beating
+
+    if start_beating() or args.no_supervise:
+        return _celery_worker(args)
+    return _supervise(args)
+
+
+def _stuck_after(args: argparse.Namespace) -> float:
+    """--stuck-after, else its environment variable, else the default.
+
+    Raises:
+        ConfigError: not a positive number.
+    """
+    raw = args.stuck_after
+    if raw is None:
+        text = os.environ.get(STUCK_AFTER_ENV) or str(DEFAULT_STUCK_AFTER)
+        try:
+            raw = float(text)
+        except ValueError:
+            raise ConfigError(f"{STUCK_AFTER_ENV}={text!r}: not a number of seconds") from None
+    if not raw > 0:
+        raise ConfigError(f"--stuck-after / {STUCK_AFTER_ENV}: {raw} is not a positive number")
+    return float(raw)
+
+
+def _supervise(args: argparse.Namespace) -> int:
+    """Run the Celery worker as a supervised child process (see
+    :mod:`verifleet.workers._supervisor`)."""
+    from verifleet.store import Liveness, ResultStore
+    from verifleet.workers._supervisor import Supervisor
+
+    stuck_after = _stuck_after(args)
+    url = redis_url_from(args.redis)
+    _target(url).check()
+    # The URL travels in the environment, not the command line (ps shows that).
+    env = dict(os.environ, VERIFLEET_REDIS_URL=url)
+    command = [sys.executable, "-m", "verifleet", "worker", "--concurrency", str(args.concurrency)]
+    command += ["--queues", args.queues, "--loglevel", args.loglevel]
+    if args.hostname:
+        command += ["--hostname", args.hostname]
+    if args.sandbox:
+        command += ["--sandbox", args.sandbox]
+
+    def forget(owner: str) -> None:
+        # The prefix, as the workers read it: $VERIFLEET_PREFIX, else vf.
+        Liveness(ResultStore.from_url(url)).forget(owner)
+
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s: %(levelname)s] %(message)s")
+    return Supervisor(command, env, stuck_after=stuck_after, forget_owner=forget).run()
+
+
+def _celery_worker(args: argparse.Namespace) -> int:
     # Refuse to consume tasks on a machine that lacks the configured isolation.
     start_sandbox(args)
     url = redis_url_from(args.redis)

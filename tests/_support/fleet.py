@@ -62,8 +62,9 @@ class Fleet:
         self.workers[name] = proc
         return proc
 
-    def wait_ready(self, names: list[str], timeout: float = 60.0) -> None:
-        """Wait until each worker logged that it is ready to consume."""
+    def wait_ready(self, names: list[str], timeout: float = 120.0) -> None:
+        """Wait until each worker logged that it is ready to consume (two Python
+        start-ups each: the supervisor's and its worker process's)."""
         deadline = time.monotonic() + timeout
         for name in names:
             path = self.logdir / f"{name}.log"

@@ -21,7 +21,7 @@ def test_job_lifecycle_and_idempotent_writes(redis_url: str) -> None:
     assert store.load_spec("j1") == ('{"b": 1}', '{"c": 2}')
 
     ok, bad = make_result("q1", verified=True), make_result("q1", parsing="j2", verified=False)
-    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False, None)
+    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False, None, 1)
     assert store.status("j1") == JobStatus.RUNNING
     assert store.progress("j1").in_flight == 1
     finished = store.write_unit("j1", "u1", [ok, bad], ["k1", "k2"])

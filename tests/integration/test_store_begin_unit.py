@@ -26,16 +26,16 @@ def _store(url: str) -> ResultStore:
 
 def test_begin_unit_reports_the_job_and_marks_a_fresh_unit_started(redis_url: str) -> None:
     store = _store(redis_url)
-    assert store.begin_unit("nope", "u1") == (None, False, None)  # no such job
+    assert store.begin_unit("nope", "u1") == (None, False, None, 1)  # no such job
     store.create_job("j1", benchmark_json="{}", config_json="{}", total_units=2)
-    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False, None)  # queued -> running
+    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, False, None, 1)  # queued -> running
     assert store.status("j1") == JobStatus.RUNNING
     assert store.progress("j1").in_flight == 1
     finished = store.write_unit("j1", "u1", [make_result("q1", verified=True)], ["k1"])
     assert finished is False
-    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, True, None)  # a redelivery: done
+    assert store.begin_unit("j1", "u1") == (JobStatus.RUNNING, True, None, 1)  # a redelivery: done
     assert store.progress("j1").in_flight == 0  # ... and not marked started again
-    assert store.begin_unit("j1", "u2") == (JobStatus.RUNNING, False, None)
+    assert store.begin_unit("j1", "u2") == (JobStatus.RUNNING, False, None, 1)
     assert store.write_unit("j1", "u2", [make_result("q2", verified=False)], ["k2"]) is True
     assert store.status("j1") == JobStatus.DONE
 
@@ -44,7 +44,7 @@ def test_begin_unit_of_a_cancelled_job_marks_nothing(redis_url: str) -> None:
     store = _store(redis_url)
     store.create_job("j2", benchmark_json="{}", config_json="{}", total_units=1)
     store.set_status("j2", JobStatus.CANCELLED)
-    assert store.begin_unit("j2", "u1") == (JobStatus.CANCELLED, False, None)
+    assert store.begin_unit("j2", "u1") == (JobStatus.CANCELLED, False, None, 1)
     assert store.progress("j2").in_flight == 0
 
 
@@ -80,13 +80,17 @@ def test_a_worker_takes_up_the_template_description_stored_at_submission(
 
     worker = SandboxPool(SandboxSettings(pool_size=1, timeout=10))
     try:
-        assert start.template is not None and not worker.knows(good_id)
-        worker.prime(good.answer_template or "", start.template)
-        worker.prime(bad.answer_template or "", refused)
-        handle = worker.load_template(good.answer_template or "", good.id)
-        assert handle.question_id == good.id and handle.description() == expected
-        with pytest.raises(TemplateValidationError, match="os") as info:
-            worker.load_template(bad.answer_template or "", bad.id)
+        good_source, bad_source = good.answer_template or "", bad.answer_template or ""
+        assert start.template is not None and not worker.knows(good_source, scope=job.job_id)
+        # Primed for the job that stored them, and used inside its scope.
+        worker.prime(good_source, start.template, scope=job.job_id)
+        worker.prime(bad_source, refused, scope=job.job_id)
+        assert worker.knows(good_source, scope=job.job_id) and not worker.knows(good_source)
+        with worker.scoped(job.job_id):
+            handle = worker.load_template(good_source, good.id)
+            assert handle.question_id == good.id and handle.description() == expected
+            with pytest.raises(TemplateValidationError, match="os") as info:
+                worker.load_template(bad_source, bad.id)
         assert info.value.question_id == bad.id
         assert worker.stats().described == 0  # no executor was asked to describe
         # ... and the template is compiled where it is evaluated.
@@ -94,3 +98,19 @@ def test_a_worker_takes_up_the_template_description_stored_at_submission(
         assert evaluation.verification is not None and evaluation.verification.verify_result
     finally:
         worker.close()
+
+
+def test_a_unit_started_again_before_it_finished_counts_a_further_try(redis_url: str) -> None:
+    """What quarantines a unit that kills or freezes its workers: every start
+    while an earlier one never finished is one more try; a finished unit and its
+    redeliveries count nothing, and a first start costs no attempts entry."""
+    store = _store(redis_url)
+    store.create_job("j3", benchmark_json="{}", config_json="{}", total_units=2)
+    assert [store.begin_unit("j3", "poison").tries for _ in range(4)] == [1, 2, 3, 4]
+    assert store.begin_unit("j3", "fine").tries == 1
+    attempts = store.client.hgetall(store.keys("j3").attempts)
+    assert attempts == {b"poison": b"3"}  # a first start costs nothing here
+    store.write_unit("j3", "fine", [make_result("q1", verified=True)], ["k1"])
+    assert store.begin_unit("j3", "fine") == (JobStatus.RUNNING, True, None, 1)
+    store.write_unit("j3", "poison", [make_result("q2", verified=True)], ["k2"])
+    assert store.progress("j3").in_flight == 0 and store.status("j3") == JobStatus.DONE

@@ -24,6 +24,7 @@ from verifleet.templates import (
     load_answer_class,
     parsed_ground_truth,
     parsed_llm_fields,
+    source_digest,
 )
 
 HONEST = '''
@@ -141,14 +142,14 @@ def test_a_template_goes_back_to_the_executor_that_compiled_it() -> None:
         handle = sandbox.load_template(HONEST, "affinity")
         compiled = sandbox._acquire()
         other = sandbox._acquire()
-        assert handle.template_id in compiled.known_templates
-        assert handle.template_id not in other.known_templates
+        assert source_digest(handle.source) in compiled.known_templates
+        assert source_digest(handle.source) not in other.known_templates
         sandbox._release(compiled)
         sandbox._release(other)
         for _ in range(3):
             evaluation = sandbox.evaluate(handle, {"city": "Paris", "population": 2.1}, "[1]")
             assert evaluation.verification is not None
-        assert handle.template_id not in other.known_templates
+        assert source_digest(handle.source) not in other.known_templates
         # A call with no template takes any idle executor, as before.
         assert sandbox._preferred(None) == (1, False)
     finally:
@@ -189,7 +190,7 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template()
         compiled = sandbox._acquire()
         other = sandbox._acquire()
         sandbox._release(other)
-        assert handle.template_id in compiled.known_templates
+        assert source_digest(handle.source) in compiled.known_templates
         # The executor that knows the template is busy, another one is idle.
         results: list[object] = []
         caller = threading.Thread(
@@ -203,7 +204,7 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template()
         sandbox._release(compiled)
         caller.join(timeout=10)
         assert len(results) == 1
-        assert handle.template_id not in other.known_templates
+        assert source_digest(handle.source) not in other.known_templates
         # A template no busy executor knows does not wait: it takes the idle one.
         held = sandbox._acquire("some-template-nobody-compiled")
         assert held in (compiled, other)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from verifleet.schemas import TemplateValidationError, compute_template_id
+from verifleet.schemas import TemplateValidationError
 from verifleet.templates import (
     TemplateCache,
     build_answer,
@@ -17,6 +17,7 @@ from verifleet.templates import (
     judge_json_schema,
     load_answer_class,
     parsed_ground_truth,
+    source_digest,
 )
 
 THREADS = 32
@@ -116,7 +117,8 @@ def test_module_level_loader_uses_the_process_cache() -> None:
     cls = load_answer_class(source, "qx")
     assert load_answer_class(source, "qx") is cls
     assert default_template_cache().stats().compiles == before + 1
-    assert cls.__module__.endswith(compute_template_id(source))
+    # Named by the source digest (not the MD5 template id: see source_digest).
+    assert cls.__module__.endswith(source_digest(source))
 
 
 def test_template_table_is_bounded_and_recompiles_evicted_templates() -> None:

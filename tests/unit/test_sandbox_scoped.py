@@ -1,0 +1,97 @@
+"""What one job stores or compiles is never used for another job's template.
+
+Real executors (strict mode). Two attacks from issue 20: a job stores a false
+description of someone else's template at submission (the fleet primes worker
+processes with it), and two different sources share one template id (it is MD5
+of the source with trailing whitespace stripped, so a trailing space inside a
+string literal is enough: no MD5 collision needs computing to show that the
+template id cannot be what compiled classes and descriptions are keyed by).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import TemplateValidationError, compute_template_id
+
+VICTIM = """
+from verifleet.templates import BaseAnswer, VerifiedField, ExactMatch
+
+
+class Answer(BaseAnswer):
+    city: str = VerifiedField(description="the capital", ground_truth="Paris", verify_with=ExactMatch())
+"""
+
+#: ``@@`` becomes trailing spaces (one variant) or nothing (the other): the
+#: template id strips them, Python does not.
+TWIN = '''
+from verifleet.templates import BaseAnswer
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": """Paris@@
+"""}
+
+    def verify(self) -> bool:
+        return self.value == self.correct["value"]
+'''
+SPACED, PLAIN = TWIN.replace("@@", "   "), TWIN.replace("@@", "")
+
+
+@pytest.fixture
+def pool() -> Iterator[SandboxPool]:
+    sandbox = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
+    yield sandbox
+    sandbox.close()
+
+
+def test_a_primed_description_counts_only_for_the_job_that_stored_it(pool: SandboxPool) -> None:
+    honest = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
+    try:
+        truth = honest.load_template(VICTIM, "q").description()
+    finally:
+        honest.close()
+    planted = dict(truth, ground_truth={"city": "Berlin"}, judge_fields=["planted"])
+    pool.prime(VICTIM, {"problem": "planted refusal"}, scope="attacker-refusal")
+    pool.prime(VICTIM, planted, scope="attacker")
+    assert pool.knows(VICTIM, scope="attacker") and not pool.knows(VICTIM, scope="victim")
+    assert not pool.knows(VICTIM) and pool.description(VICTIM) is None  # not its own word
+
+    with pool.scoped("attacker-refusal"), pytest.raises(TemplateValidationError, match="planted"):
+        pool.load_template(VICTIM, "q")
+    with pool.scoped("attacker"):
+        assert pool.load_template(VICTIM, "q").judge_fields == ("planted",)
+    assert pool.stats().described == 0
+
+    # The victim's units, in their own scope or none, get what an executor says.
+    with pool.scoped("victim"):
+        handle = pool.load_template(VICTIM, "q1")
+    assert handle.description() == truth and handle.ground_truth() == {"city": "Paris"}
+    assert pool.stats().described == 1
+    assert pool.load_template(VICTIM, "q2").description() == truth
+    assert pool.description(VICTIM) == truth
+    # What this process described itself is shared by every scope, the
+    # attacker's included: it is the template's own word.
+    with pool.scoped("attacker"):
+        assert pool.load_template(VICTIM, "q").description() == truth
+    assert pool.stats().described == 1
+
+
+def test_two_sources_with_one_template_id_share_nothing(pool: SandboxPool) -> None:
+    assert SPACED != PLAIN and compute_template_id(SPACED) == compute_template_id(PLAIN)
+    reply = {"value": "Paris   \n"}
+    spaced = pool.load_template(SPACED, "q")
+    first = pool.evaluate(spaced, reply, "")
+    plain = pool.load_template(PLAIN, "q")  # the same (only) executor
+    second = pool.evaluate(plain, reply, "")
+    assert spaced.ground_truth() == {"value": "Paris   \n"}
+    assert plain.ground_truth() == {"value": "Paris\n"}
+    assert first.verification is not None and first.verification.verify_result is True
+    assert second.verification is not None and second.verification.verify_result is False
+    assert pool.stats().described == 2

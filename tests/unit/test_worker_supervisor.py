@@ -1,0 +1,62 @@
+"""The supervisor of ``verifleet worker`` on real child processes (small Python
+scripts standing in for the Celery worker: what is under test is how the
+supervisor reads the beats, kills and restarts, not Celery)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+from verifleet.workers._supervisor import Supervisor
+
+#: A child that counts its runs in a file, beats like a supervised worker, then
+#: on its first runs freezes with the GIL held (as a stuck unit would) or kills
+#: itself (as the OOM killer would), and on its last run exits with status 3.
+CHILD = textwrap.dedent(
+    """
+    import os, re, signal, sys, time
+    from verifleet.workers._supervisor import start_beating
+
+    runs = sys.argv[1]
+    with open(runs, "a") as f:
+        f.write(os.environ["VERIFLEET_OWNER_ID"] + "\\n")
+    n = len(open(runs).read().splitlines())
+    assert start_beating()
+    assert "VERIFLEET_SUPERVISOR_FD" not in os.environ
+    time.sleep(1.5)
+    if n == 1:
+        re.fullmatch(r"(a+)+", "a" * 64 + "!")
+    if n == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(3)
+    """
+)
+
+
+def test_a_frozen_or_killed_child_is_replaced_and_one_that_exits_is_not(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    runs = tmp_path / "runs.txt"
+    forgotten: list[str] = []
+    supervisor = Supervisor(
+        [sys.executable, str(script), str(runs)],
+        {"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        stuck_after=2.0,
+        forget_owner=forgotten.append,
+    )
+    status = supervisor.run()
+    owners = runs.read_text().splitlines()
+    assert status == 3  # the third child exited on its own: the supervisor ends with it
+    assert len(owners) == 3 and len(set(owners)) == 3
+    assert supervisor.replaced == 2
+    # The frozen child and the killed one had their heartbeats cleared.
+    assert forgotten == owners[:2]
+
+
+def test_a_child_that_fails_at_start_is_not_restarted(tmp_path: Path) -> None:
+    runs = tmp_path / "runs.txt"
+    code = f"open({str(runs)!r}, 'a').write('x'); raise SystemExit(2)"
+    supervisor = Supervisor([sys.executable, "-c", code], {}, stuck_after=1.0)
+    assert supervisor.run() == 2
+    assert runs.read_text() == "x" and supervisor.replaced == 0

@@ -1,0 +1,219 @@
+"""``verifleet worker``'s supervisor: it runs the Celery worker as a child process
+and replaces it when it dies or stops answering.
+
+A unit can stop the process that runs it in two ways the process cannot undo
+itself: killing it (the kernel's OOM killer, a crash) or freezing it (a thread
+stuck in C code that holds the GIL, e.g. a regular expression backtracking:
+no other thread of the process runs again, its heartbeats included). The
+supervisor is a separate, small process: the child writes one byte to a pipe
+every :data:`BEAT_INTERVAL` seconds from a thread of its own, and a child silent
+for ``stuck_after`` seconds is killed (SIGKILL: a frozen interpreter runs no
+signal handler) and started again, as is one that died of a signal. The units the
+old child held go back to the queue through the fleet's reaper (its heartbeat in
+Redis is deleted at once, so they need not wait for it to expire) and run once
+more elsewhere; the unit that froze or killed it counts a try each time and is
+quarantined after its last (see :mod:`verifleet.workers._quarantine`).
+
+A child that exits on its own (a normal shutdown, or a start-up error such as an
+unreachable Redis or a missing sandbox) is not restarted (restarts sooner than
+30 s after the previous start wait 1, 2, 4... up to 30 s): the supervisor exits
+with its status. SIGTERM and SIGINT are passed on to the child, whose warm
+shutdown lets running units finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
+
+__all__ = [
+    "BEAT_FD_ENV",
+    "BEAT_INTERVAL",
+    "OWNER_ENV",
+    "Supervisor",
+    "start_beating",
+    "supervised_owner_id",
+]
+
+log = logging.getLogger("verifleet.supervisor")
+
+#: The environment variable that tells a worker process it is supervised: the
+#: number of the pipe's write end it inherited.
+BEAT_FD_ENV = "VERIFLEET_SUPERVISOR_FD"
+
+#: The environment variable with the owner id the supervisor chose for the
+#: child (its name in Redis liveness records), so that the supervisor can clear
+#: its heartbeat when it kills it.
+OWNER_ENV = "VERIFLEET_OWNER_ID"
+
+#: Seconds between two beats of a supervised worker process.
+BEAT_INTERVAL = 1.0
+
+#: Restarts in a row sooner than this after the previous start wait before the next.
+_QUICK_RESTART = 30.0
+
+
+def supervised_owner_id() -> str | None:
+    """The owner id chosen by this process's supervisor, if it has one."""
+    return os.environ.get(OWNER_ENV) or None
+
+
+def start_beating() -> bool:
+    """In a supervised worker process, start the thread that beats to the
+    supervisor; returns False (and does nothing) when the process is not supervised.
+
+    The thread does nothing else, so only an interpreter that runs no Python
+    thread at all (or a dead process) stops the beats. A supervisor that is gone
+    (a closed pipe) stops the thread, not the worker.
+    """
+    raw = os.environ.get(BEAT_FD_ENV)
+    if not raw:
+        return False
+    fd = int(raw)
+    os.set_inheritable(fd, False)  # not into the sandbox executors
+    del os.environ[BEAT_FD_ENV]  # nor the variable
+
+    def beat() -> None:
+        while True:
+            try:
+                os.write(fd, b".")
+            except OSError:
+                return
+            time.sleep(BEAT_INTERVAL)
+
+    threading.Thread(target=beat, name="verifleet-supervisor-beat", daemon=True).start()
+    return True
+
+
+class Supervisor:
+    """Runs ``command`` (a worker process) and replaces it when it dies of a
+    signal or stops beating for ``stuck_after`` seconds.
+
+    Args:
+        command: The child's command line.
+        env: The child's environment (the beat pipe and owner id are added).
+        stuck_after: Seconds without a beat after which the child is killed.
+        forget_owner: Called with the owner id of a child that was killed or
+            died, to clear its heartbeat in Redis (errors are logged, not raised).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        stuck_after: float,
+        forget_owner: Callable[[str], None] | None = None,
+    ) -> None:
+        self.command = list(command)
+        self.env = dict(env)
+        self.stuck_after = stuck_after
+        self.forget_owner = forget_owner
+        self.replaced = 0
+        self._stopping: int | None = None
+        self._child: subprocess.Popen[bytes] | None = None
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self._stopping = signum
+        child = self._child
+        # SIGINT from a terminal reaches the child too (same process group);
+        # passing it on as well would turn its warm shutdown into a cold one.
+        if signum == signal.SIGTERM and child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    def run(self) -> int:
+        """Supervise until the child exits on its own or the supervisor is told
+        to stop; returns the exit status to end with."""
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            return self._supervise()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _supervise(self) -> int:
+        last_start: float | None = None
+        quick = 0
+        while True:
+            if last_start is not None and time.monotonic() - last_start < _QUICK_RESTART:
+                quick += 1
+                time.sleep(min(2.0 ** (quick - 1), 30.0))
+                if self._stopping is not None:
+                    return 128 + self._stopping
+            else:
+                quick = 0
+            last_start = time.monotonic()
+            status, restart = self._run_once()
+            if not restart or self._stopping is not None:
+                return status
+            self.replaced += 1
+
+    def _run_once(self) -> tuple[int, bool]:
+        """Run one child to its end: (its exit status, whether to start another)."""
+        read_fd, write_fd = os.pipe()
+        owner = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        env = dict(self.env, **{BEAT_FD_ENV: str(write_fd), OWNER_ENV: owner})
+        child = subprocess.Popen(self.command, env=env, pass_fds=(write_fd,))
+        self._child = child
+        os.close(write_fd)
+        log.warning("worker process %d started", child.pid)
+        beating = False
+        last_beat = time.monotonic()
+        killed_stuck = False
+        try:
+            while child.poll() is None:
+                ready, _, _ = select.select([read_fd], [], [], 0.5)
+                if ready:
+                    if not os.read(read_fd, 4096):
+                        # Write end closed: the child is exiting; wait for it.
+                        child.wait()
+                        break
+                    beating = True
+                    last_beat = time.monotonic()
+                    continue
+                silent = time.monotonic() - last_beat
+                if beating and silent > self.stuck_after and self._stopping is None:
+                    log.warning(
+                        "worker process %d sent no heartbeat for %.0f s "
+                        "(stuck in host code); killed and replaced, its units go back to the "
+                        "queue",
+                        child.pid,
+                        silent,
+                    )
+                    child.kill()
+                    child.wait()
+                    killed_stuck = True
+        finally:
+            os.close(read_fd)
+            self._child = None
+        status = child.returncode
+        died_of_signal = status < 0 and not killed_stuck and self._stopping is None
+        if died_of_signal:
+            log.warning(
+                "worker process %d was killed by signal %d; replaced, "
+                "its units go back to the queue",
+                child.pid,
+                -status,
+            )
+        restart = killed_stuck or died_of_signal
+        if restart:
+            self._forget(owner)
+        elif status < 0:
+            status = 128 - status
+        return status, restart
+
+    def _forget(self, owner: str) -> None:
+        if self.forget_owner is None:
+            return
+        try:
+            self.forget_owner(owner)
+        except Exception as exc:  # Redis down: the heartbeat then expires on its own
+            log.warning("could not clear the old heartbeat (%s)", exc)
