@@ -6,22 +6,28 @@ work, so a local run and a fleet run of the same inputs give the same results.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from datetime import UTC, datetime
-from typing import TypeVar
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Any, TypeVar
 
 from verifleet.limits import LocalCallGate, endpoint_id
-from verifleet.pipeline import PipelineResources, ScenarioRun, run_scenario, run_unit
+from verifleet.pipeline import (
+    PipelineResources,
+    ScenarioRun,
+    failed_results,
+    run_scenario,
+    run_unit,
+)
 from verifleet.schemas import (
     Benchmark,
     BrokenScenario,
     ModelConfig,
     VerificationConfig,
     VerificationResult,
-    VerificationResultMetadata,
 )
 from verifleet.store import (
     ScenarioUnit,
@@ -31,9 +37,16 @@ from verifleet.store import (
     unit_result_keys,
 )
 
-__all__ = ["LocalRunner", "failed_unit_results", "scenario_done_key"]
+from .threads import UnitThreads
+
+__all__ = ["OVERRUN_GRACE", "LocalRunner", "failed_unit_results", "scenario_done_key"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds past ``unit_deadline`` (from the unit's start) after which a unit
+#: still running is given up: model calls stop at the deadline, so only a unit
+#: stuck outside them (in host code) gets this far.
+OVERRUN_GRACE = 5.0
 
 _U = TypeVar("_U")  # a unit (question or scenario)
 _R = TypeVar("_R")  # what running it returns
@@ -169,18 +182,24 @@ class LocalRunner:
         )
         # Threads start as units are submitted, so only as many exist as the
         # windows ever asked for.
-        yield from self._pooled("verifleet-unit", todo, self._run_one)
+        yield from self._pooled("verifleet-unit", todo, self._run_one, overrun=self._overran)
 
     def _pooled(
-        self, name: str, todo: Iterable[_U], run: Callable[[_U], _R]
+        self,
+        name: str,
+        todo: Iterable[_U],
+        run: Callable[[_U], _R],
+        *,
+        overrun: Callable[[_U], _R] | None = None,
     ) -> Iterator[tuple[_U, _R]]:
-        pool = ThreadPoolExecutor(max_workers=self.config.max_concurrency, thread_name_prefix=name)
+        pool = UnitThreads(self.config.max_concurrency, name)
         try:
-            yield from self._drain(pool, todo, run)
+            yield from self._drain(pool, todo, run, overrun=overrun)
         finally:
-            # After stop() (Ctrl-C, SIGTERM) the units in flight are not waited for:
-            # a model call may take minutes, and the caller is leaving.
-            pool.shutdown(wait=not self._stop.is_set(), cancel_futures=True)
+            # Nothing is joined: after stop() (Ctrl-C, SIGTERM) the units in
+            # flight are not waited for (a model call may take minutes, and the
+            # caller is leaving), and those not started are cancelled.
+            pool.shutdown()
 
     def units_at_once(self) -> int:
         """How many units to keep running now (see the class docstring)."""
@@ -197,13 +216,22 @@ class LocalRunner:
         return min(most, sum(windows.values()) * 5 // 4 + 4)
 
     def _drain(
-        self, pool: ThreadPoolExecutor, todo: Iterable[_U], run: Callable[[_U], _R]
+        self,
+        pool: UnitThreads,
+        todo: Iterable[_U],
+        run: Callable[[_U], _R],
+        *,
+        overrun: Callable[[_U], _R] | None = None,
     ) -> Iterator[tuple[_U, _R]]:
+        """Run ``todo`` on ``pool`` and yield each unit with what it returned; a
+        unit still running :data:`OVERRUN_GRACE` seconds past ``unit_deadline``
+        is given up and yields ``overrun(unit)`` instead (when given)."""
         # A bounded set of submitted futures keeps memory flat for huge jobs; its
         # size follows the windows as they grow or shrink.
         pending: dict[Future[_R], _U] = {}
         source = iter(todo)
         exhausted = False
+        limit = self.config.unit_deadline + OVERRUN_GRACE
         while True:
             window = self.units_at_once()
             while not exhausted and not self._stop.is_set() and len(pending) < window:
@@ -211,15 +239,42 @@ class LocalRunner:
                 if unit is None:
                     exhausted = True
                     break
-                pending[pool.submit(run, unit)] = unit
+                pending[pool.submit(functools.partial(run, unit))] = unit
             if not pending:
                 return
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            timeout = None if overrun is None else _until_overrun(pool, pending, limit)
+            finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)
                 yield unit, future.result()
+            if overrun is None:
+                continue
+            now = time.monotonic()
+            for future in list(pending):
+                started = pool.started(future)
+                if started is not None and now - started > limit:
+                    unit = pending.pop(future)
+                    pool.abandon(future)
+                    log.warning("unit %s overran its deadline and was given up", unit)
+                    yield unit, overrun(unit)
+
+    def _overran(self, unit: Unit) -> list[VerificationResult]:
+        deadline = self.config.unit_deadline
+        return failed_results(
+            unit.question,
+            unit.answering,
+            self.config.parsing_models,
+            self.config,
+            replicate=unit.replicate,
+            error=(
+                f"unit given up: it was still running {deadline:g} s (unit_deadline) + "
+                f"{OVERRUN_GRACE:g} s after it started, stuck outside any model call; "
+                "the run went on without it"
+            ),
+        )
 
     def _run_one(self, unit: Unit) -> list[VerificationResult]:
+        deadline = time.monotonic() + self.config.unit_deadline
         try:
             return run_unit(
                 unit.question,
@@ -230,10 +285,19 @@ class LocalRunner:
                 rubric=self.benchmark.rubric_for(unit.question),
                 dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
                 resources=self.resources,
+                deadline=deadline,
             )
         except Exception as exc:  # the unit fails, the job goes on
             log.exception("unit %s failed outside the pipeline", unit.question.id)
             return failed_unit_results(unit, self.config.parsing_models, self.config, exc)
+
+
+def _until_overrun(pool: UnitThreads, pending: Iterable[Future[Any]], limit: float) -> float:
+    """Seconds until the first running unit of ``pending`` overruns ``limit``
+    (at most a second: units not started yet are looked at again then)."""
+    now = time.monotonic()
+    starts = [s for s in map(pool.started, pending) if s is not None]
+    return max(0.05, min([s + limit - now for s in starts] + [1.0]))
 
 
 def _already_done(
@@ -256,42 +320,14 @@ def failed_unit_results(
     exc: BaseException,
 ) -> list[VerificationResult]:
     """One errored result per parsing model for a unit that could not run."""
-    timestamp = datetime.now(UTC).isoformat()
-    answering = unit.answering.identity()
-    message = f"unit failed: {type(exc).__name__}: {exc}"
-    results = []
-    for parsing_model in parsing_models:
-        parsing = parsing_model.identity(role="parsing")
-        results.append(
-            VerificationResult(
-                metadata=VerificationResultMetadata(
-                    question_id=unit.question.id,
-                    template_id=unit.question.template_id,
-                    question_text=unit.question.text,
-                    raw_answer=unit.question.raw_answer,
-                    keywords=unit.question.keywords,
-                    answering=answering,
-                    parsing=parsing,
-                    answering_system_prompt=unit.answering.system_prompt,
-                    parsing_system_prompt=parsing_model.system_prompt,
-                    replicate=unit.replicate,
-                    run_name=config.run_name,
-                    evaluation_mode=config.evaluation_mode,
-                    completed_without_errors=False,
-                    error=message,
-                    execution_time=0.0,
-                    timestamp=timestamp,
-                    result_id=VerificationResultMetadata.compute_result_id(
-                        question_id=unit.question.id,
-                        answering=answering,
-                        parsing=parsing,
-                        timestamp=timestamp,
-                        replicate=unit.replicate,
-                    ),
-                )
-            )
-        )
-    return results
+    return failed_results(
+        unit.question,
+        unit.answering,
+        parsing_models,
+        config,
+        replicate=unit.replicate,
+        error=f"unit failed: {type(exc).__name__}: {exc}",
+    )
 
 
 def scenario_done_key(scenario_id: str, answering: str, replicate: int | None) -> str:
