@@ -173,10 +173,15 @@ def _stuck_after(args: argparse.Namespace) -> float:
 def _supervise(args: argparse.Namespace) -> int:
     """Run the Celery worker as a supervised child process (see
     :mod:`verifleet.workers._supervisor`)."""
+    from verifleet.sandbox import default_pool
     from verifleet.store import Liveness, ResultStore
     from verifleet.workers._supervisor import Supervisor
 
     stuck_after = _stuck_after(args)
+    # Fail at once, as the worker would, on a machine without the isolation;
+    # the supervisor itself runs no benchmark code, so its executor goes.
+    start_sandbox(args)
+    default_pool().close()
     url = redis_url_from(args.redis)
     _target(url).check()
     # The URL travels in the environment, not the command line (ps shows that).
