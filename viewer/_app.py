@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from ._detail import compare, result_detail
 from ._errors import ViewerError
 from ._index import TableQuery
+from ._matrix import matrix
 from ._overview import overview
 from ._runs import Run
 
@@ -164,7 +165,7 @@ def create_app(
     @app.get("/api/runs")
     def list_runs() -> list[dict[str, Any]]:
         return [
-            {"id": i, "name": r.name, "live": r.live, "count": len(r.index)}
+            {"id": i, "name": r.name, "live": r.live, "count": len(r.index), "info": r.info()}
             for i, r in enumerate(runs)
         ]
 
@@ -203,6 +204,24 @@ def create_app(
         added = found.refresh()
         return {"live": found.live, "added": added, "count": len(found.index),
                 "progress": found.progress()}  # fmt: skip
+
+    @app.get("/api/matrix")
+    def run_matrix(
+        runs_: str = Query("", alias="runs"),
+        by: str = "answering",
+        differ: str = "",
+        offset: int = Query(0, ge=0),
+        limit: int = Query(200, ge=1, le=5000),
+    ) -> dict[str, Any]:
+        picked = [int(r) for r in runs_.split(",") if r.strip()] or list(range(len(runs)))
+        chosen = [_run(runs, r) for r in picked]
+        return matrix(
+            [(r.name, r.index) for r in chosen],
+            by=by,
+            differ=differ == "yes",
+            offset=offset,
+            limit=limit,
+        ) | {"runs": picked}
 
     @app.get("/api/compare")
     def run_compare(

@@ -20,6 +20,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "row",
     "question_id",
     "question_text",
+    "answer",
     "answering",
     "parsing",
     "replicate",
@@ -53,7 +54,8 @@ class TableQuery:
         verdict: ``pass``, ``fail``, ``none`` or ``error``.
         keyword: A keyword the question carries (exact).
         error: ``yes`` (errored results only) or ``no`` (the others).
-        search: Case-insensitive text found in the question id, question text or error.
+        search: Case-insensitive text found in the question id, question text,
+            error or the start of the answer.
         sort: A :data:`TABLE_COLUMNS` name; ``-name`` sorts descending.
         offset: First row of the page (0-based).
         limit: Rows per page (1-1000).
@@ -108,14 +110,20 @@ def _summary_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows, columns=list(SUMMARY_FIELDS))
     for flag in _FLAGS:
         frame[flag] = frame[flag].astype(bool)
-    for text in ("question_text", "question_id", "error", "keywords"):
+    for text in ("question_text", "question_id", "error", "keywords", "answer"):
         frame[text] = frame[text].astype(str)
     frame["dj_auto_fails"] = frame["dj_auto_fails"].astype(int)
     for number in _NUMBERS:
         frame[number] = pd.to_numeric(frame[number], errors="coerce").astype(float)
     # One lower-cased haystack per row: a search is one substring scan, not three.
     frame["haystack"] = (
-        frame["question_id"] + KEYWORD_SEP + frame["question_text"] + KEYWORD_SEP + frame["error"]
+        frame["question_id"]
+        + KEYWORD_SEP
+        + frame["question_text"]
+        + KEYWORD_SEP
+        + frame["error"]
+        + KEYWORD_SEP
+        + frame["answer"]
     ).str.lower()
     return frame
 

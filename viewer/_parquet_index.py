@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._rows import joined_keywords, score_rows
+from ._rows import answer_preview, joined_keywords, score_rows
 
 __all__ = ["parquet_rows"]
 
@@ -37,6 +37,7 @@ _NESTED = (
     *(f"rubric.{kind}_trait_scores" for kind in _SCORES),
     "rubric.metric_trait_scores",
     "deep_judgment_rubric.traits_without_valid_excerpts",
+    "template.raw_llm_response",
 )
 _BATCH = 5000
 
@@ -51,6 +52,7 @@ def _batch_rows(
     c = {name: batch.column(name).to_pylist() for name in _FLAT}
     rubric = batch.column("rubric").to_pylist()
     judged = batch.column("deep_judgment_rubric").to_pylist()
+    templates = batch.column("template").to_pylist()
     rows: list[tuple[Any, ...]] = []
     traits: list[tuple[Any, ...]] = []
     for i in range(batch.num_rows):
@@ -105,6 +107,7 @@ def _batch_rows(
                 c["input_tokens"][i],
                 c["output_tokens"][i],
                 c["total_tokens"][i],
+                answer_preview((templates[i] or {}).get("raw_llm_response")),
             )
         )
         scores = rubric[i]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ._app import page_html
 from ._index import TABLE_COLUMNS
+from ._matrix import MATRIX_BY, matrix
 from ._overview import overview
 from ._runs import Run
 
@@ -21,7 +23,8 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
     table rows embedded as JSON, the viewer's script and stylesheet inlined.
 
     The page needs no server and fetches nothing: the table is filtered and paged in
-    the browser (fine for tens of thousands of rows; full results are not embedded).
+    the browser (fine for tens of thousands of rows; full results are not embedded),
+    and the question x model matrix of all runs is embedded whole.
     """
     boot: dict[str, Any] = {
         "mode": "static",
@@ -30,6 +33,10 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
             {
                 "name": run.name,
                 "count": len(run.index),
+                "info": {
+                    **run.info(),
+                    "report_written": datetime.now(UTC).isoformat(timespec="seconds"),
+                },
                 "overview": run.index.memo("overview", overview),
                 "facets": run.index.facets(),
                 "table": {
@@ -39,6 +46,11 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
             }
             for run in runs
         ],
+        # The question x model matrix of every run together, each way of grouping.
+        "matrix": {
+            by: matrix([(run.name, run.index) for run in runs], by=by, limit=100_000)
+            for by in MATRIX_BY
+        },
     }
     return page_html(boot, inline=True)
 

@@ -12,9 +12,11 @@ from typing import Any
 from verifleet.schemas import VerificationResult
 
 __all__ = [
+    "ANSWER_CHARS",
     "KEYWORD_SEP",
     "SUMMARY_FIELDS",
     "TRAIT_FIELDS",
+    "answer_preview",
     "joined_keywords",
     "score_rows",
     "summary_row",
@@ -59,8 +61,23 @@ SUMMARY_FIELDS: tuple[str, ...] = (
     "input_tokens",
     "output_tokens",
     "total_tokens",
+    "answer",
 )
 """Columns of the summary frame, in :func:`summary_row` order."""
+
+ANSWER_CHARS = 300
+"""How much of each answer the index keeps (the table shows it; the result page
+shows it whole)."""
+
+
+def answer_preview(text: str | None) -> str:
+    """The start of an answer as the table shows it: one line, at most
+    :data:`ANSWER_CHARS` characters, an ellipsis when cut; ``""`` for none."""
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= ANSWER_CHARS else flat[: ANSWER_CHARS - 1] + "…"
+
 
 TRAIT_FIELDS: tuple[str, ...] = ("row", "answering", "parsing", "trait", "trait_type", "score")
 """Columns of the trait frame: one row per scored rubric trait per result."""
@@ -142,6 +159,7 @@ def summary_row(row: int, result: VerificationResult) -> tuple[Any, ...]:
         _tokens(t.usage_metadata if t else None, "input_tokens"),
         _tokens(t.usage_metadata if t else None, "output_tokens"),
         _tokens(t.usage_metadata if t else None, "total_tokens"),
+        answer_preview(t.raw_llm_response if t is not None else None),
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import deque
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,29 @@ class Run:
         """Job progress for live pages; None for a finished file."""
         return None
 
+    def info(self) -> dict[str, Any]:
+        """What the page header says about the run: where it comes from and when,
+        the models, the run names and the dates of its results, the verifleet
+        version showing it, and (for a job) its configuration."""
+        frame = self.index.frame
+        stamps = sorted(t for t in frame["timestamp"].dropna().astype(str) if t)
+        names = sorted(n for n in frame["run_name"].dropna().astype(str).unique() if n)
+        facets = self.index.facets()
+        return {
+            "name": self.name,
+            "results": len(self.index),
+            "answering": facets["answering"],
+            "parsing": facets["parsing"],
+            "run_names": names,
+            "first_result": stamps[0] if stamps else None,
+            "last_result": stamps[-1] if stamps else None,
+            "viewer_version": _version(),
+            **self._source(),
+        }
+
+    def _source(self) -> dict[str, Any]:
+        return {"source": "results", "location": self.name}
+
     def _check_row(self, row: int) -> None:
         if not 0 <= row < len(self.index):
             raise ViewerError(f"run {self.name!r} has no result {row} ({len(self.index)} results)")
@@ -90,6 +115,17 @@ class FileRun(Run):
         else:
             self._kept = list(iter_results(path))
             self.index.add(self._kept)
+
+    def _source(self) -> dict[str, Any]:
+        stat = self.path.stat()
+        modified = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
+        return {
+            "source": "file",
+            "location": str(self.path.resolve()),
+            "format": self.format,
+            "modified": modified,
+            "size_bytes": stat.st_size,
+        }
 
     def result(self, row: int) -> VerificationResult:
         """The full result at ``row``, read again from a Parquet file."""
@@ -174,6 +210,22 @@ class JobRun(Run):
             raise ViewerError(f"result {row} of job {self.job_id} is gone from the store")
         return found
 
+    def _source(self) -> dict[str, Any]:
+        progress = self.store.progress(self.job_id)
+        try:
+            _benchmark, config_json = self.store.load_spec(self.job_id)
+            config = _config_summary(json.loads(config_json))
+        except KeyError:
+            config = None
+        return {
+            "source": "job",
+            "location": self.job_id,
+            "job_name": progress.name,
+            "status": progress.status.value,
+            "created": progress.created,
+            "config": config,
+        }
+
     def progress(self) -> dict[str, Any]:
         """The job's counts, status and result rate over the last minute."""
         progress = self.store.progress(self.job_id)
@@ -194,3 +246,29 @@ class JobRun(Run):
             "indexed": len(self._keys),
             "rate": rate,
         }
+
+
+# Config fields the header leaves out: the models (shown on their own) and bulky
+# or internal settings.
+_CONFIG_HIDDEN = frozenset({"answering_models", "parsing_models", "retry_policy"})
+
+
+def _config_summary(config: dict[str, Any]) -> dict[str, Any]:
+    """A job config's settings that are on, set or non-empty (False, None, empty
+    lists and maps are left out: they are the defaults and say nothing)."""
+    return {
+        key: value
+        for key, value in sorted(config.items())
+        if key not in _CONFIG_HIDDEN and value not in (None, False, [], {}, "")
+    }
+
+
+def _version() -> str:
+    """verifleet's installed version (read from the package metadata: importing the
+    top-level package would pull the API's layers into the viewer's)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verifleet")
+    except PackageNotFoundError:
+        return "unknown"

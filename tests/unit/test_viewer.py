@@ -103,7 +103,7 @@ def test_table_filters_sort_and_pages() -> None:
     with pytest.raises(ValueError, match="unknown verdict"):
         index.page(TableQuery(verdict="maybe"))
     with pytest.raises(ValueError, match="cannot sort"):
-        index.page(TableQuery(sort="answer"))
+        index.page(TableQuery(sort="nonsense"))
     with pytest.raises(ValueError, match="limit"):
         index.page(TableQuery(limit=0))
 

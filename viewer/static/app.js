@@ -26,6 +26,10 @@
     }
     return node;
   }
+  // replaceChildren turns null into the text "null": optional sections are left out.
+  function setMain(...nodes) {
+    main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
+  }
   function svg(tag, attrs, ...children) {
     const node = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
@@ -54,7 +58,14 @@
   // The report's stand-in for the API: the same answers, from the embedded data.
   function local(path, p) {
     const parts = path.split("/");
-    if (path === "runs") return BOOT.runs.map((r, i) => ({ id: i, name: r.name, live: false, count: r.count }));
+    if (path === "runs") return BOOT.runs.map((r, i) => ({ id: i, name: r.name, live: false, count: r.count, info: r.info }));
+    if (path === "matrix") {
+      const m = BOOT.matrix[p.by || "answering"];
+      if (!m) throw new Error("no matrix by " + p.by);
+      const rows = p.differ === "yes" ? m.rows.filter((r) => r.disagree) : m.rows;
+      const offset = Number(p.offset || 0), limit = Number(p.limit || 200);
+      return Object.assign({}, m, { total: rows.length, offset: offset, rows: rows.slice(offset, offset + limit) });
+    }
     const run = BOOT.runs[Number(parts[1])];
     if (!run) throw new Error("no such run");
     if (parts[2] === "overview") return run.overview;
@@ -75,7 +86,8 @@
       (!p.keyword || r[at.keywords].includes(sep + p.keyword + sep)) &&
       (!p.error || (p.error === "yes") === !r[at.completed]) &&
       (!q || r[at.question_text].toLowerCase().includes(q) ||
-        r[at.question_id].toLowerCase().includes(q) || r[at.error].toLowerCase().includes(q)));
+        r[at.question_id].toLowerCase().includes(q) || r[at.error].toLowerCase().includes(q) ||
+        (r[at.answer] || "").toLowerCase().includes(q)));
     const sort = p.sort || "row";
     const key = sort.replace(/^-/, "");
     if (key !== "row" || sort.startsWith("-")) {
@@ -113,11 +125,12 @@
     startLive(run);
     try {
       if (parts[0] === "compare") await renderCompare(params);
+      else if (parts[0] === "matrix") await renderMatrix(params);
       else if (parts[2] === "result") await renderResult(run, Number(parts[3]));
       else if (parts[2] === "table") await renderTable(run, params);
       else await renderOverview(run);
     } catch (err) {
-      main.replaceChildren(el("p", { class: "error-text", id: "page-error" }, String(err.message || err)));
+      setMain(el("p", { class: "error-text", id: "page-error" }, String(err.message || err)));
     }
     // Tests (and anyone scripting the page) wait for this counter to move.
     document.body.setAttribute("data-rendered", String(++renders));
@@ -130,8 +143,8 @@
     document.getElementById("nav-overview").href = "#/run/" + run;
     document.getElementById("nav-table").href = "#/run/" + run + "/table";
     document.getElementById("nav-compare").hidden = runs.length < 2 || STATIC;
-    const page = parts[0] === "compare" ? "compare" : parts[2] === "table" || parts[2] === "result" ? "table" : "overview";
-    for (const name of ["overview", "table", "compare"]) {
+    const page = parts[0] === "compare" || parts[0] === "matrix" ? parts[0] : parts[2] === "table" || parts[2] === "result" ? "table" : "overview";
+    for (const name of ["overview", "table", "matrix", "compare"]) {
       document.getElementById("nav-" + name).classList.toggle("active", name === page);
     }
   }
@@ -173,10 +186,32 @@
     ["num_with_regex", "with regex checks"], ["num_with_abstention", "with abstention check"],
   ];
 
+  // What the run is: source, dates, models, version, config (the header of every page).
+  function runInfo(run) {
+    const info = (runs[run] && runs[run].info) || null;
+    if (!info) return null;
+    const list = (xs) => (xs && xs.length ? xs.join(", ") : "–");
+    const config = info.config ? Object.entries(info.config).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : String(v))).join(" · ") : null;
+    const rows = [
+      ["source", (info.source === "job" ? "fleet job " : info.source === "file" ? "file " : "") + info.location, "source"],
+      info.source === "file" ? ["file written", info.modified + " (" + info.format + ", " + int(info.size_bytes) + " bytes)", "modified"] : null,
+      info.source === "job" ? ["job", [info.job_name, info.status, "created " + info.created].filter(Boolean).join(" · "), "job"] : null,
+      ["results", int(info.results) + (info.first_result ? " · produced " + info.first_result + (info.last_result && info.last_result !== info.first_result ? " to " + info.last_result : "") : ""), "results"],
+      ["answering models", list(info.answering), "answering"],
+      ["parsing models", list(info.parsing), "parsing"],
+      info.run_names && info.run_names.length ? ["run name", list(info.run_names), "run-name"] : null,
+      config ? ["config", config, "config"] : null,
+      ["verifleet", info.viewer_version + (info.report_written ? " (report written " + info.report_written + ")" : ""), "version"],
+    ].filter(Boolean);
+    return el("details", { id: "run-info", open: true }, el("summary", {}, "About this run"),
+      el("dl", { class: "run-info" }, rows.flatMap(([k, v, key]) => [el("dt", {}, k), el("dd", { "data-info": key }, v)])));
+  }
+
   async function renderOverview(run) {
     const o = await api("runs/" + run + "/overview");
     const t = o.totals;
-    main.replaceChildren(
+    setMain(
+      runInfo(run),
       el("h2", {}, "Template verification"),
       el("div", { class: "cards", id: "summary" }, SUMMARY.map(([k, label]) =>
         el("div", { class: "card", "data-summary": k }, el("b", {}, k === "pass_rate" ? pct(o.summary[k]) : int(o.summary[k])), el("span", {}, label)))),
@@ -278,7 +313,7 @@
 
   // --- question table ---------------------------------------------------------------------
   const COLUMNS = [
-    ["row", "#", true], ["question_id", "question id"], ["question_text", "question"], ["answering", "answering"],
+    ["row", "#", true], ["question_id", "question id"], ["question_text", "question"], ["answer", "answer"], ["answering", "answering"],
     ["parsing", "parsing"], ["replicate", "rep", true], ["verdict", "verdict"], ["granular", "score", true],
     ["total_tokens", "tokens", true], ["execution_time", "time (s)", true], ["error", "error"],
   ];
@@ -290,18 +325,20 @@
     const choice = (name, label, values) => el("label", {}, label, el("select", { id: "filter-" + name, onchange: (e) => set({ [name]: e.target.value }) },
       el("option", { value: "" }, "any"), values.map((v) => el("option", { value: v, selected: params[name] === v }, v))));
     let timer = null;
-    const search = el("input", { id: "filter-search", type: "search", placeholder: "id, question or error text", value: params.search || "",
+    const search = el("input", { id: "filter-search", type: "search", placeholder: "id, question, answer or error text", value: params.search || "",
       oninput: (e) => { clearTimeout(timer); timer = setTimeout(() => set({ search: e.target.value }), 350); } });
     const sort = params.sort || "row";
     const head = el("tr", {}, COLUMNS.map(([key, label, numeric]) => el("th", { class: "sortable" + (numeric ? " num" : ""), "data-sort": key,
       onclick: () => set({ sort: sort === key ? "-" + key : key }) }, label + (sort === key ? " ▲" : sort === "-" + key ? " ▼" : ""))));
     const body = page.rows.map((r) => el("tr", { class: "clickable result-row", "data-row": r.row, "data-verdict": r.verdict, onclick: () => go("run/" + run + "/result/" + r.row) },
       el("td", { class: "num" }, r.row), el("td", {}, short(r.question_id, 24)), el("td", { title: r.question_text }, short(r.question_text, 80)),
+      el("td", { class: "answer", title: r.answer || "" }, short(r.answer || "", 60)),
       el("td", {}, r.answering), el("td", {}, r.parsing), el("td", { class: "num" }, show(r.replicate)), el("td", {}, badge(r.verdict)),
       el("td", { class: "num" }, num(r.granular, 2)), el("td", { class: "num" }, int(r.total_tokens)), el("td", { class: "num" }, num(r.execution_time, 2)),
       el("td", { class: "error-text", title: r.error }, short(r.error, 60))));
     const last = Math.min(page.total, offset + page.rows.length);
-    main.replaceChildren(
+    setMain(
+      runInfo(run),
       el("div", { class: "filters" },
         choice("answering", "answering model", facets.answering), choice("parsing", "parsing model", facets.parsing),
         choice("verdict", "verdict", facets.verdicts), facets.keywords.length ? choice("keyword", "keyword", facets.keywords) : null,
@@ -413,7 +450,40 @@
         el("td", { class: "num" }, int(u.total_tokens)), el("td", {}, show(u.model || null))))),
     kv([["execution time", num(m.execution_time, 3) + " s"], ["timestamp", m.timestamp], t.agent_metrics ? ["agent metrics", show(t.agent_metrics)] : null]));
     sections.push(el("details", {}, el("summary", {}, "Full result as JSON"), el("pre", {}, JSON.stringify(r, null, 2))));
-    main.replaceChildren(...sections);
+    setMain(...sections);
+  }
+
+  // --- the question x model matrix ---------------------------------------------------------
+  async function renderMatrix(params) {
+    const by = params.by || "answering", offset = Number(params.offset || 0), limit = 200;
+    const m = await api("matrix", { by: by, differ: params.differ || "", offset: offset, limit: limit, runs: params.runs || "" });
+    const set = (changes) => go("matrix", Object.assign({}, params, { offset: 0 }, changes));
+    const head = el("tr", {}, el("th", {}, "question id"), el("th", {}, "question"),
+      m.columns.map((c) => el("th", { class: "num", "data-column": c.label, title: c.passed + " passed of " + c.judged + " judged" },
+        c.label, el("br"), el("span", { class: "muted" }, c.judged ? pct(c.passed / c.judged) : "–"))));
+    const cell = (c) => {
+      if (!c) return el("td", { class: "missing", "data-verdict": "" }, "–");
+      const counts = ["pass", "fail", "none", "error"].filter((v) => c[v]).map((v) => v + " " + c[v]).join(", ");
+      const mark = badge(c.verdict);
+      return el("td", { "data-verdict": c.verdict, title: counts },
+        STATIC ? mark : el("a", { href: "#/run/" + c.run + "/result/" + c.row }, mark),
+        c.pass + c.fail + c.none + c.error > 1 ? el("span", { class: "muted" }, " " + counts) : null);
+    };
+    const body = m.rows.map((r) => el("tr", { class: "matrix-row" + (r.disagree ? " disagree" : ""), "data-question": r.question_id },
+      el("td", {}, r.question_id), el("td", { title: r.question_text }, short(r.question_text, 70)), r.cells.map(cell)));
+    const last = Math.min(m.total, offset + m.rows.length);
+    setMain(
+      el("h2", {}, "Questions × models"),
+      el("p", { class: "muted" }, "Each question's verdict per " + (by === "pair" ? "answering / parsing pair" : by + " model") +
+        (runs.length > 1 ? ", across all runs" : "") + ": the majority over replicates, counts on hover."),
+      el("div", { class: "filters" },
+        el("label", {}, "columns ", el("select", { id: "matrix-by", onchange: (e) => set({ by: e.target.value }) },
+          [["answering", "answering models"], ["parsing", "parsing models (judges)"], ["pair", "model pairs"]].map(([v, label]) => el("option", { value: v, selected: v === by }, label)))),
+        el("label", {}, el("input", { type: "checkbox", id: "matrix-differ", checked: params.differ === "yes", onchange: (e) => set({ differ: e.target.checked ? "yes" : "" }) }), " only questions where they disagree")),
+      el("table", { id: "matrix" }, head, body),
+      el("p", { id: "matrix-info", "data-total": m.total }, m.total ? (offset + 1) + "–" + last + " of " + int(m.total) + " questions" : "no questions",
+        offset > 0 ? el("button", { onclick: () => go("matrix", Object.assign({}, params, { offset: Math.max(0, offset - limit) })) }, "previous") : null,
+        last < m.total ? el("button", { onclick: () => go("matrix", Object.assign({}, params, { offset: offset + limit })) }, "next") : null));
   }
 
   // --- comparing two runs ------------------------------------------------------------------
@@ -422,12 +492,15 @@
     const pick = (name, value) => el("select", { id: "compare-" + name, onchange: (e) => go("compare", Object.assign({ a: a, b: b }, { [name]: e.target.value })) },
       runs.map((r) => el("option", { value: r.id, selected: r.id === value }, r.name)));
     const c = await api("compare", { a: a, b: b, limit: 1000 });
-    main.replaceChildren(
+    setMain(
       el("h2", {}, "Compare runs"),
       el("p", {}, "before ", pick("a", a), " after ", pick("b", b)),
       el("div", { class: "cards", id: "compare-summary" },
         [["matched", "in both runs"], ["changed", "verdict changed"], ["only_before", "only in before"], ["only_after", "only in after"]].map(([k, label]) =>
           el("div", { class: "card", "data-compare": k }, el("b", {}, int(c[k])), el("span", {}, label)))),
+      c.matched === 0 ? el("p", { id: "compare-hint" }, "No result is in both runs with the same models and replicate. To compare different models on the same questions, see the ",
+        el("a", { href: "#/matrix?runs=" + a + "," + b }, "questions × models matrix"), ".") :
+        el("p", {}, el("a", { href: "#/matrix?runs=" + a + "," + b }, "Both runs as a questions × models matrix")),
       el("p", { id: "transitions" }, Object.entries(c.transitions).map(([k, v]) => k + ": " + v).join(" · ")),
       el("table", { id: "changed" },
         el("tr", {}, ["question id", "question", "answering", "parsing", "rep", "before", "after"].map((h) => el("th", {}, h))),
@@ -442,7 +515,7 @@
   async function start() {
     document.getElementById("title").textContent = BOOT.title || "";
     document.getElementById("run-select").addEventListener("change", (e) => go("run/" + e.target.value));
-    try { runs = await api("runs"); } catch (err) { main.replaceChildren(el("p", { class: "error-text" }, String(err.message))); return; }
+    try { runs = await api("runs"); } catch (err) { setMain(el("p", { class: "error-text" }, String(err.message))); return; }
     window.addEventListener("hashchange", render);
     await render();
     document.body.setAttribute("data-ready", "1");
