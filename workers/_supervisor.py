@@ -180,7 +180,7 @@ class Supervisor:
                     last_beat = time.monotonic()
                     continue
                 silent = time.monotonic() - last_beat
-                if beating and silent > self.stuck_after and self._stopping is None:
+                if beating and silent > self.stuck_after:
                     log.warning(
                         "worker process %d sent no heartbeat for %.0f s "
                         "(stuck in host code); killed and replaced, its units go back to the "
@@ -206,9 +206,7 @@ class Supervisor:
         restart = killed_stuck or died_of_signal
         if restart:
             self._forget(owner)
-        elif status < 0:
-            status = 128 - status
-        return status, restart
+        return (128 - status if status < 0 else status), restart
 
     def _forget(self, owner: str) -> None:
         if self.forget_owner is None:

@@ -4,8 +4,10 @@ supervisor reads the beats, kills and restarts, not Celery)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 from verifleet.workers._supervisor import Supervisor
@@ -60,3 +62,35 @@ def test_a_child_that_fails_at_start_is_not_restarted(tmp_path: Path) -> None:
     supervisor = Supervisor([sys.executable, "-c", code], {}, stuck_after=1.0)
     assert supervisor.run() == 2
     assert runs.read_text() == "x" and supervisor.replaced == 0
+
+
+def test_a_child_frozen_while_stopping_is_killed_not_waited_for(tmp_path: Path) -> None:
+    # The child handles SIGTERM in Python, as Celery does; frozen in a unit's
+    # thread (which holds the GIL, so the main thread never runs the handler),
+    # it never stops, so the stopping supervisor kills it once it is silent.
+    code = textwrap.dedent(
+        """
+        import re, signal, sys, threading, time
+        from verifleet.workers._supervisor import start_beating
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        start_beating()
+        time.sleep(1.0)
+        unit = threading.Thread(target=re.fullmatch, args=(r"(a+)+", "a" * 64 + "!"))
+        unit.start()
+        unit.join()
+        """
+    )
+    forgotten: list[str] = []
+    supervisor = Supervisor(
+        [sys.executable, "-c", code],
+        {"PYTHONPATH": ":".join(sys.path)},
+        stuck_after=2.0,
+        forget_owner=forgotten.append,
+    )
+    stop = threading.Timer(2.0, supervisor._on_signal, args=(signal.SIGTERM, None))
+    stop.start()
+    try:
+        assert supervisor.run() == 128 + signal.SIGKILL
+    finally:
+        stop.cancel()
+    assert supervisor.replaced == 0 and len(forgotten) == 1
