@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
 import tempfile
 from collections.abc import Sequence
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ._app import page_html
+from ._detail import result_detail
 from ._index import TABLE_COLUMNS
 from ._matrix import MATRIX_BY, matrix
 from ._overview import overview
@@ -33,6 +37,7 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
             {
                 "name": run.name,
                 "count": len(run.index),
+                "details": _details(run),
                 "info": {
                     **run.info(),
                     "report_written": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -53,6 +58,16 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
         },
     }
     return page_html(boot, inline=True)
+
+
+def _details(run: Run) -> str:
+    """Every result's page data (:func:`result_detail`), as gzip-compressed JSON in
+    base64: a result page in the report opens offline, and 10,000 results add a few
+    MB instead of tens (the page inflates them with the browser's
+    ``DecompressionStream`` on the first result it shows)."""
+    pages = [result_detail(run.name, row, result) for row, result in enumerate(run.iter_full())]
+    raw = json.dumps(pages, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6)).decode("ascii")
 
 
 def write_report(runs: Sequence[Run], out: Path, *, title: str = "") -> int:

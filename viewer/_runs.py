@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,11 @@ class Run:
             ViewerError: there is no such row (or it can no longer be read).
         """
         raise NotImplementedError
+
+    def iter_full(self) -> Iterator[VerificationResult]:
+        """Every full result in row order (what a report embeds)."""
+        for row in range(len(self.index)):
+            yield self.result(row)
 
     def refresh(self) -> int:
         """Pick up results that arrived since the last call; the number added.
@@ -115,6 +121,16 @@ class FileRun(Run):
         else:
             self._kept = list(iter_results(path))
             self.index.add(self._kept)
+
+    def iter_full(self) -> Iterator[VerificationResult]:
+        """Every full result in row order, read in one pass over the file."""
+        if self._kept is not None:
+            yield from self._kept
+            return
+        for row, result in enumerate(iter_results(self.path)):
+            if row >= len(self.index):
+                return
+            yield result
 
     def _source(self) -> dict[str, Any]:
         stat = self.path.stat()
@@ -201,6 +217,14 @@ class JobRun(Run):
         self._samples.append((now, len(self._keys)))
         while self._samples and now - self._samples[0][0] > 60:
             self._samples.popleft()
+
+    def iter_full(self) -> Iterator[VerificationResult]:
+        """Every indexed full result in row order, fetched from Redis in batches."""
+        keys = list(self._keys)
+        for start in range(0, len(keys), _FETCH_BATCH):
+            for found in self.store.get_results(self.job_id, keys[start : start + _FETCH_BATCH]):
+                if found is not None:
+                    yield found
 
     def result(self, row: int) -> VerificationResult:
         """The full result at ``row``, read from Redis."""

@@ -140,7 +140,7 @@ def test_the_matrix_compares_different_models_question_by_question(
     _no_null(browser)
 
 
-def test_the_report_has_the_header_and_the_matrix_offline(
+def test_the_report_has_the_header_every_result_page_and_the_matrix_offline(
     browser: WebDriver, files: tuple[Path, Path]
 ) -> None:
     out = files[0].parent / "report.html"
@@ -150,6 +150,17 @@ def test_the_report_has_the_header_and_the_matrix_offline(
     info = _info(browser)
     assert info["source"] == f"file {files[0].resolve()}"
     assert "report written" in info["version"]
+    _no_null(browser)
+    # Every result's page is in the file: open one from the table, offline.
+    _open(browser, out.as_uri() + "#/run/0/table?search=case%2017)")
+    browser.find_element(By.CSS_SELECTOR, "tr.result-row").click()
+    wait_for(browser, lambda d: d.find_elements(By.ID, "answer"))
+    assert browser.find_element(By.ID, "answer").text == (
+        "The target is BCL24 and it acts in the pancreas (case 17)."
+    )
+    assert browser.find_element(By.ID, "question").text == "Which gene is targeted in case 4?"
+    _open(browser, out.as_uri() + "#/run/1/result/5")
+    assert "gamma-8b" in browser.find_element(By.TAG_NAME, "main").text
     _no_null(browser)
     _open(browser, out.as_uri() + "#/matrix")
     assert browser.find_element(By.ID, "matrix-info").get_attribute("data-total") == "12"

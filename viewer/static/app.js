@@ -71,7 +71,20 @@
     if (parts[2] === "overview") return run.overview;
     if (parts[2] === "facets") return run.facets;
     if (parts[2] === "results" && parts.length === 3) return localPage(run, p);
-    throw new Error("This report holds the overview and the table only; open the results file with `verifleet view` to see one result in full.");
+    if (parts[2] === "results" && parts.length === 4) return localDetail(run, Number(parts[3]));
+    throw new Error("no such page in this report: " + path);
+  }
+
+  // Every result's page is embedded gzip-compressed; inflated once, on the first one shown.
+  async function localDetail(run, row) {
+    if (!run.detailCache) {
+      const bytes = Uint8Array.from(atob(run.details || ""), (c) => c.charCodeAt(0));
+      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      run.detailCache = await new Response(stream).json();
+    }
+    const found = run.detailCache[row];
+    if (!found) throw new Error("this report has no result " + row);
+    return found;
   }
 
   function localPage(run, p) {
