@@ -25,15 +25,20 @@ through its interface.
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
     MAX_ENDPOINT_PAUSE,
+    CachingCaller,
+    CallCache,
     CallerOptions,
     CallGate,
     ChatModelCache,
     EndpointReplyError,
+    DiskCallCache,
     InterfaceFactory,
     LangchainChatCaller,
     OpenAIHttpChatCaller,
     UsageTracker,
     close_async_senders,
+    call_key,
+    default_cache_dir,
     endpoint_pause,
     get_chat_model,
     make_chat_caller,
@@ -59,6 +64,7 @@ from ._context import VerificationContext
 from ._failed import failed_results
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
+from ._reverify import answering_model_of, group_stored, reverify_unit, stored_answer
 from ._run import run_unit
 from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
@@ -80,11 +86,14 @@ __all__ = [
     "AgentRunner",
     "BridgedSandbox",
     "CachedAnswer",
+    "CachingCaller",
+    "CallCache",
     "CallGate",
     "CallerFactory",
     "CallerOptions",
     "ChatCaller",
     "ChatModelCache",
+    "DiskCallCache",
     "EndpointReplyError",
     "InterfaceFactory",
     "LangchainChatCaller",
@@ -108,23 +117,29 @@ __all__ = [
     "TavilySearch",
     "UsageTracker",
     "VerificationContext",
+    "answering_model_of",
     "bridged_sleep",
     "build_search_provider",
     "call_blocking",
+    "call_key",
     "close_async_senders",
+    "default_cache_dir",
     "endpoint_pause",
     "evaluate_outcomes",
     "failed_results",
     "get_chat_model",
+    "group_stored",
     "in_bridge",
     "make_chat_caller",
     "next_edge",
     "register_interface",
     "registered_interfaces",
+    "reverify_unit",
     "run_bridged",
     "run_scenario",
     "run_unit",
     "sandbox_failure",
     "search_function",
+    "stored_answer",
     "wait_for",
 ]

@@ -82,6 +82,9 @@ class VerificationContext:
     answer: CachedAnswer | None = None
     #: Earlier turns of a scenario (user/assistant messages), asked before the question.
     conversation: list[Message] = field(default_factory=list)
+    #: A stored result of this unit and parsing model being re-verified: stages
+    #: whose inputs it shows unchanged reuse its output instead of calling the judge.
+    previous: VerificationResult | None = None
 
     # --- bookkeeping ------------------------------------------------------------
     started: float = field(default_factory=time.monotonic)

@@ -14,7 +14,7 @@ from verifleet.schemas import ModelConfig, VerificationConfig
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
 from ._checks import EmbeddingModel, SearchFunction
-from ._llm import CallGate, ChatModelCache, UsageTracker, make_chat_caller
+from ._llm import CachingCaller, CallCache, CallGate, ChatModelCache, UsageTracker, make_chat_caller
 from ._llm_protocol import ChatCaller, Message
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ class PipelineResources:
             replaces the configured provider; None: :meth:`search_for` builds the
             provider the run's config names (Tavily or local BM25).
         caller_factory: Replaces the built-in callers (tests script the models).
+        call_cache: Where cached model replies live; used by runs whose config
+            has ``cache: true`` (None: such runs call every model).
         sleep: Backoff sleep of retries.
     """
 
@@ -88,6 +90,7 @@ class PipelineResources:
     agent: AgentRunner | None = None
     search: SearchFunction | None = None
     caller_factory: CallerFactory | None = None
+    call_cache: CallCache | None = None
     sleep: Callable[[float], None] = time.sleep
 
     _builtin_agent: McpAgentRunner | None = field(default=None, init=False, repr=False)
@@ -119,7 +122,25 @@ class PipelineResources:
 
         ``caller_factory`` when set; otherwise direct HTTP for OpenAI-compatible
         endpoints and langchain for the rest (:func:`~verifleet.pipeline.make_chat_caller`).
+        With ``config.cache`` and a :attr:`call_cache`, answered from the cache
+        where the same call was made before (:class:`~verifleet.pipeline.CachingCaller`).
         """
+        if config.cache and self.call_cache is not None:
+            return CachingCaller(
+                model,
+                lambda own: self._caller(model, own, config, deadline),
+                tracker,
+                self.call_cache,
+            )
+        return self._caller(model, tracker, config, deadline)
+
+    def _caller(
+        self,
+        model: ModelConfig,
+        tracker: UsageTracker,
+        config: VerificationConfig,
+        deadline: float | None,
+    ) -> ChatCaller:
         if self.caller_factory is not None:
             return self.caller_factory(model, tracker=tracker, config=config, deadline=deadline)
         return make_chat_caller(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from verifleet.schemas import (
     DynamicRubric,
@@ -54,6 +54,7 @@ def run_unit(
     cached_answer: CachedAnswer | None = None,
     deadline: float | None = None,
     conversation: Sequence[Message] = (),
+    previous: Mapping[str, VerificationResult] | None = None,
 ) -> list[VerificationResult]:
     """Verify one (question, answering model, replicate) with every parsing model.
 
@@ -75,6 +76,9 @@ def run_unit(
         deadline: ``time.monotonic()`` value after which model calls stop.
         conversation: Earlier user/assistant messages of a scenario; the
             answering model sees them before the question.
+        previous: Stored results of this unit being re-verified, by the parsing
+            model's ``canonical_key``: a judge's stage whose inputs are unchanged
+            reuses the stored output (pass ``cached_answer`` too).
 
     Returns:
         One :class:`~verifleet.schemas.VerificationResult` per parsing model.
@@ -94,7 +98,7 @@ def run_unit(
     answer = cached_answer
     results: list[VerificationResult] = []
     for parsing in parsing_models:
-        tracker = UsageTracker()
+        tracker = UsageTracker(pricing=config.pricing, replicate=replicate)
         ctx = VerificationContext(
             question=question,
             answering=answering,
@@ -109,6 +113,7 @@ def run_unit(
             usage=tracker,
             answer=answer,
             conversation=list(conversation),
+            previous=(previous or {}).get(parsing.identity(role="parsing").canonical_key),
         )
         results.append(orchestrator.run(ctx))
         if answer is None:

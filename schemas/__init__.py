@@ -35,6 +35,7 @@ from ._config import (
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 from ._result_limits import ResultLimits, json_size
+from ._pricing import ModelPrice, PriceTable, load_pricing
 
 # --- template identity (the template runtime itself is verifleet.templates) ------
 from verifleet.templates import NO_TEMPLATE_ID, compute_template_id
@@ -96,6 +97,7 @@ from ._checkers import CodeCheckers, check_callable_trait, check_template, use_c
 from ._results import (
     CATEGORY_GROUPS,
     AggregatorRegistry,
+    CostSummary,
     JudgmentResults,
     RecordedError,
     ResultAggregator,
@@ -139,6 +141,7 @@ __all__ = [
     "Condition",
     "ConfigCompatibilityWarning",
     "ConfigError",
+    "CostSummary",
     "CountTurns",
     "DeepJudgmentTraitConfig",
     "DynamicRubric",
@@ -152,8 +155,10 @@ __all__ = [
     "MetricRubricTrait",
     "ModelConfig",
     "ModelIdentity",
+    "ModelPrice",
     "OutcomeCheck",
     "OutcomeCriterion",
+    "PriceTable",
     "PromptConfig",
     "Question",
     "QuestionFewShotConfig",
@@ -207,6 +212,7 @@ __all__ = [
     "json_size",
     "list_aggregators",
     "load_benchmark",
+    "load_pricing",
     "md5_hex",
     "merge_dynamic_rubrics",
     "merge_rubrics",

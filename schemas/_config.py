@@ -25,6 +25,7 @@ from pydantic import (
 from ._config_compat import adapt_original_config, adapt_original_model
 from ._errors import ConfigError
 from ._identity import ModelIdentity
+from ._pricing import PriceTable
 
 __all__ = [
     "DEFAULT_ANSWERING_SYSTEM_PROMPT",
@@ -438,6 +439,14 @@ class VerificationConfig(BaseModel):
     # with status ``limit_reached``, before its next edge is looked at. None: each
     # scenario's own ``max_turns`` (20 for a checkpoint's scenarios) is the limit.
     scenario_turn_limit: int | None = Field(default=None, ge=1)
+
+    # verifleet: cost and the model-call cache (docs/iterating.md)
+    #: Prices per model (``--pricing FILE``); None: results carry no cost.
+    pricing: PriceTable | None = None
+    #: Reuse identical model calls' replies from the call cache (``--cache``).
+    cache: bool = False
+    #: Start no new unit once spent plus in-flight cost reaches this (``--max-cost``).
+    max_cost_usd: float | None = Field(default=None, gt=0.0)
 
     @model_validator(mode="before")
     @classmethod

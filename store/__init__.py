@@ -13,7 +13,9 @@ written once under their deterministic key and stored zstd-compressed; progress 
 counted from sets of keys, never from counters a redelivered task would bump twice.
 """
 
+from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
 from ._keys import JobKeys
+from ._ledger import CostLedger, JobCost
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
@@ -35,16 +37,21 @@ from ._units import (
 )
 
 __all__ = [
+    "DEFAULT_CACHE_MAX_ENTRIES",
+    "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
     "TLS_ENV",
+    "CostLedger",
+    "JobCost",
     "JobKeys",
     "JobProgress",
     "JobStatus",
     "Liveness",
     "RedisAccessError",
+    "RedisCallCache",
     "RedisTarget",
     "ResultStore",
     "ScenarioUnit",

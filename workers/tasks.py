@@ -35,6 +35,7 @@ from verifleet.store import (
     TASK_NAMES,
     JobStatus,
     Liveness,
+    RedisCallCache,
     RedisTarget,
     ResultStore,
     ScenarioUnit,
@@ -45,6 +46,7 @@ from verifleet.store import (
     unit_result_keys,
 )
 
+from ._budget import account_unit, admit_unit
 from ._jobs import JobCache, JobSpec
 from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
@@ -115,7 +117,9 @@ def _process_state() -> _ProcessState:
                 settings=settings,
                 store=store,
                 jobs=jobs,
-                resources=PipelineResources(call_gate=gate),
+                resources=PipelineResources(
+                    call_gate=gate, call_cache=RedisCallCache(store.client, prefix=settings.prefix)
+                ),
                 owner=owner,
                 liveness=liveness,
             )
@@ -210,6 +214,25 @@ def _begin(
     return None
 
 
+def _admitted(state: _ProcessState, spec: JobSpec, job_id: str, key: str, deadline: float) -> bool:
+    """The job's budget (``max_cost_usd``) lets the unit start; a refused unit
+    stays undone for ``resume`` with a larger budget."""
+    client, prefix = state.store.client, state.settings.prefix
+    return _until_redis_answers(
+        lambda: admit_unit(client, prefix, spec.config, job_id, key), deadline=deadline
+    )
+
+
+def _account(
+    state: _ProcessState, spec: JobSpec, job_id: str, key: str, results: list[Any]
+) -> None:
+    client, prefix = state.store.client, state.settings.prefix
+    _until_redis_answers(
+        lambda: account_unit(client, prefix, spec.config, job_id, key, results),
+        deadline=time.monotonic() + state.settings.unit_deadline,
+    )
+
+
 @app.task(name=TASK_NAME, bind=True, acks_late=True)
 def run_unit_task(
     self: Task,
@@ -240,6 +263,8 @@ def run_unit_task(
         replicate=replicate,
     )
     key = unit_key(unit, job_id=job_id)
+    if not _admitted(state, spec, job_id, key, deadline):
+        return "over-budget"
     skip = _begin(state, job_id, key, deadline, unit.question.answer_template)
     if skip == QUARANTINED:
         return _quarantine(state, job_id, key, unit, spec)
@@ -265,6 +290,7 @@ def run_unit_task(
         lambda: store.write_unit(job_id, key, results, keys),
         deadline=time.monotonic() + settings.unit_deadline,
     )
+    _account(state, spec, job_id, key, results)
     return "done"
 
 
@@ -321,6 +347,8 @@ def run_scenario_task(
         replicate=replicate,
     )
     key = scenario_unit_key(unit, job_id=job_id)
+    if not _admitted(state, spec, job_id, key, deadline):
+        return "over-budget"
     skip = _begin(state, job_id, key, deadline)
     if skip == QUARANTINED:
         failed = ScenarioExecutionResult(
@@ -358,4 +386,5 @@ def run_scenario_task(
         lambda: store.write_scenario_unit(job_id, key, outcome, run.results, keys),
         deadline=time.monotonic() + settings.unit_deadline,
     )
+    _account(state, spec, job_id, key, run.results)
     return "done"

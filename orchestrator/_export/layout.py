@@ -10,8 +10,8 @@ Columns come in three groups, in this order:
    known), the display strings ``answering_model``/``parsing_model``, the template
    outcome and check flags (``verify_result``, ``verify_granular_result`` as a float
    when numeric, ``abstention_detected``, ...), the section ``*_performed`` flags and
-   ``input_tokens``/``output_tokens``/``total_tokens`` from
-   ``usage_metadata["total"]``. They duplicate section content so that people can
+   ``input_tokens``/``output_tokens``/``total_tokens``, ``cost_usd`` and
+   ``cache_hits`` from ``usage_metadata["total"]``. They duplicate section content so that people can
    filter and group without unpacking structs; their cost is a few bytes per row.
 3. **Sections** (read back): ``template``, ``rubric``, ``deep_judgment``,
    ``deep_judgment_rubric`` as nullable Arrow structs; a null struct is an absent
@@ -85,6 +85,8 @@ _PERFORMED_FLAGS: tuple[tuple[str, str], ...] = (
     ("deep_judgment_rubric", "deep_judgment_rubric_performed"),
 )
 _TOKEN_KINDS: tuple[str, ...] = ("input_tokens", "output_tokens", "total_tokens")
+# Cost (null when the run had no price for the models) and call-cache hits.
+_COST_KINDS: tuple[str, ...] = ("cost_usd", "cache_hits")
 
 Dumped = dict[str, Any]
 
@@ -137,7 +139,13 @@ def computed_summary(template: Mapping[str, Any] | None) -> tuple[Any, ...]:
     total = usage.get("total") if isinstance(usage, dict) else None
     if not isinstance(total, dict):
         return (score, *_NO_COMPUTED[1:])
-    return (score, *map(_count, map(total.get, _TOKEN_KINDS)))
+    cost = total.get("cost_usd")
+    return (
+        score,
+        *map(_count, map(total.get, _TOKEN_KINDS)),
+        float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+        _count(total.get("cache_hits", 0)),
+    )
 
 
 def _fill_summary(row: dict[str, Any], dumped: Dumped, names: RowNames) -> None:
@@ -193,7 +201,7 @@ COPIED_SUMMARY: tuple[tuple[str, str], ...] = (
 """Summary columns copied from a section field of the same name: (section, field);
 null when the section is absent."""
 
-COMPUTED_SUMMARY: tuple[str, ...] = ("verify_granular_result", *_TOKEN_KINDS)
+COMPUTED_SUMMARY: tuple[str, ...] = ("verify_granular_result", *_TOKEN_KINDS, *_COST_KINDS)
 """Summary columns computed by :func:`computed_summary`, in its order."""
 
 _NO_COMPUTED: tuple[None, ...] = (None,) * len(COMPUTED_SUMMARY)
@@ -208,6 +216,8 @@ def _summary_columns() -> tuple[Column, ...]:
         FieldCodec("verify_granular_result", pa.float64(), "plain"),
         *(FieldCodec(flag, pa.bool_(), "plain") for _, flag in _PERFORMED_FLAGS),
         *(FieldCodec(kind, pa.int64(), "plain") for kind in _TOKEN_KINDS),
+        FieldCodec("cost_usd", pa.float64(), "plain"),
+        FieldCodec("cache_hits", pa.int64(), "plain"),
     ]
     return tuple(Column(codec) for codec in codecs)
 

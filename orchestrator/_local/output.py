@@ -68,6 +68,16 @@ class RunOutput:
         for run in self.scenario_journal.read():
             yield from run.results
 
+    def spent(self) -> float:
+        """What the results already produced for this output cost (0 without
+        prices)."""
+        from verifleet.schemas import CostSummary
+
+        summary = CostSummary()
+        for result in self._existing():
+            summary.add(result)
+        return summary.total_usd
+
     def done_keys(self, *, retry_errors: bool = False) -> set[str]:
         """Keys of every result already produced for this output; with
         ``retry_errors``, of those that completed without errors (the errored

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from verifleet.limits import LocalCallGate, endpoint_id
 from verifleet.pipeline import (
+    DiskCallCache,
     PipelineResources,
     ScenarioRun,
     failed_results,
@@ -25,6 +26,7 @@ from verifleet.pipeline import (
 from verifleet.schemas import (
     Benchmark,
     BrokenScenario,
+    CostSummary,
     ModelConfig,
     VerificationConfig,
     VerificationResult,
@@ -80,9 +82,16 @@ class LocalRunner:
         self.benchmark = benchmark
         self.config = config
         self.resources = resources or PipelineResources(
-            call_gate=LocalCallGate(max_wait=config.unit_deadline)
+            call_gate=LocalCallGate(max_wait=config.unit_deadline),
+            call_cache=DiskCallCache() if config.cache else None,
         )
         self._stop = threading.Event()
+        #: Cost of the results already in the output (a resumed run's budget counts it).
+        self.spent_before = 0.0
+        self._spent = 0.0
+        self._costed = 0
+        #: Units the budget (``max_cost_usd``) held back, counted as they are refused.
+        self.budget_stopped = False
 
     def units(self) -> Iterator[Unit]:
         """Every unit of the job, in a stable order."""
@@ -235,6 +244,9 @@ class LocalRunner:
         while True:
             window = self.units_at_once()
             while not exhausted and not self._stop.is_set() and len(pending) < window:
+                if self._over_budget(len(pending)):
+                    self.budget_stopped = True
+                    break
                 unit = next(source, None)
                 if unit is None:
                     exhausted = True
@@ -246,7 +258,9 @@ class LocalRunner:
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)
-                yield unit, future.result()
+                value = future.result()
+                self._count_cost(value)
+                yield unit, value
             if overrun is None:
                 continue
             now = time.monotonic()
@@ -272,6 +286,25 @@ class LocalRunner:
                 "the run went on without it"
             ),
         )
+
+    def _over_budget(self, in_flight: int) -> bool:
+        """Whether spent plus the expected cost of ``in_flight`` units (the mean
+        of the finished ones each) reaches the config's ``max_cost_usd``."""
+        budget = self.config.max_cost_usd
+        if budget is None:
+            return False
+        mean = self._spent / self._costed if self._costed else 0.0
+        return self.spent_before + self._spent + mean * in_flight >= budget
+
+    def _count_cost(self, value: object) -> None:
+        if self.config.max_cost_usd is None:
+            return
+        results = value.results if isinstance(value, ScenarioRun) else value
+        summary = CostSummary()
+        for result in results if isinstance(results, list) else []:
+            summary.add(result)
+        self._spent += summary.total_usd
+        self._costed += 1
 
     def _run_one(self, unit: Unit) -> list[VerificationResult]:
         deadline = time.monotonic() + self.config.unit_deadline

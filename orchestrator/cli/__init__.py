@@ -45,6 +45,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reward": ("reward", "score a JSONL file of RL rollouts (locally or on the fleet)"),
     "view": ("view", "look at results in the browser (a local web page)"),
     "report": ("view", "write a self-contained HTML report of results"),
+    "reverify": (
+        "reverify",
+        "judge stored answers again (new judge, template, rubric or config) without "
+        "calling the answering models",
+    ),
+    "cache": ("cache", "the model-call cache: stats or clear"),
 }
 
 _EPILOG = """\

@@ -19,7 +19,15 @@ if TYPE_CHECKING:
 # verifleet.schemas and yaml are imported by the functions that need them: building
 # the parser (``--help``) must not pay for them.
 
-__all__ = ["add_config_arguments", "build_config", "local_model_needed", "missing_credentials"]
+__all__ = [
+    "add_config_arguments",
+    "add_cost_arguments",
+    "apply_cost_arguments",
+    "build_config",
+    "local_model_needed",
+    "missing_credentials",
+    "read_config_file",
+]
 
 LOCAL = "local"
 
@@ -75,6 +83,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         "--deep-judgment", action="store_true", default=None, help="template deep judgment"
     )
     run.add_argument("--request-timeout", type=float, help="seconds per model call (default 120)")
+    add_cost_arguments(parser)
     search = parser.add_argument_group("deep-judgment search")
     search.add_argument(
         "--deep-judgment-search",
@@ -96,12 +105,74 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cost_arguments(parser: argparse.ArgumentParser, *, budget: bool = True) -> None:
+    """``--pricing``, ``--cache`` and (with ``budget``) ``--max-cost``
+    (docs/iterating.md)."""
+    cost = parser.add_argument_group("cost and cache")
+    cost.add_argument(
+        "--pricing",
+        type=Path,
+        metavar="FILE",
+        help="price table (YAML: model -> USD per million input/output/cached_input "
+        "tokens; example: examples/pricing.yaml): every result gets cost_usd",
+    )
+    cost.add_argument(
+        "--cache",
+        action="store_true",
+        default=None,
+        help="reuse replies of identical model calls from the call cache (fleet: in "
+        "Redis; local: on disk, VERIFLEET_CACHE_DIR)",
+    )
+    if budget:
+        cost.add_argument(
+            "--max-cost",
+            type=float,
+            metavar="USD",
+            help="start no new unit once spent plus in-flight cost reaches USD "
+            "(needs --pricing); resume with a larger budget to finish",
+        )
+
+
+def apply_cost_arguments(data: dict[str, Any], args: argparse.Namespace, base: Path | None) -> None:
+    """Put ``--pricing``/``--cache``/``--max-cost`` into config ``data``; a
+    ``pricing:`` given as a path (in the config file) is read, relative to
+    ``base``.
+
+    Raises:
+        ConfigError: an unreadable or invalid price table, or a budget without one.
+    """
+    from verifleet.schemas import ConfigError, load_pricing
+
+    pricing = getattr(args, "pricing", None)
+    if pricing is not None:
+        data["pricing"] = load_pricing(pricing)
+    elif isinstance(data.get("pricing"), str):
+        path = Path(data["pricing"])
+        data["pricing"] = load_pricing(path if base is None or path.is_absolute() else base / path)
+    if getattr(args, "cache", None):
+        data["cache"] = True
+    max_cost = getattr(args, "max_cost", None)
+    if max_cost is not None:
+        if max_cost <= 0:
+            raise ConfigError(f"--max-cost {max_cost}: the budget must be more than 0 USD")
+        data["max_cost_usd"] = max_cost
+    if data.get("max_cost_usd") is not None and not data.get("pricing"):
+        raise ConfigError(
+            "--max-cost (max_cost_usd) needs prices: pass --pricing FILE or set pricing in --config"
+        )
+
+
 def local_model_needed(args: argparse.Namespace) -> bool:
     """True when a model spec on the command line is ``local``."""
     return LOCAL in (args.answering or []) or LOCAL in (args.parsing or [])
 
 
-def _read_config_file(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The fields of a YAML/JSON config file (a preset of the original unwrapped).
+
+    Raises:
+        ConfigError: unreadable, not YAML/JSON, or not a mapping.
+    """
     import yaml
 
     from verifleet.schemas import ConfigError, unwrap_preset
@@ -174,7 +245,7 @@ def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> 
     """
     from verifleet.schemas import ConfigError, VerificationConfig
 
-    data = _read_config_file(args.config) if args.config else {}
+    data = read_config_file(args.config) if args.config else {}
     if args.answering:
         data["answering_models"] = _models(args.answering, local_spec, "--answering")
     if args.parsing:
@@ -197,6 +268,7 @@ def build_config(args: argparse.Namespace, *, local_spec: str | None = None) -> 
         "deep_judgment_search_documents": args.search_documents,
     }
     data.update({k: v for k, v in overrides.items() if v is not None})
+    apply_cost_arguments(data, args, args.config.parent if args.config else None)
     if "parsing_models" not in data:
         raise ConfigError(
             "no parsing model: pass --parsing MODEL or set parsing_models in --config"

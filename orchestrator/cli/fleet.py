@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._cost import cost_text, job_cost, set_budget
 from ._jobflags import add_job_arguments, preflight, select
 from ._sandbox import add_sandbox_argument
 from .config import add_config_arguments
@@ -22,7 +23,7 @@ from .config import add_config_arguments
 if TYPE_CHECKING:
     from rich.console import Group
 
-    from verifleet.store import JobProgress, ResultStore
+    from verifleet.store import JobCost, JobProgress, ResultStore
 
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
@@ -153,6 +154,12 @@ def register(commands: Any) -> None:
             cmd.add_argument("--interval", type=float, default=2.0, help="seconds between updates")
         if name == "resume":
             cmd.add_argument(
+                "--max-cost",
+                type=float,
+                metavar="USD",
+                help="the job's new budget (a job stopped by its budget goes on up to it)",
+            )
+            cmd.add_argument(
                 "--retry-errors",
                 action="store_true",
                 help="also run again the units whose results have errors (their old "
@@ -273,6 +280,8 @@ def _submit(args: argparse.Namespace) -> int:
         broker.close()
     if args.ttl is not None:
         store.set_ttl(report.job_id, args.ttl)
+    if config.max_cost_usd is not None:
+        set_budget(store, report.job_id, config.max_cost_usd)
     for problem in report.failing_questions:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     print(
@@ -327,7 +336,7 @@ def rate_of(p: JobProgress, now: datetime | None = None) -> float | None:
     return p.done_units / max(seconds, 1.0)
 
 
-def progress_view(p: JobProgress, rate: float | None) -> Group:
+def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = None) -> Group:
     """The job's counts line and its per-pair pass-rate table."""
     from rich.console import Group
     from rich.table import Table
@@ -352,6 +361,8 @@ def progress_view(p: JobProgress, rate: float | None) -> Group:
             f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "
             f"scenario errors {p.scenario_errors}"
         )
+    if cost is not None:
+        line.append("\n" + cost_text(p.job_id, cost))
     table = Table(title="pass rate so far")
     for col in ("answering", "parsing", "passed", "failed", "errors", "pass rate"):
         table.add_column(col)
@@ -379,8 +390,9 @@ def _duration(seconds: float) -> str:
 def _status(args: argparse.Namespace) -> int:
     from ._console import make_console
 
-    progress = _progress(_store(args), args.job_id)
-    make_console().print(progress_view(progress, rate_of(progress)))
+    store = _store(args)
+    progress = _progress(store, args.job_id)
+    make_console().print(progress_view(progress, rate_of(progress), job_cost(store, args.job_id)))
     return 0
 
 
@@ -398,8 +410,10 @@ def _watch(args: argparse.Namespace) -> int:
             (t0, d0), (t1, d1) = samples[0], samples[-1]
             # The recent rate once there is a window of samples, the job's average before.
             rate = (d1 - d0) / (t1 - t0) if t1 - t0 >= 5 else rate_of(progress)
-            live.update(progress_view(progress, rate))
-            if progress.finished:
+            cost = job_cost(store, args.job_id)
+            live.update(progress_view(progress, rate, cost))
+            stopped = cost is not None and cost.stopped_at is not None
+            if progress.finished or (stopped and not progress.in_flight):
                 return 0
             time.sleep(args.interval)
 
@@ -422,6 +436,8 @@ def _cancel(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     job = _job(args)
+    if args.max_cost is not None:
+        set_budget(job.store, args.job_id, args.max_cost)
     failed = job.progress().failed_units if args.retry_errors else 0
     sent = job.resume(retry_errors=args.retry_errors)
     retried = f" ({failed} of them had errors and are run again)" if failed else ""

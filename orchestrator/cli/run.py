@@ -29,7 +29,7 @@ from .config import add_config_arguments
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["register"]
+__all__ = ["execute_run", "print_costs", "register"]
 
 _EPILOG = """\
 models:
@@ -150,6 +150,26 @@ def _run(args: argparse.Namespace) -> int:
         )
 
 
+def print_costs(console: Console, costs: Any, config: Any) -> None:
+    """The cost lines of a run summary (``costs``: a :class:`CostSummary`): per
+    model and in total when the run had prices, the cache hits when it used the
+    cache (nothing otherwise)."""
+    pricing = config.pricing
+    if pricing is not None:
+        dated = f" (prices as of {pricing.as_of})" if pricing.as_of else ""
+        console.print(f"cost of the calls made by this run{dated}:")
+        for line in costs.lines():
+            console.print(line)
+        missing = costs.unpriced_models()
+        if missing:
+            console.print(
+                f"[yellow]warning:[/yellow] no price for {', '.join(missing)}: "
+                "their calls are not in the cost"
+            )
+    if config.cache:
+        console.print(f"call cache: {costs.cache_hits} calls answered from the cache")
+
+
 def _execute(
     benchmark: Any,
     config: Any,
@@ -158,8 +178,9 @@ def _execute(
     *,
     retry_errors: bool = False,
     max_error_rate: float = 0.0,
+    runner: Any = None,
 ) -> int:
-    from verifleet.schemas import ConfigError
+    from verifleet.schemas import ConfigError, CostSummary
 
     from .._local.output import RunOutput
     from .._local.progress import RunProgress
@@ -181,9 +202,12 @@ def _execute(
         if errored:
             console.print(f"retrying the units of {len(errored)} errored results in {out}")
     done_scenarios = output.done_scenarios(retry_errors=retry_errors)
-    runner = LocalRunner(benchmark, config)
+    runner = runner or LocalRunner(benchmark, config)
+    if config.max_cost_usd is not None:
+        runner.spent_before = output.spent()
     total = runner.count_units() + runner.count_scenario_units()
     tally = PassRateTally()
+    costs = CostSummary()
     scenarios = ScenarioTally()
     skipped = 0
     started = time.monotonic()
@@ -199,6 +223,7 @@ def _execute(
                 output.record(results)
                 for result in results:
                     tally.add(result)
+                    costs.add(result)
                 progress.advance(
                     failed=any(not r.metadata.completed_without_errors for r in results)
                 )
@@ -206,6 +231,7 @@ def _execute(
                 output.record_scenario(run)
                 for result in run.results:
                     tally.add(result)
+                    costs.add(result)
                 assert run.scenario_result is not None
                 scenarios.add(run.scenario_result)
                 progress.advance(failed=run.scenario_result.status == "error")
@@ -227,11 +253,18 @@ def _execute(
         console.print(scenarios.table())
         for line in scenarios.errors:
             console.print(f"[yellow]scenario failed:[/yellow] {line}")
+    print_costs(console, costs, config)
     ran = total - skipped
     console.print(
         f"{ran} units in {elapsed:.1f}s ({ran / elapsed if elapsed else 0:.2f} units/s); "
         f"{written} results written to {out}"
     )
+    if runner.budget_stopped:
+        console.print(
+            f"[yellow]budget reached[/yellow]: ${config.max_cost_usd} (spent "
+            f"${runner.spent_before + costs.total_usd:.6f}); units not started are left "
+            "out: run the same command with a larger --max-cost to finish"
+        )
     # Errored results already in the output count too unless they were re-run.
     errors = tally.total_errors + (0 if retry_errors else len(errored))
     sys.stdout.flush()
@@ -247,3 +280,8 @@ def _execute(
         console.print(f"exit status 1: more errors than --max-error-rate {max_error_rate:g} allows")
         return 1
     return 0
+
+
+execute_run = _execute
+"""Run ``runner`` (default: every unit of ``benchmark``) into ``out`` with the
+progress bar and summary of ``verifleet run``; ``reverify`` shares it."""

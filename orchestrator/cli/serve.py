@@ -39,7 +39,8 @@ from .._serve_defaults import (
     DEFAULT_REQUEST_TIMEOUT,
 )
 from ._sandbox import add_sandbox_argument, start_sandbox
-from .config import LOCAL, missing_credentials
+from .cache import open_cache
+from .config import LOCAL, add_cost_arguments, apply_cost_arguments, missing_credentials
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -113,6 +114,7 @@ def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse the benchmark when a question's template does not compile or is refused "
         "(default: that question's rollouts fail, with the error in their results)",
     )
+    add_cost_arguments(parser, budget=False)
 
 
 def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelConfig]:
@@ -203,10 +205,24 @@ def reward_setup(
         cache = MemoryJudgeCache()
     resources = reward_resources(cache)
     scorer = RewardScorer(benchmark, models, reward, resources=resources)
+    _with_cost_and_cache(scorer, args, redis_url)
     problems = missing_credentials(scorer.config)
     if problems:
         raise ConfigError("; ".join(problems))
     return scorer
+
+
+def _with_cost_and_cache(
+    scorer: RewardScorer, args: argparse.Namespace, redis_url: str | None
+) -> None:
+    """``--cache`` (the fleet's call cache with ``redis_url``, else the local file)
+    and ``--pricing`` on the scorer's judge calls (docs/iterating.md)."""
+    data: dict[str, Any] = {}
+    apply_cost_arguments(data, args, None)
+    if data.get("cache"):
+        scorer.resources.call_cache = open_cache(redis_url)
+    if data:
+        scorer.config = scorer.config.model_copy(update=data)
 
 
 def register(commands: Any) -> None:

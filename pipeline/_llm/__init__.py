@@ -11,7 +11,9 @@ for its caller.
 
 from ._async_http import close_async_senders
 from ._bound import CallGate
+from ._call_cache import NOT_IN_KEY, CachingCaller, CallCache, call_key
 from ._caller import LangchainChatCaller
+from ._disk_cache import DiskCallCache, default_cache_dir
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
 from ._json import first_object, parse_strict, repair_json, schema_errors
 from ._openai_http import (
@@ -38,9 +40,13 @@ from ._usage import UsageTracker
 
 __all__ = [
     "MAX_ENDPOINT_PAUSE",
+    "NOT_IN_KEY",
+    "CachingCaller",
+    "CallCache",
     "CallGate",
     "CallerOptions",
     "ChatModelCache",
+    "DiskCallCache",
     "EndpointReplyError",
     "EndpointStatusError",
     "ErrorInfo",
@@ -48,9 +54,11 @@ __all__ = [
     "LangchainChatCaller",
     "OpenAIHttpChatCaller",
     "UsageTracker",
+    "call_key",
     "call_with_retry",
     "classify_error",
     "close_async_senders",
+    "default_cache_dir",
     "direct_http_applies",
     "endpoint_pause",
     "first_object",

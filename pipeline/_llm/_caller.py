@@ -92,10 +92,19 @@ class LangchainChatCaller(BoundCaller):
                 API key, or the unit deadline.
         """
         reply = self._run(self._client(), messages, stage)
+        self._note_incomplete(reply)
         self._tracker.record_usage(
             stage, model=self.model_name, usage=getattr(reply, "usage_metadata", None)
         )
         return _text_of(reply)
+
+    def _note_incomplete(self, reply: Any) -> None:
+        # A reply cut off or refused is never kept by the call cache.
+        meta = getattr(reply, "response_metadata", None) or {}
+        reason = meta.get("finish_reason") or meta.get("stop_reason")
+        refusal = (getattr(reply, "additional_kwargs", None) or {}).get("refusal")
+        if refusal or reason in ("length", "max_tokens", "content_filter", "refusal"):
+            self._tracker.mark_incomplete()
 
     def _ask_structured(
         self, messages: Sequence[Message], stage: str, schema: dict[str, Any], name: str
@@ -125,6 +134,7 @@ class LangchainChatCaller(BoundCaller):
         else:
             raw = out.get("raw") if isinstance(out, dict) else out
             parsed = out.get("parsed") if isinstance(out, dict) else None
+        self._note_incomplete(raw)
         self._tracker.record_usage(
             stage, model=self.model_name, usage=getattr(raw, "usage_metadata", None)
         )

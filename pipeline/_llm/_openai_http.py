@@ -62,6 +62,7 @@ from ._replies import (
     response_format_name,
 )
 from ._retry import call_with_retry
+from ._usage import cached_input_tokens
 
 __all__ = [
     "LANGCHAIN_ONLY_OPTIONS",
@@ -298,21 +299,34 @@ def _reply(response: httpx.Response, *, structured: bool) -> tuple[str, dict[str
     content = message.get("content") if isinstance(message, dict) else None
     usage = data.get("usage")
     text = content if isinstance(content, str) else ""
-    return text, usage if isinstance(usage, dict) else None
+    usage = dict(usage) if isinstance(usage, dict) else None
+    refused = isinstance(message, dict) and bool(message.get("refusal"))
+    if refused or first.get("finish_reason") in ("length", "content_filter"):
+        # Kept out of the call cache (the caller reads this mark), never cached.
+        usage = {**(usage or {}), _INCOMPLETE: True}
+    return text, usage
 
 
-def _usage_metadata(usage: dict[str, Any] | None) -> dict[str, int] | None:
+#: Marks a usage block whose reply was cut off or refused.
+_INCOMPLETE = "verifleet_incomplete"
+
+
+def _usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     """The OpenAI ``usage`` block as langchain's ``usage_metadata`` counts."""
     if not usage:
         return None
     inputs = usage.get("prompt_tokens") or 0
     outputs = usage.get("completion_tokens") or 0
     total = usage.get("total_tokens")
-    return {
+    out: dict[str, Any] = {
         "input_tokens": inputs,
         "output_tokens": outputs,
         "total_tokens": total if total is not None else inputs + outputs,
     }
+    cached = cached_input_tokens(usage)
+    if cached:
+        out["input_token_details"] = {"cache_read": cached}
+    return out
 
 
 class OpenAIHttpChatCaller(BoundCaller):
@@ -362,6 +376,8 @@ class OpenAIHttpChatCaller(BoundCaller):
             sleep=self._sleep,
             label=f"{stage} ({self._model.model_name})",
         )
+        if usage is not None and usage.get(_INCOMPLETE):
+            self._tracker.mark_incomplete()
         self._tracker.record_usage(stage, model=self.model_name, usage=_usage_metadata(usage))
         return text
 

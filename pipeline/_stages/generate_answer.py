@@ -34,7 +34,9 @@ class GenerateAnswerStage(Stage):
         else:
             ctx.answer = _bounded(ctx, ctx.answer)
             if ctx.answer.usage:
-                ctx.usage.merge_stage(_STAGE, ctx.answer.usage)
+                # Paid once, by the unit's first result (or by the run that stored
+                # it): its cost is not counted again, so results' costs add up.
+                ctx.usage.merge_stage(_STAGE, ctx.answer.usage, free=True)
         if ctx.answer.agent_metrics is not None:
             ctx.usage.set_agent_metrics(ctx.answer.agent_metrics)
         if ctx.answer.error is not None:

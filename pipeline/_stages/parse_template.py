@@ -50,8 +50,11 @@ class ParseTemplateStage(Stage):
         ctx.used_full_trace = full
         text = evaluation_text(ctx, full_trace=full)
         ctx.evaluation_input = text
+        stored = _stored_parse(ctx)
         if not template.judge_fields:
             data: dict[str, Any] = {}  # regex/trace-only template: nothing to ask
+        elif stored is not None:
+            data = stored
         elif ctx.config.deep_judgment_enabled:
             data = self._deep_judgment(ctx, text, template)
         else:
@@ -99,3 +102,22 @@ class ParseTemplateStage(Stage):
         )
         ctx.deep_judgment = outcome.section
         return dict(outcome.parsed)
+
+
+def _stored_parse(ctx: VerificationContext) -> dict[str, Any] | None:
+    """The judge's output of the result being re-verified, when the parse would
+    be asked of the same judge (the caller matched its identity) with the same
+    template, system prompt and evaluation input; None: ask the judge."""
+    previous = ctx.previous
+    if previous is None or previous.template is None or ctx.config.deep_judgment_enabled:
+        return None
+    parsed = previous.template.parsed_llm_response
+    meta = previous.metadata
+    if (
+        parsed is None
+        or meta.template_id != ctx.question.template_id
+        or meta.parsing_system_prompt != ctx.parsing.system_prompt
+        or previous.used_full_trace != ctx.config.use_full_trace_for_template
+    ):
+        return None
+    return dict(parsed)

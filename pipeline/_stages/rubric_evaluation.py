@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from verifleet.schemas import VerificationConfig, VerificationResultRubric
+from verifleet.schemas import Rubric, VerificationConfig, VerificationResultRubric
 
 from .._context import VerificationContext
 from .._rubric_eval import evaluate_rubric
@@ -41,11 +41,12 @@ class RubricEvaluationStage(Stage):
             # Template parsing did not record its input (rubric_only, or skipped).
             ctx.evaluation_input = text
             ctx.used_full_trace = full
+        rubric, stored = _reuse_stored_scores(ctx)
         outcome = evaluate_rubric(
             ctx.judge,
             question=ctx.question_text,
             response=text,
-            rubric=ctx.rubric,
+            rubric=rubric,
             config=ctx.config,
             question_id=ctx.question_id,
             dynamic_rubric=ctx.dynamic_rubric,
@@ -54,9 +55,9 @@ class RubricEvaluationStage(Stage):
             run_callable=_sandbox_runner(ctx),
             run_regex=_sandbox_regex_runner(ctx),
         )
-        ctx.rubric_result = outcome.rubric
-        if outcome.rubric is not None:
-            outcome.rubric.trait_provenance = _provenance(ctx, outcome.rubric)
+        ctx.rubric_result = _with_stored(outcome.rubric, stored)
+        if ctx.rubric_result is not None:
+            ctx.rubric_result.trait_provenance = _provenance(ctx, ctx.rubric_result)
         ctx.deep_judgment_rubric = outcome.deep_judgment_rubric
         ctx.traits_without_valid_excerpts = outcome.traits_without_valid_excerpts
 
@@ -95,3 +96,63 @@ def _sandbox_regex_runner(ctx: VerificationContext) -> RegexRunner:
         return pool.run_regex_trait(trait.model_dump(mode="json"), text)
 
     return run
+
+
+def _reuse_stored_scores(
+    ctx: VerificationContext,
+) -> tuple[Rubric | None, VerificationResultRubric | None]:
+    """The rubric left to evaluate and the stored LLM trait scores reused.
+
+    When a stored result is re-verified by the same judge on the same input,
+    an LLM trait it scored (by name) keeps its score and only the others are
+    asked; deep-judgment rubrics and trait filters always ask again. Returns
+    ``(ctx.rubric, None)`` when nothing is reused.
+    """
+    previous = ctx.previous
+    rubric = ctx.rubric
+    stored = previous.rubric if previous is not None else None
+    if (
+        rubric is None
+        or stored is None
+        or not stored.llm_trait_scores
+        or ctx.config.deep_judgment_rubric_mode != "disabled"
+        or previous is None
+        or previous.used_full_trace != ctx.config.use_full_trace_for_rubric
+        or previous.metadata.parsing_system_prompt != ctx.parsing.system_prompt
+    ):
+        return rubric, None
+    scores = stored.llm_trait_scores
+    kept = [t for t in rubric.llm_traits if t.name in scores]
+    if not kept:
+        return rubric, None
+    names = {t.name for t in kept}
+    labels = {k: v for k, v in (stored.llm_trait_labels or {}).items() if k in names}
+    reused = VerificationResultRubric(
+        rubric_evaluation_performed=True,
+        llm_trait_scores={k: v for k, v in scores.items() if k in names},
+        llm_trait_labels=labels or None,
+    )
+    rest = rubric.model_copy(
+        update={"llm_traits": [t for t in rubric.llm_traits if t.name not in names]}
+    )
+    return rest, reused
+
+
+def _with_stored(
+    rubric: VerificationResultRubric | None, stored: VerificationResultRubric | None
+) -> VerificationResultRubric | None:
+    """``rubric`` with the reused scores added (the reused ones alone when
+    nothing else was evaluated)."""
+    if stored is None:
+        return rubric
+    if rubric is None:
+        return stored
+    scores = {**(stored.llm_trait_scores or {}), **(rubric.llm_trait_scores or {})}
+    labels = {**(stored.llm_trait_labels or {}), **(rubric.llm_trait_labels or {})}
+    return rubric.model_copy(
+        update={
+            "rubric_evaluation_performed": True,
+            "llm_trait_scores": scores,
+            "llm_trait_labels": labels or None,
+        }
+    )

@@ -13,6 +13,7 @@ from .aggregators import (
     register_aggregator,
 )
 from .failure import CATEGORY_GROUPS, ResultFailure, classify_failure, collect_caveats
+from .cost import CostSummary, ModelCost
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
 from .frames_judgment import JUDGMENT_COLUMNS, RUBRIC_JUDGMENT_COLUMNS
 from .frames_rubric import RUBRIC_COLUMNS, RUBRIC_DEEP_JUDGMENT_COLUMNS, RubricFrameType
@@ -37,6 +38,7 @@ __all__ = [
     "TEMPLATE_REGEX_COLUMNS",
     "TEMPLATE_USAGE_COLUMNS",
     "AggregatorRegistry",
+    "CostSummary",
     "CountAggregator",
     "FirstAggregator",
     "JudgmentResults",
@@ -44,6 +46,7 @@ __all__ = [
     "MeanAggregator",
     "MedianAggregator",
     "ModeAggregator",
+    "ModelCost",
     "RecordedError",
     "ResultAggregator",
     "ResultFailure",

@@ -59,6 +59,10 @@ class VerificationResultMetadata(BaseModel):
     few_shot_example_count: int = 0
     evaluation_mode: str | None = None
 
+    # Re-verification (verifleet reverify): the stored result this one re-judges,
+    # as "<run>#<result_id>" (run: a results file or "job:<id>"); None otherwise.
+    derived_from: str | None = None
+
     # Scenario linking; all None for standalone questions
     scenario_id: str | None = None
     scenario_node: str | None = None

@@ -264,10 +264,18 @@ def test_every_summary_column_is_filled_for_a_complete_result(tmp_path: Path) ->
     }
     template = full_result(0).template
     assert template is not None
+    usage = dict(template.usage_metadata or {})
+    # A run with prices gives every result a cost (cost_usd is null without them).
+    usage["total"] = {**usage.get("total", {}), "cost_usd": 0.001}
     complete = full_result(0).model_copy(
         update={
             "template": template.model_copy(
-                update={**flags, "verify_result": False, "embedding_model_used": "minilm"}
+                update={
+                    **flags,
+                    "verify_result": False,
+                    "embedding_model_used": "minilm",
+                    "usage_metadata": usage,
+                }
             ),
             "deep_judgment": VerificationResultDeepJudgment(deep_judgment_performed=True),
             "deep_judgment_rubric": VerificationResultDeepJudgmentRubric(),

@@ -345,7 +345,10 @@ def test_unusable_success_replies_are_not_retried() -> None:
     cut = {"choices": [{"message": {"content": '{"ge'}, "finish_reason": "length"}]}
     with pytest.raises(EndpointReplyError, match="cut off"):
         _reply(reply(cut), structured=True)
-    assert _reply(reply(cut), structured=False) == ('{"ge', None)  # plain calls keep it
+    # Plain calls keep it, marked so that the call cache never keeps it.
+    assert _reply(reply(cut), structured=False) == ('{"ge', {"verifleet_incomplete": True})
+    refused = {"choices": [{"message": {"content": "", "refusal": "no"}, "finish_reason": "stop"}]}
+    assert _reply(reply(refused), structured=False)[1] == {"verifleet_incomplete": True}
     with pytest.raises(EndpointReplyError, match="no choices"):
         _reply(reply({"object": "chat.completion"}), structured=False)
     with pytest.raises(EndpointReplyError, match="error"):

@@ -458,9 +458,11 @@
     }) : el("p", { class: "muted" }, "No trace recorded.")));
     const usage = t.usage_metadata || {};
     sections.push(el("h3", {}, "Tokens and timing"), el("table", { id: "usage" },
-      el("tr", {}, el("th", {}, "stage"), el("th", { class: "num" }, "input"), el("th", { class: "num" }, "output"), el("th", { class: "num" }, "total"), el("th", {}, "model")),
+      el("tr", {}, el("th", {}, "stage"), el("th", { class: "num" }, "input"), el("th", { class: "num" }, "output"), el("th", { class: "num" }, "total"), el("th", {}, "model"),
+        el("th", { class: "num" }, "cost (USD)"), el("th", { class: "num" }, "cache hits")),
       Object.entries(usage).map(([stage, u]) => el("tr", { "data-stage": stage }, el("td", {}, stage), el("td", { class: "num" }, int(u.input_tokens)), el("td", { class: "num" }, int(u.output_tokens)),
-        el("td", { class: "num" }, int(u.total_tokens)), el("td", {}, show(u.model || null))))),
+        el("td", { class: "num" }, int(u.total_tokens)), el("td", {}, show(u.model || null)),
+        el("td", { class: "num cost" }, u.cost_usd == null ? "–" : num(u.cost_usd, 6)), el("td", { class: "num" }, int(u.cache_hits || 0))))),
     kv([["execution time", num(m.execution_time, 3) + " s"], ["timestamp", m.timestamp], t.agent_metrics ? ["agent metrics", show(t.agent_metrics)] : null]));
     sections.push(el("details", {}, el("summary", {}, "Full result as JSON"), el("pre", {}, JSON.stringify(r, null, 2))));
     setMain(...sections);

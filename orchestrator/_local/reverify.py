@@ -1,0 +1,110 @@
+"""Re-verifying stored results in this process: the local runner's machinery
+(concurrency, resume from the output file, journal) over stored units instead
+of fresh ones; nothing calls an answering model."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+from verifleet.pipeline import (
+    PipelineResources,
+    ScenarioRun,
+    answering_model_of,
+    group_stored,
+    reverify_unit,
+)
+from verifleet.pipeline._reverify import StoredUnitKey
+from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, VerificationResult
+from verifleet.store import ScenarioUnit, Unit
+
+from .runner import LocalRunner, failed_unit_results
+
+__all__ = ["ReverifyRunner"]
+
+log = logging.getLogger(__name__)
+
+
+class ReverifyRunner(LocalRunner):
+    """Re-judges every stored unit whose question the benchmark has.
+
+    Args:
+        benchmark: The (possibly changed) benchmark: templates and rubrics come
+            from here, matched to stored results by question id.
+        config: The new configuration (its parsing models judge).
+        stored: The stored results.
+        source: Names the stored run in each new result's ``derived_from``.
+        resources: As :class:`LocalRunner`.
+    """
+
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        config: VerificationConfig,
+        stored: Iterable[VerificationResult],
+        *,
+        source: str,
+        resources: PipelineResources | None = None,
+    ) -> None:
+        super().__init__(benchmark, config, resources=resources)
+        self.source = source
+        self._groups = group_stored(stored)
+        questions = {q.id: q for q in benchmark.questions}
+        answering = {m.identity().canonical_key: m for m in config.answering_models}
+        self._units: list[tuple[Unit, StoredUnitKey]] = []
+        self.missing_questions: set[str] = set()
+        for key, results in self._groups.items():
+            question = questions.get(key[0])
+            if question is None:
+                self.missing_questions.add(key[0])
+                continue
+            meta = results[0].metadata
+            model = answering.get(key[1]) or answering_model_of(
+                meta.answering, meta.answering_system_prompt
+            )
+            self._units.append(
+                (Unit(question=question, answering=model, replicate=key[2] or 1), key)
+            )
+        self._keys = {id(unit): key for unit, key in self._units}
+
+    def units(self) -> Iterator[Unit]:
+        """The stored units to re-judge, in the stored order."""
+        return (unit for unit, _ in self._units)
+
+    def count_units(self) -> int:
+        """How many stored units are re-judged."""
+        return len(self._units)
+
+    def count_scenario_units(self) -> int:
+        """Scenario runs are not re-verified (a changed verdict changes their path)."""
+        return 0
+
+    def run_scenarios(self, **_kwargs: object) -> Iterator[tuple[ScenarioUnit, ScenarioRun]]:
+        """Nothing: see :meth:`count_scenario_units`."""
+        return iter(())
+
+    def answering_models(self) -> list[ModelConfig]:
+        """The answering models of the stored units."""
+        seen: dict[str, ModelConfig] = {}
+        for unit, _ in self._units:
+            seen.setdefault(unit.answering.identity().canonical_key, unit.answering)
+        return list(seen.values())
+
+    def _run_one(self, unit: Unit) -> list[VerificationResult]:
+        stored = self._groups[self._keys[id(unit)]]
+        try:
+            return reverify_unit(
+                unit.question,
+                unit.answering,
+                self.config.parsing_models,
+                self.config,
+                stored,
+                source=self.source,
+                replicate=unit.replicate,
+                rubric=self.benchmark.rubric_for(unit.question),
+                dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
+                resources=self.resources,
+            )
+        except Exception as exc:  # the unit fails, the re-verification goes on
+            log.exception("re-verifying %s failed outside the pipeline", unit.question.id)
+            return failed_unit_results(unit, self.config.parsing_models, self.config, exc)

@@ -1,0 +1,156 @@
+"""``verifleet reverify``: judge stored answers again, without calling any
+answering model (docs/iterating.md).
+
+RESULTS is a results file (.parquet, .json, .jsonl, .csv) or, with ``--redis``,
+a fleet job id. The answers come from it; the benchmark (templates, rubrics)
+from ``--benchmark`` (a job's own by default), the configuration from the job's
+(or the defaults) with ``--config`` fields and the flags over it. A judge that
+judged a result before keeps its parse when the template, its system prompt and
+the evaluation input are unchanged, and keeps the scores of the LLM rubric
+traits it scored: only changed stages ask a model. Each new result names the
+stored one it derives from (``metadata.derived_from``). Scenario runs are not
+re-verified. Re-running the same command resumes, as ``verifleet run`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._sandbox import add_sandbox_argument
+from .config import add_cost_arguments
+
+if TYPE_CHECKING:
+    from verifleet.schemas import VerificationConfig, VerificationResult
+
+__all__ = ["register"]
+
+_EPILOG = """\
+examples:
+  verifleet reverify results.parquet --benchmark bench.yaml --parsing openai:gpt-4.1 --out judged.parquet
+  verifleet reverify results.parquet --benchmark bench-with-new-trait.yaml --config cfg.yaml --out v2.parquet
+  verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --out v2.parquet
+"""
+
+
+def register(commands: Any) -> None:
+    """Add the ``reverify`` sub-command."""
+    parser = commands.add_parser(
+        "reverify",
+        help="judge stored answers again (new judge, template, rubric or config) without "
+        "calling the answering models",
+        description=__doc__,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("results", help="a results file, or a fleet job id with --redis")
+    parser.add_argument("--out", type=Path, required=True, help="the new results file")
+    parser.add_argument("--benchmark", type=Path, help="the benchmark (default: the job's)")
+    parser.add_argument("--config", type=Path, help="YAML or JSON VerificationConfig fields")
+    parser.add_argument("--parsing", nargs="+", metavar="MODEL", help="the judge(s)")
+    parser.add_argument(
+        "--mode",
+        choices=["template_only", "template_and_rubric", "rubric_only"],
+        help="evaluation mode",
+    )
+    parser.add_argument("--redis", metavar="URL", help="read the job RESULTS from this Redis")
+    parser.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
+    add_cost_arguments(parser, budget=False)
+    add_sandbox_argument(parser)
+    parser.set_defaults(handler=_reverify)
+
+
+def _source(args: argparse.Namespace) -> tuple[str, list[VerificationResult], Any, Any]:
+    """(name, stored results, the job's benchmark or None, the job's config or None).
+
+    Raises:
+        ConfigError: RESULTS is neither a file nor (with --redis) a job.
+    """
+    from verifleet.schemas import Benchmark, ConfigError, VerificationConfig
+
+    path = Path(args.results)
+    if path.exists():
+        from verifleet.orchestrator import read_results
+
+        return str(path), list(read_results(path)), None, None
+    url = args.redis or os.environ.get("VERIFLEET_REDIS_URL")
+    if not url:
+        raise ConfigError(
+            f"{args.results}: no such results file (for a fleet job pass --redis URL)"
+        )
+    from verifleet.store import RedisTarget, ResultStore
+
+    RedisTarget.parse(url).check()
+    store = ResultStore.from_url(url)
+    try:
+        benchmark_json, config_json = store.load_spec(args.results)
+    except KeyError:
+        raise ConfigError(f"{args.results}: no such results file or fleet job") from None
+    return (
+        f"job:{args.results}",
+        list(store.iter_results(args.results)),
+        Benchmark.model_validate_json(benchmark_json),
+        VerificationConfig.model_validate_json(config_json),
+    )
+
+
+def _config(args: argparse.Namespace, base: VerificationConfig | None) -> VerificationConfig:
+    from verifleet.schemas import ConfigError, ModelConfig, VerificationConfig
+
+    from .config import apply_cost_arguments, read_config_file
+
+    data: dict[str, Any] = base.model_dump() if base is not None else {}
+    if args.config:
+        data.update(read_config_file(args.config))
+    if args.parsing:
+        data["parsing_models"] = [ModelConfig.parse(spec) for spec in args.parsing]
+    if args.mode:
+        data["evaluation_mode"] = args.mode
+    if not data.get("parsing_models"):
+        raise ConfigError(
+            "no parsing model: pass --parsing MODEL or --config with parsing_models "
+            "(a results file does not hold the judges' endpoints)"
+        )
+    if not data.get("answering_models"):
+        # A stand-in, never called: each stored unit's answering model is named
+        # by its results (ReverifyRunner), whose endpoints a result does not keep.
+        data["answering_models"] = [ModelConfig(model_name="stored-answers")]
+    apply_cost_arguments(data, args, args.config.parent if args.config else None)
+    return VerificationConfig.build(**data)
+
+
+def _reverify(args: argparse.Namespace) -> int:
+    from verifleet.schemas import ConfigError, load_benchmark
+
+    from .._local.reverify import ReverifyRunner
+    from ._console import make_console
+    from ._sandbox import start_sandbox
+    from .run import execute_run
+
+    console = make_console(stderr=True)
+    name, stored, job_benchmark, job_config = _source(args)
+    if args.benchmark is not None:
+        benchmark = load_benchmark(
+            args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+        )
+    elif job_benchmark is not None:
+        benchmark = job_benchmark
+    else:
+        raise ConfigError(
+            f"{name}: a results file does not hold its benchmark: pass --benchmark FILE"
+        )
+    config = _config(args, job_config)
+    start_sandbox(args)
+    runner = ReverifyRunner(benchmark, config, stored, source=name)
+    if runner.missing_questions:
+        console.print(
+            f"[yellow]warning:[/yellow] {len(runner.missing_questions)} stored questions are "
+            f"not in the benchmark and are left out: {', '.join(sorted(runner.missing_questions)[:10])}"
+        )
+    console.print(
+        f"re-verifying {runner.count_units()} stored units of {name} "
+        f"({len(stored)} results); no answering model is called"
+    )
+    return execute_run(benchmark, config, args.out, console, runner=runner)

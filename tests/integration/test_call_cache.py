@@ -1,0 +1,158 @@
+"""The model-call cache: an identical second run makes no model call and gives
+the same results; replicates stay independent samples; failed calls are never
+cached; one cache serves the whole fleet. The endpoints are the scripted double
+of ``bench/endpoint.py``, whose ``/stats`` counts the calls it received (a real
+model's calls cannot be counted from outside)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _support.fleet import Fleet, run_cli
+from _support.jobs import capitals_benchmark, comparable
+
+from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.limits import LocalCallGate
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.pipeline import DiskCallCache, PipelineResources
+from verifleet.schemas import ModelConfig, PriceTable, VerificationConfig
+from verifleet.store import JobStatus, RedisCallCache, ResultStore
+
+pytestmark = pytest.mark.integration
+
+PRICES = PriceTable.model_validate(
+    {"answerer": {"input": 1, "output": 2}, "judge": {"input": 1, "output": 1}}
+)
+
+
+def _config(answer: RunningEndpoint, judge: RunningEndpoint, **extra: object) -> VerificationConfig:
+    return VerificationConfig.build(
+        answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+        parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+        retry_policy={"max_attempts": 1},
+        **extra,
+    )
+
+
+def _run(bench: object, config: VerificationConfig, cache: DiskCallCache) -> list:
+    resources = PipelineResources(call_gate=LocalCallGate(), call_cache=cache)
+    return [r for _u, rs in LocalRunner(bench, config, resources=resources).run() for r in rs]  # type: ignore[arg-type]
+
+
+def test_an_identical_second_run_makes_no_call_and_gives_the_same_results(tmp_path: Path) -> None:
+    bench, answers = capitals_benchmark(8)
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(answer, judge, cache=True, replicate_count=2, pricing=PRICES)
+        first = _run(bench, config, cache)
+        # Replicates are independent samples: each has its own answering call.
+        # The scripted model answers both replicates alike, and a parse is keyed
+        # by its messages, not the replicate: a parse finished before its twin
+        # starts answers it from the cache.
+        assert answer.stats().calls == 16
+        assert 8 <= judge.stats().calls <= 16
+        answer.reset()
+        judge.reset()
+        second = _run(bench, config, cache)
+        assert (answer.stats().calls, judge.stats().calls) == (0, 0)
+    assert comparable(second) == comparable(first)
+    for r in second:
+        usage = r.template.usage_metadata
+        assert usage["answer_generation"]["cache_hits"] == 1
+        assert usage["parsing"]["cache_hits"] == 1
+        assert usage["total"]["cost_usd"] == 0.0, "a cache hit costs nothing"
+        # Tokens are those of the call as first made.
+        before = next(f for f in first if comparable([f]).keys() == comparable([r]).keys())
+        assert (
+            usage["total"]["input_tokens"]
+            == before.template.usage_metadata["total"]["input_tokens"]
+        )
+    assert all("cache_hits" not in r.template.usage_metadata["answer_generation"] for r in first)
+    stats = cache.stats()
+    assert stats["entries"] == 16 + 8 and stats["hits"] >= 32
+
+
+def test_without_cache_true_the_cache_is_not_used(tmp_path: Path) -> None:
+    bench, answers = capitals_benchmark(3)
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(answer, judge)
+        _run(bench, config, cache)
+        _run(bench, config, cache)
+        assert (answer.stats().calls, judge.stats().calls) == (6, 6)
+    assert cache.stats()["entries"] == 0
+
+
+def test_failed_calls_are_never_cached(tmp_path: Path) -> None:
+    bench, answers = capitals_benchmark(4)
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers, rate_5xx=1.0)) as judge,
+    ):
+        config = _config(answer, judge, cache=True)
+        failed = _run(bench, config, cache)
+        assert all(not r.metadata.completed_without_errors for r in failed)
+        assert cache.stats()["entries"] == 4, "the 4 answers, none of the failed parses"
+        _run(bench, config, cache)
+        # The answers came from the cache; every parse was tried again.
+        assert (answer.stats().calls, judge.stats().calls) == (4, 8)
+
+
+def test_cache_stats_and_clear_on_the_command_line(tmp_path: Path) -> None:
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    cache.put("k", b'{"reply": "x", "usage": null}')
+    assert cache.get("k") is not None and cache.get("other") is None
+    env_args = ("--local", "--cache-dir", str(tmp_path))
+    stats = run_cli("cache", "stats", *env_args)
+    assert stats.returncode == 0, stats.stderr
+    assert "entries:  1" in stats.stdout and "1 hits, 1 misses" in stats.stdout
+    cleared = run_cli("cache", "clear", *env_args)
+    assert cleared.returncode == 0 and "1 entries removed" in cleared.stdout
+    assert cache.stats()["entries"] == 0
+
+
+def test_the_redis_cache_bounds_its_size(redis_url: str) -> None:
+    store = ResultStore.from_url(redis_url)
+    cache = RedisCallCache(store.client, prefix="cctest", max_entries=5)
+    for i in range(12):
+        cache.put(f"k{i}", f"v{i}".encode())
+    stats = cache.stats()
+    assert stats["entries"] == 5
+    assert cache.get("k0") is None and cache.get("k11") == b"v11"
+    assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
+    assert cache.clear() == 5
+    assert cache.stats()["entries"] == 0
+
+
+def test_one_cache_for_the_fleet_a_second_identical_job_makes_no_call(
+    fleet: Fleet, redis_url: str
+) -> None:
+    bench, answers = capitals_benchmark(10)
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(answer, judge, cache=True)
+        fleet.start_worker("w1", concurrency=4)
+        fleet.start_worker("w2", concurrency=4)
+        fleet.wait_ready(["w1", "w2"])
+        first = Job.submit(bench, config, redis_url)
+        assert first.wait(timeout=120).status == JobStatus.DONE
+        assert (answer.stats().calls, judge.stats().calls) == (10, 10)
+        answer.reset()
+        judge.reset()
+        second = Job.submit(bench, config, redis_url)
+        assert second.wait(timeout=120).status == JobStatus.DONE
+        assert (answer.stats().calls, judge.stats().calls) == (0, 0)
+    assert comparable(second.result_set()) == comparable(first.result_set())
+    stats = run_cli("cache", "stats", "--redis", redis_url)
+    assert stats.returncode == 0 and "entries:  20" in stats.stdout, stats.stdout + stats.stderr

@@ -1,0 +1,121 @@
+"""``verifleet reverify``: stored answers judged again without any answering
+call; only the stages whose inputs changed ask a model. The endpoints are the
+scripted double of ``bench/endpoint.py`` (one per role, so each one's ``/stats``
+counts one role's calls: a real model's calls cannot be counted from outside)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _support.fleet import run_cli
+from _support.jobs import capitals_benchmark
+
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator import read_results, write_results
+from verifleet.orchestrator._local.reverify import ReverifyRunner
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.schemas import (
+    Benchmark,
+    LLMRubricTrait,
+    ModelConfig,
+    Rubric,
+    VerificationConfig,
+    dump_benchmark,
+)
+
+pytestmark = pytest.mark.integration
+
+N = 6
+
+
+def _with_traits(bench: Benchmark, *names: str) -> Benchmark:
+    traits = [LLMRubricTrait(name=n, description=f"Is the answer {n}?") for n in names]
+    return bench.model_copy(update={"global_rubric": Rubric(llm_traits=traits)})
+
+
+def _verdicts(results: object) -> dict[str, object]:
+    return {r.metadata.question_id: r.template.verify_result for r in results}  # type: ignore[attr-defined]
+
+
+def test_reverify_reuses_answers_and_unchanged_stages(tmp_path: Path) -> None:
+    base, answers = capitals_benchmark(N)
+    bench = _with_traits(base, "concise")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as other_judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+            evaluation_mode="template_and_rubric",
+        )
+        stored = [r for _u, rs in LocalRunner(bench, config).run() for r in rs]
+        assert (answer.stats().calls, judge.stats().calls) == (N, 2 * N)
+        source = tmp_path / "first.parquet"
+        write_results(stored, source)
+        answer.reset()
+        judge.reset()
+
+        # One rubric trait more: no answering call, no parse; one rubric call each.
+        more = _with_traits(base, "concise", "polite")
+        runner = ReverifyRunner(more, config, read_results(source), source=str(source))
+        again = [r for _u, rs in runner.run() for r in rs]
+        assert (answer.stats().calls, judge.stats().calls) == (0, N)
+        assert _verdicts(again) == _verdicts(stored)
+        before = {r.metadata.question_id: r for r in stored}
+        for r in again:
+            old = before[r.metadata.question_id]
+            scores = r.rubric.llm_trait_scores
+            assert set(scores) == {"concise", "polite"}
+            assert scores["concise"] == old.rubric.llm_trait_scores["concise"]
+            assert r.metadata.derived_from == f"{source}#{old.metadata.result_id}"
+            assert r.template.raw_llm_response == old.template.raw_llm_response
+        judge.reset()
+
+        # Another judge, through the command line: one parse call per result.
+        bench_file = tmp_path / "bench.yaml"
+        dump_benchmark(base, bench_file)
+        out = tmp_path / "judged.parquet"
+        done = run_cli(
+            "reverify",
+            str(source),
+            "--benchmark",
+            str(bench_file),
+            "--parsing",
+            f"{other_judge.base_url}#judge2",
+            "--out",
+            str(out),
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"re-verifying {N} stored units" in done.stderr
+        assert (answer.stats().calls, judge.stats().calls, other_judge.stats().calls) == (0, 0, N)
+    judged = read_results(out)
+    assert len(judged) == N
+    assert {r.metadata.parsing.model_name for r in judged} == {"judge2"}
+    assert _verdicts(judged) == _verdicts(stored)
+    assert all(r.metadata.derived_from.startswith(f"{source}#") for r in judged)
+    # The stored answer cost nothing again; its tokens are those it had.
+    for r in judged:
+        usage = r.template.usage_metadata
+        assert usage["answer_generation"]["input_tokens"] > 0
+
+
+def test_reverify_refuses_a_results_file_without_a_benchmark(tmp_path: Path) -> None:
+    source = tmp_path / "empty.json"
+    write_results([], source)
+    done = run_cli(
+        "reverify",
+        str(source),
+        "--parsing",
+        "http://127.0.0.1:9/v1#j",
+        "--out",
+        str(tmp_path / "o.parquet"),
+    )
+    assert done.returncode == 2 and "does not hold its benchmark: pass --benchmark" in done.stderr
+    missing = run_cli(
+        "reverify", str(tmp_path / "nope.parquet"), "--out", str(tmp_path / "o.parquet")
+    )
+    assert missing.returncode == 2 and "no such results file" in missing.stderr
