@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from verifleet.schemas import ModelConfig
 
+from .._bridge import call_blocking
 from .._llm_protocol import ChatCaller, Message
 from ._usage import UsageTracker
 
@@ -141,7 +142,8 @@ class CachingCaller:
         return self._tracker.replicate if stage == ANSWER_STAGE else None
 
     def _lookup(self, key: str, stage: str) -> Any:
-        blob = self._cache.get(key)
+        # A blocking store (SQLite, sync Redis) off the event loop in bridged code.
+        blob = call_blocking(self._cache.get, key)
         if blob is None:
             return None
         try:
@@ -163,7 +165,9 @@ class CachingCaller:
                 self._tracker.merge_stage(stage, entry)
         if reply and not own.incomplete:
             usage = entry or {"model": self.model_name}
-            self._cache.put(key, json.dumps({"reply": reply, "usage": usage}).encode())
+            call_blocking(
+                self._cache.put, key, json.dumps({"reply": reply, "usage": usage}).encode()
+            )
         return reply
 
     def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
