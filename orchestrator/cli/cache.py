@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 __all__ = ["open_cache", "register"]
 
+_EPILOG = """\
+examples:
+  verifleet cache stats --redis redis://127.0.0.1:6379/0
+  verifleet cache clear --local
+"""
+
 
 def register(commands: Any) -> None:
     """Add the ``cache`` sub-command."""
@@ -24,6 +30,7 @@ def register(commands: Any) -> None:
         "cache",
         help="the model-call cache: stats or clear",
         description=__doc__,
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", choices=["stats", "clear"])

@@ -66,6 +66,8 @@ def test_local_run_stops_at_its_budget_and_a_larger_one_finishes_it(tmp_path: Pa
             str(prices),
             "--concurrency",
             str(WINDOW),
+            # No preflight call: the endpoint's count is the units' calls alone.
+            "--no-preflight",
             "--out",
             str(out),
         ]
