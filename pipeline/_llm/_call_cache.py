@@ -143,7 +143,7 @@ class CachingCaller:
 
     def _lookup(self, key: str, stage: str) -> Any:
         # A blocking store (SQLite, sync Redis) off the event loop in bridged code.
-        blob = call_blocking(self._cache.get, key)
+        blob = call_blocking(lambda: self._cache.get(key))
         if blob is None:
             return None
         try:
@@ -165,9 +165,8 @@ class CachingCaller:
                 self._tracker.merge_stage(stage, entry)
         if reply and not own.incomplete:
             usage = entry or {"model": self.model_name}
-            call_blocking(
-                self._cache.put, key, json.dumps({"reply": reply, "usage": usage}).encode()
-            )
+            blob = json.dumps({"reply": reply, "usage": usage}).encode()
+            call_blocking(lambda: self._cache.put(key, blob))
         return reply
 
     def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
