@@ -167,7 +167,9 @@ class PipelineResources:
                 # Imported on first use: units without agents never load the MCP stack.
                 from ._agents import McpAgentRunner
 
-                self._builtin_agent = McpAgentRunner(clients=self.clients, call_gate=self.call_gate)
+                self._builtin_agent = McpAgentRunner(
+                    clients=self.clients, call_gate=self.call_gate, call_cache=self.call_cache
+                )
             return self._builtin_agent
 
     def search_for(self, config: VerificationConfig, *, rubric: bool = False) -> SearchFunction:

@@ -23,10 +23,11 @@ from langchain_core.messages import AIMessage, ToolMessage
 from verifleet.limits import Slot
 from verifleet.schemas import ModelConfig, RetryPolicy
 
-from .._llm import CallGate, UsageTracker, classify_error
+from .._llm import CallCache, CallGate, UsageTracker, classify_error
 from .._llm._bound import no_gate
 from .._llm._gate import estimate_tokens, gate_attempt, report_usage, usage_tokens
 from .._llm_protocol import ModelCallError
+from ._cached_steps import StepCache
 from ._convert import _text
 
 __all__ = ["GatedModelMiddleware", "ToolTimeoutMiddleware"]
@@ -62,6 +63,7 @@ class GatedModelMiddleware(AgentMiddleware[Any, Any]):
         policy: Retry policy for transient errors.
         request_timeout: Seconds one model request may take.
         deadline: ``time.monotonic()`` after which no attempt starts.
+        cache: The call cache, when the run uses it (``cache: true``).
 
     Failure: a call that fails for good raises :class:`ModelCallError` (non-transient
     at once; transient ones after the policy's attempts or at the deadline), which
@@ -78,6 +80,7 @@ class GatedModelMiddleware(AgentMiddleware[Any, Any]):
         policy: RetryPolicy,
         request_timeout: float,
         deadline: float | None,
+        cache: CallCache | None = None,
     ) -> None:
         super().__init__()
         self._model = model
@@ -88,6 +91,7 @@ class GatedModelMiddleware(AgentMiddleware[Any, Any]):
         self._timeout = request_timeout
         self._deadline = deadline
         self.model_calls = 0
+        self._steps = StepCache(cache, model, tracker, stage) if cache is not None else None
 
     @property
     def name(self) -> str:
@@ -122,7 +126,20 @@ class GatedModelMiddleware(AgentMiddleware[Any, Any]):
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Handler
     ) -> ModelResponse[Any]:
-        """One model call of the agent, retried per the policy (see the class)."""
+        """One model call of the agent, retried per the policy (see the class);
+        from the call cache when the run has one and the same step was made."""
+        if self._steps is None:
+            return await self._call(request, handler)
+        key = self._steps.key(request)
+        stored = await self._steps.lookup(key)
+        if stored is not None:
+            self.model_calls += 1
+            return stored
+        response = await self._call(request, handler)
+        await self._steps.keep(key, response)
+        return response
+
+    async def _call(self, request: ModelRequest[Any], handler: Handler) -> ModelResponse[Any]:
         attempt = 0
         label = f"agent model call ({self._model.model_name})"
         while True:

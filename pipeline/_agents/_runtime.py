@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
 from .._answer import CachedAnswer
-from .._llm import CallGate, ChatModelCache, UsageTracker
+from .._llm import CallCache, CallGate, ChatModelCache, UsageTracker
 from .._llm_protocol import Message
 from .._trace import render_trace
 from ._convert import agent_metrics, trace_of
@@ -95,11 +95,19 @@ class McpAgentRunner:
         clients: The per-process chat client cache (the agent uses the model's
             langchain client from it).
         call_gate: The endpoint gate every model call of an agent enters.
+        call_cache: The call cache, used by runs whose config has ``cache: true``.
     """
 
-    def __init__(self, *, clients: ChatModelCache, call_gate: CallGate | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clients: ChatModelCache,
+        call_gate: CallGate | None = None,
+        call_cache: CallCache | None = None,
+    ) -> None:
         self._clients = clients
         self._gate = call_gate
+        self._cache = call_cache
 
     def __call__(
         self,
@@ -133,6 +141,7 @@ class McpAgentRunner:
             policy=config.retry_policy,
             request_timeout=config.request_timeout,
             deadline=deadline,
+            cache=config.cache,
         )
         return CachedAnswer(
             raw_llm_response=run.text,
@@ -154,6 +163,7 @@ class McpAgentRunner:
         policy: RetryPolicy,
         request_timeout: float,
         deadline: float | None,
+        cache: bool = False,
     ) -> AgentRun:
         """Run one agent to its end (blocking); see :meth:`__call__` for failures.
 
@@ -170,6 +180,8 @@ class McpAgentRunner:
             request_timeout: Seconds per model request (tool calls: see
                 :func:`tool_timeout`).
             deadline: ``time.monotonic()`` by which the run must end.
+            cache: Answer the agent's steps from the call cache where they were
+                made before (with the runtime's ``call_cache``).
         """
         coro = self._arun(
             model,
@@ -182,6 +194,7 @@ class McpAgentRunner:
             policy=policy,
             request_timeout=request_timeout,
             deadline=deadline,
+            cache=self._cache if cache else None,
         )
         return run_on_agent_loop(coro, deadline=deadline)
 
@@ -198,6 +211,7 @@ class McpAgentRunner:
         policy: RetryPolicy,
         request_timeout: float,
         deadline: float | None,
+        cache: CallCache | None = None,
     ) -> AgentRun:
         from langchain.agents import create_agent
         from langgraph.errors import GraphRecursionError
@@ -212,6 +226,7 @@ class McpAgentRunner:
             policy=policy,
             request_timeout=request_timeout,
             deadline=deadline,
+            cache=cache,
         )
         async with AsyncExitStack() as stack:
             tools = (

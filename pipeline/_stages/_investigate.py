@@ -77,6 +77,7 @@ class TraitInvestigator:
             policy=ctx.config.retry_policy,
             request_timeout=ctx.config.request_timeout,
             deadline=deadline,
+            cache=ctx.config.cache,
         )
         text = run.text
         if run.recursion_limit_reached:

@@ -11,14 +11,17 @@ from pathlib import Path
 import pytest
 from _support.fleet import Fleet, run_cli
 from _support.jobs import capitals_benchmark, comparable
+from _support.mcp_server import McpServer, mcp_server
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.limits import LocalCallGate
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.pipeline import DiskCallCache, PipelineResources
-from verifleet.schemas import ModelConfig, PriceTable, VerificationConfig
+from verifleet.schemas import Benchmark, ModelConfig, PriceTable, Question, VerificationConfig
 from verifleet.store import JobStatus, RedisCallCache, ResultStore
+
+__all__ = ["mcp_server"]
 
 pytestmark = pytest.mark.integration
 
@@ -156,3 +159,57 @@ def test_one_cache_for_the_fleet_a_second_identical_job_makes_no_call(
     assert comparable(second.result_set()) == comparable(first.result_set())
     stats = run_cli("cache", "stats", "--redis", redis_url)
     assert stats.returncode == 0 and "entries:  20" in stats.stdout, stats.stdout + stats.stderr
+
+
+def test_agent_steps_are_cached_and_replayed(tmp_path: Path, mcp_server: McpServer) -> None:
+    """A tool-using agent (real MCP server, scripted tool-calling endpoint: no
+    local model calls tools on demand) answers the second run from the cache:
+    every step, the judge too, with the same trace."""
+    from _support.agent_endpoint import ScriptedEndpoint, build_app
+    from _support.asgi_thread import serve_in_thread
+
+    state = ScriptedEndpoint()
+    served = serve_in_thread(build_app(state), lifespan="off")
+    try:
+        base = f"{served.url}/v1"
+        question = Question(
+            id="tool",
+            question='How long is BCL2? [tool:gene_length {"gene": "BCL2"}]',
+            raw_answer="239",
+            answer_template=(
+                "class Answer(BaseAnswer):\n"
+                '    value: int = Field(description="The number the response gives")\n'
+                "    def model_post_init(self, __context):\n"
+                '        self.correct = {"value": 239}\n'
+                "    def verify(self) -> bool:\n"
+                '        return self.value == self.correct["value"]\n'
+            ),
+        )
+        config = VerificationConfig.build(
+            answering_models=[
+                ModelConfig(
+                    model_name="scripted",
+                    interface="openai_endpoint",
+                    endpoint_base_url=base,
+                    mcp_urls_dict={"tools": mcp_server.url},
+                )
+            ],
+            parsing_models=[
+                ModelConfig(model_name="judge", interface="openai_endpoint", endpoint_base_url=base)
+            ],
+            cache=True,
+        )
+        bench = Benchmark(name="agent", questions=[question])
+        cache = DiskCallCache(tmp_path / "calls.sqlite3")
+        first = _run(bench, config, cache)
+        calls = sum(state.counts.values())
+        assert calls >= 3, state.counts  # two agent steps and the judge
+        second = _run(bench, config, cache)
+        assert sum(state.counts.values()) == calls, "the second run made no model call"
+    finally:
+        served.stop()
+    (a,), (b,) = first, second
+    assert a.template.verify_result is True and b.template.verify_result is True
+    assert b.template.trace_messages == a.template.trace_messages
+    assert b.template.agent_metrics == a.template.agent_metrics
+    assert b.template.usage_metadata["answer_generation"]["cache_hits"] == 2
