@@ -6,8 +6,8 @@ Usage::
     .venv/bin/python bench/reward.py --levels 16000 --scenarios judge,nojudge,faults
     .venv/bin/python bench/reward.py --levels 1024 --workers 2 --redis redis://127.0.0.1:6390/0
 
-Each (scenario, level) starts a fresh ``verifleet serve`` process (a cold server:
-no executor started, empty judge cache), then opens ``level`` connections at once
+Each (scenario, level) starts a fresh ``verifleet serve`` process, warms it
+(except ``cold``), then opens ``level`` connections at once
 with aiohttp, each sending one ``/verify`` with a response text never seen before,
 while a prober sends ``GET /health`` every 100 ms. The open-files limit is raised
 first (``ulimit -n``; the server inherits it).
@@ -24,6 +24,9 @@ Scenarios:
 - ``faults``: as ``judge``, with 10 % of judge calls answered 503 and 10 % hanging
   (``--slow-ms``); the judge's per-call timeout is ``--judge-timeout`` and failed
   calls are retried.
+- ``cold``: as ``judge``, without the warm-up the others get (one rollout per
+  question before the measured ones): the measured rollouts start the sandbox
+  executors and have the 100 templates described.
 
 Printed per run: replies by status, answered within the time limit, requests/s
 (200s over the wall time), the ratio to the judge-bound ideal, latency
@@ -94,6 +97,7 @@ def _benchmark(questions: int) -> Benchmark:
 
 
 def _reward_config(scenario: str, judge_timeout: float) -> dict[str, Any]:
+    """``nojudge``: a regex trait alone; the others: the judge fills the template."""
     if scenario == "nojudge":
         return {
             "mode": "hybrid",
@@ -289,8 +293,15 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
     server, base = _start_server(args, tmp / "bench.yaml", reward, judge_url)
     try:
         pids = _server_pids(server.pid)
-        cpu_before = _cpu_seconds(pids)
         tag = f"{scenario}-{level}-{time.time_ns()}"
+        if scenario != "cold":
+            # One rollout per question first: templates described, executors up.
+            warm = [
+                {"question_id": f"q{q}", "response": f"Warm {tag}-{q}: the capital is Capital{q}."}
+                for q in range(args.questions)
+            ]
+            asyncio.run(_load(base, warm, args.limit))
+        cpu_before = _cpu_seconds(pids)
         bodies = []
         for i in range(level):
             q = i % args.questions
@@ -343,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", default="256,1024,4096,16000", help="concurrent connections")
     parser.add_argument(
-        "--scenarios", default="judge", help="comma list of judge, nojudge, faults (default judge)"
+        "--scenarios",
+        default="judge",
+        help="comma list of judge, nojudge, faults, cold (default judge)",
     )
     parser.add_argument("--latency-ms", type=float, default=50.0, help="judge latency per call")
     parser.add_argument(
@@ -360,10 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     levels = [int(x) for x in args.levels.split(",")]
-    need = max(levels) * 2 + 4096
+    # The client and the server (a child, which inherits the limit) each hold one
+    # descriptor per connection, plus the judge's and the executors'.
+    need = max(levels) + 2048
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (need, max(hard, need)))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (need, max(hard, need)))
+        except (ValueError, OSError):  # no CAP_SYS_RESOURCE: as far as the hard limit
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     print(f"open files limit: {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}")
 
     with tempfile.TemporaryDirectory(prefix="bench-reward-") as name:

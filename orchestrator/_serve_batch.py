@@ -14,12 +14,10 @@ malformed). The batch itself is 200 unless the whole body is unusable.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-import anyio
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
 from verifleet.reward import (
@@ -32,15 +30,26 @@ from verifleet.reward import (
 )
 
 from ._serve_admission import Admission
-from ._serve_defaults import DEFAULT_MAX_BATCH
-from ._serve_scoring import cancel_on_disconnect, score_on_loop
+from ._serve_scoring import Receive, score_on_loop, until_disconnected
 
-__all__ = ["BATCH_PATH", "DEFAULT_MAX_BATCH", "add_batch_route"]
+__all__ = ["BATCH_PATH", "REQUEST", "BatchReply", "score_batch", "validation_problems"]
 
 BATCH_PATH = "/verify/batch"
 
+#: Validates one verify request body (either shape).
+REQUEST: TypeAdapter[Any] = TypeAdapter(VerifyRequest)
 
-_REQUEST: TypeAdapter[Any] = TypeAdapter(VerifyRequest)
+#: (status, payload, extra headers) of a batch reply; None when the client left.
+BatchReply = tuple[int, dict[str, Any], dict[str, str]] | None
+
+
+def validation_problems(exc: ValidationError, limit: int = 10) -> list[str]:
+    """``where: what`` of each problem (the shape tag left out of the path)."""
+    lines = []
+    for err in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("responses", "plain"))
+        lines.append(f"{where or 'body'}: {err.get('msg', 'invalid')}")
+    return lines
 
 
 def _entry_error(status: int, message: str) -> dict[str, Any]:
@@ -58,88 +67,78 @@ def _rollouts(data: Any) -> list[Any] | str:
     return data
 
 
-async def _score_entry(
-    scorer: RewardScorer, item: Any, index: int, results: list[Any], timeout: float
-) -> None:
+async def _score_entry(scorer: RewardScorer, item: Any, timeout: float) -> dict[str, Any]:
     try:
-        body = _REQUEST.validate_python(item)
+        body = REQUEST.validate_python(item)
     except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'rollout'}: {e['msg']}"
-            for e in exc.errors()
-        ]
-        results[index] = _entry_error(422, "malformed request: " + "; ".join(problems[:5]))
-        return
+        return _entry_error(422, "malformed request: " + "; ".join(validation_problems(exc, 5)))
     try:
         outcome = await score_on_loop(scorer, body, timeout=timeout)
     except InvalidRequestError as exc:
-        status = 404 if isinstance(exc, UnknownQuestionError) else 422
-        results[index] = _entry_error(status, str(exc))
-        return
+        return _entry_error(404 if isinstance(exc, UnknownQuestionError) else 422, str(exc))
     if isinstance(outcome, Failure):
-        results[index] = {"reward": None, "failure": outcome.model_dump()}
-    elif isinstance(outcome, ScoredRollout):
-        results[index] = outcome.verdict_fields()
+        return {"reward": None, "failure": outcome.model_dump()}
+    assert isinstance(outcome, ScoredRollout)
+    return outcome.verdict_fields()
 
 
-def add_batch_route(
-    app: FastAPI, scorer: RewardScorer, admission: Admission, *, timeout: float, max_batch: int
-) -> None:
-    """Add ``POST /verify/batch`` to ``app``.
+async def score_batch(
+    raw: bytes,
+    scorer: RewardScorer,
+    admission: Admission,
+    *,
+    timeout: float,
+    max_batch: int,
+    receive: Receive,
+) -> BatchReply:
+    """Score a batch body.
 
     A batch takes one admission place per rollout, all or none: one that does
     not fit now gets 503 with ``Retry-After``; one larger than ``max_batch`` or
-    than the admission limit itself gets 413.
+    than the admission limit itself gets 413. A client that disconnects cancels
+    the whole batch (None is returned).
     """
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return 400, {"message": "the request body is not valid JSON"}, {}
+    rollouts = _rollouts(data)
+    if isinstance(rollouts, str):
+        return 422, {"message": rollouts}, {}
+    count = len(rollouts)
+    limit = min(max_batch, admission.max_inflight)
+    if count > limit:
+        message = (
+            f"a batch of {count} rollouts is larger than the server takes at once ({limit}: "
+            f"--max-batch {max_batch}, --max-inflight {admission.max_inflight}); split it"
+        )
+        return 413, {"message": message}, {}
+    if not admission.try_enter(count):
+        wait = admission.retry_after()
+        message = (
+            f"the server is scoring {admission.inflight} rollouts; {count} more would pass "
+            f"its limit (--max-inflight {admission.max_inflight}): retry in {wait}s"
+        )
+        return 503, {"message": message}, {"retry-after": str(wait)}
+    task = asyncio.current_task()
+    assert task is not None
+    gone = False
 
-    @app.post(
-        BATCH_PATH,
-        responses={
-            400: {"description": "body is not JSON"},
-            413: {"description": "more rollouts than --max-batch or --max-inflight"},
-            422: {"description": "not a list of rollouts"},
-            503: {"description": "the batch does not fit under --max-inflight now"},
-        },
-    )
-    async def verify_batch(request: Request) -> JSONResponse:
-        """Verify a list of rollouts; one entry per rollout, in order."""
-        try:
-            data = json.loads(await request.body())
-        except ValueError:
-            return JSONResponse({"message": "the request body is not valid JSON"}, 400)
-        rollouts = _rollouts(data)
-        if isinstance(rollouts, str):
-            return JSONResponse({"message": rollouts}, 422)
-        count = len(rollouts)
-        limit = min(max_batch, admission.max_inflight)
-        if count > limit:
-            return JSONResponse(
-                {
-                    "message": f"a batch of {count} rollouts is larger than the server takes "
-                    f"at once ({limit}: --max-batch {max_batch}, --max-inflight "
-                    f"{admission.max_inflight}); split it"
-                },
-                413,
-            )
-        if not admission.try_enter(count):
-            wait = admission.retry_after()
-            return JSONResponse(
-                {
-                    "message": f"the server is scoring {admission.inflight} rollouts; "
-                    f"{count} more would pass its limit (--max-inflight "
-                    f"{admission.max_inflight}): retry in {wait}s"
-                },
-                503,
-                headers={"retry-after": str(wait)},
-            )
-        results: list[Any] = [None] * count
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(cancel_on_disconnect, request, group.cancel_scope)
-                async with anyio.create_task_group() as scoring:
-                    for index, item in enumerate(rollouts):
-                        scoring.start_soon(_score_entry, scorer, item, index, results, timeout)
-                group.cancel_scope.cancel()
-        finally:
-            admission.leave(count)
-        return JSONResponse({"results": results})
+    async def watch() -> None:
+        nonlocal gone
+        await until_disconnected(receive)
+        gone = True
+        task.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        results = await asyncio.gather(*(_score_entry(scorer, r, timeout) for r in rollouts))
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        task.uncancel()
+        return None
+    finally:
+        watcher.cancel()
+        admission.leave(count)
+    return 200, {"results": results}, {}

@@ -122,12 +122,14 @@ class Transports:
                 self._ssl = httpx.create_ssl_context()
             return self._ssl
 
-    def get(self, base_url: str, api_key: str | None) -> Sender | AsyncSender:
+    def get(
+        self, base_url: str, api_key: str | None, *, max_concurrency: int | None = None
+    ) -> Sender | AsyncSender:
         """This thread's sender for ``base_url`` with ``api_key``, built on first use;
         in bridged code (:func:`~verifleet.pipeline.run_bridged`), the event loop's
-        asynchronous one."""
+        asynchronous one, which keeps at most ``max_concurrency`` calls in flight."""
         if in_bridge():
-            return async_sender(base_url, api_key)
+            return async_sender(base_url, api_key, max_concurrency=max_concurrency)
         senders: _ThreadSenders | None = getattr(self._local, "senders", None)
         if senders is None:
             senders = self._local.senders = _ThreadSenders()

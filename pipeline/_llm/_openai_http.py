@@ -358,7 +358,9 @@ class OpenAIHttpChatCaller(BoundCaller):
         tokens = estimate_tokens(self._model, messages)
 
         def attempt() -> tuple[str, dict[str, Any] | None]:
-            sender = _TRANSPORTS.get(endpoint.base_url, endpoint.api_key)
+            sender = _TRANSPORTS.get(
+                endpoint.base_url, endpoint.api_key, max_concurrency=self._model.max_concurrency
+            )
             with gate_attempt(self._gate, self._model, tokens) as slot:
                 response = sender.post(
                     endpoint.url, content=content, headers=endpoint.headers, timeout=self._timeout

@@ -1,0 +1,229 @@
+"""The reward service's hot routes as plain ASGI: ``POST /verify``,
+``POST /verify/batch``, ``GET /health`` and ``GET /ready``.
+
+Why not FastAPI routes: under load, FastAPI's and Starlette's per-request layers
+(middleware stack, dependency solving, request and response objects) cost the
+server more CPU than scoring a judge-free rollout. These four paths are served
+here, behind the same guards (Host check, bearer token, admission, body limit);
+the FastAPI app keeps their declarations for the OpenAPI document and serves
+everything else (``/openapi.json``, ``/docs``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from verifleet import __version__
+from verifleet.reward import (
+    Failure,
+    InvalidRequestError,
+    RewardScorer,
+    ScoredRollout,
+    UnknownQuestionError,
+)
+
+from ._serve_admission import Admission
+from ._serve_batch import BATCH_PATH, REQUEST, score_batch, validation_problems
+from ._serve_guards import Receive, Scope, Send, bearer_token_ok
+from ._serve_scoring import score_on_loop
+
+__all__ = [
+    "FAILURE_STATUS",
+    "HEALTH_PATH",
+    "READY_PATH",
+    "VERIFY_PATH",
+    "InfraErrors",
+    "ServiceRoutes",
+    "reply_fields",
+]
+
+_log = logging.getLogger(__name__)
+
+HEALTH_PATH = "/health"
+READY_PATH = "/ready"
+VERIFY_PATH = "/verify"
+
+InfraErrors = Literal["status", "null"]
+
+#: The status of an infrastructure failure when ``infra_errors="status"``.
+FAILURE_STATUS = {"judge_unreachable": 502, "judge_refused": 502, "executor": 503, "timeout": 504}
+
+
+def reply_fields(scored: ScoredRollout) -> dict[str, Any]:
+    """What a scored request's reply adds to the request's own fields."""
+    fields: dict[str, Any] = {
+        "reward": scored.reward,
+        "question_id": scored.question_id,
+        "reward_breakdown": [b.model_dump(mode="json") for b in scored.breakdowns],
+        "equivalence": scored.equivalence.model_dump() if scored.equivalence else None,
+    }
+    if scored.failure is not None:
+        fields["failure"] = scored.failure.model_dump()
+    fields["verification_result"] = scored.results[0].model_dump(mode="json")
+    if len(scored.results) > 1:
+        fields["verification_results"] = [r.model_dump(mode="json") for r in scored.results]
+    return fields
+
+
+async def _send(
+    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    body = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    for name, value in (headers or {}).items():
+        head.append((name.encode(), value.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _body(receive: Receive) -> bytes | None:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # the client went away
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+class ServiceRoutes:
+    """Serves the hot routes of one reward service (an ASGI app for those paths).
+
+    Args:
+        scorer: The service's scorer.
+        admission: The service's admission counter.
+        timeout: Seconds one rollout may take.
+        max_batch: Rollouts one batch may carry.
+        infra_errors: How ``/verify`` answers an infrastructure failure.
+        token: The bearer token (``/health`` details need it), if any.
+    """
+
+    def __init__(
+        self,
+        scorer: RewardScorer,
+        admission: Admission,
+        *,
+        timeout: float,
+        max_batch: int,
+        infra_errors: InfraErrors,
+        token: str | None,
+    ) -> None:
+        self.scorer = scorer
+        self.admission = admission
+        self.timeout = timeout
+        self.max_batch = max_batch
+        self.infra_errors = infra_errors
+        self._secret = token.encode() if token is not None else None
+        self._routes = {
+            ("POST", VERIFY_PATH): self.verify,
+            ("POST", BATCH_PATH): self.verify_batch,
+            ("GET", HEALTH_PATH): self.health,
+            ("GET", READY_PATH): self.ready,
+        }
+
+    def handles(self, scope: Scope) -> bool:
+        """Whether ``scope`` is one of the routes served here."""
+        return (scope.get("method"), scope.get("path")) in self._routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = self._routes[(scope["method"], scope["path"])]
+        try:
+            await handler(scope, receive, send)
+        except Exception as exc:  # a fault of the server itself, never the client's
+            _log.exception("%s failed", scope["path"], exc_info=exc)
+            await _send(send, 500, {"message": f"internal error: {type(exc).__name__}"})
+
+    async def health(self, scope: Scope, _receive: Receive, send: Send) -> None:
+        """Liveness; with the token (or without one configured) what is verified."""
+        payload: dict[str, Any] = {"status": "ok", "version": __version__}
+        if self._secret is None or bearer_token_ok(scope.get("headers") or [], self._secret):
+            benchmark, scorer = self.scorer.benchmark, self.scorer
+            payload.update(
+                benchmark=benchmark.name,
+                questions=len(benchmark.questions),
+                reward_mode=scorer.reward_config.mode,
+                parsing_models=[m.model_name for m in scorer.parsing_models],
+            )
+        await _send(send, 200, payload)
+
+    async def ready(self, _scope: Scope, _receive: Receive, send: Send) -> None:
+        """200 while a rollout would be admitted, else 503 with ``Retry-After``."""
+        admission = self.admission
+        payload = {
+            "ready": not admission.saturated,
+            "inflight": admission.inflight,
+            "max_inflight": admission.max_inflight,
+            "rejected": admission.rejected,
+        }
+        if payload["ready"]:
+            await _send(send, 200, payload)
+        else:
+            await _send(send, 503, payload, {"retry-after": str(admission.retry_after())})
+
+    async def verify(self, _scope: Scope, receive: Receive, send: Send) -> None:
+        """One rollout: its request back with the reward (see the module of the service)."""
+        raw = await _body(receive)
+        if raw is None:
+            return
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            await _send(send, 400, {"message": "the request body is not valid JSON"})
+            return
+        try:
+            body = REQUEST.validate_python(data)
+        except ValidationError as exc:
+            detail = [
+                {k: v for k, v in e.items() if k in ("loc", "msg", "type")}
+                for e in exc.errors(include_url=False, include_context=False)
+            ]
+            message = "malformed request: " + "; ".join(validation_problems(exc))
+            await _send(send, 422, {"message": message, "detail": detail})
+            return
+        try:
+            outcome = await score_on_loop(self.scorer, body, timeout=self.timeout, receive=receive)
+        except InvalidRequestError as exc:
+            status = 404 if isinstance(exc, UnknownQuestionError) else 422
+            await _send(send, status, {"message": str(exc)})
+            return
+        if outcome is None:
+            return  # the client is gone: nobody reads a reply
+        payload = body.model_dump(mode="json", exclude_unset=True)
+        if isinstance(outcome, Failure):
+            payload.update(reward=None, failure=outcome.model_dump())
+            if self.infra_errors == "null":
+                await _send(send, 200, payload)
+            else:
+                payload["message"] = outcome.reason
+                await _send(send, 504, payload)
+            return
+        payload.update(reply_fields(outcome))
+        failure = outcome.failure
+        if failure is None or self.infra_errors == "null":
+            await _send(send, 200, payload)
+            return
+        payload["message"] = f"not verified ({failure.kind}): {failure.reason}; no reward was given"
+        status = FAILURE_STATUS[failure.kind]
+        await _send(send, status, payload, {"retry-after": "1"} if status == 503 else None)
+
+    async def verify_batch(self, _scope: Scope, receive: Receive, send: Send) -> None:
+        """Many rollouts, one entry each, in order (:mod:`._serve_batch`)."""
+        raw = await _body(receive)
+        if raw is None:
+            return
+        reply = await score_batch(
+            raw,
+            self.scorer,
+            self.admission,
+            timeout=self.timeout,
+            max_batch=self.max_batch,
+            receive=receive,
+        )
+        if reply is not None:
+            status, payload, headers = reply
+            await _send(send, status, payload, headers)
