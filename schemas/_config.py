@@ -447,6 +447,9 @@ class VerificationConfig(BaseModel):
     cache: bool = False
     #: Start no new unit once spent plus in-flight cost reaches this (``--max-cost``).
     max_cost_usd: float | None = Field(default=None, gt=0.0)
+    #: A fleet job whose stored answers this job re-judges (``verifleet reverify
+    #: --submit``): its workers call no answering model.
+    reverify_of: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -50,6 +50,7 @@ from ._budget import account_unit, admit_unit
 from ._jobs import JobCache, JobSpec
 from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
+from ._reverify import reverify_fleet_unit
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
 from .app import app
@@ -273,17 +274,25 @@ def run_unit_task(
     fault_for_tests(unit.question.id)
     # Descriptions primed for this job count inside this block only.
     with state.resources.sandbox.scoped(job_id):
-        results = run_unit(
-            unit.question,
-            unit.answering,
-            spec.config.parsing_models,
-            spec.config,
-            replicate=replicate,
-            rubric=spec.benchmark.rubric_for(unit.question),
-            dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
-            resources=state.resources,
-            deadline=deadline,
-        )
+        if spec.config.reverify_of:
+            results = _until_redis_answers(
+                lambda: reverify_fleet_unit(
+                    store, state.jobs, spec, unit, resources=state.resources, deadline=deadline
+                ),
+                deadline=deadline,
+            )
+        else:
+            results = run_unit(
+                unit.question,
+                unit.answering,
+                spec.config.parsing_models,
+                spec.config,
+                replicate=replicate,
+                rubric=spec.benchmark.rubric_for(unit.question),
+                dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
+                resources=state.resources,
+                deadline=deadline,
+            )
     keys = unit_result_keys(unit, spec.config.parsing_models, job_id=job_id)
     # Writing gets its own deadline: the unit's work is done and must not be lost.
     _until_redis_answers(

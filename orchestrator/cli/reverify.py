@@ -32,6 +32,7 @@ examples:
   verifleet reverify results.parquet --benchmark bench.yaml --parsing openai:gpt-4.1 --out judged.parquet
   verifleet reverify results.parquet --benchmark bench-with-new-trait.yaml --config cfg.yaml --out v2.parquet
   verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --out v2.parquet
+  verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --submit
 """
 
 
@@ -46,7 +47,13 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("results", help="a results file, or a fleet job id with --redis")
-    parser.add_argument("--out", type=Path, required=True, help="the new results file")
+    parser.add_argument("--out", type=Path, help="the new results file (required unless --submit)")
+    parser.add_argument(
+        "--submit",
+        action="store_true",
+        help="with a fleet job: re-judge on the fleet's workers, as a new job (its id is "
+        "printed; collect it with `verifleet results`)",
+    )
     parser.add_argument("--benchmark", type=Path, help="the benchmark (default: the job's)")
     parser.add_argument("--config", type=Path, help="YAML or JSON VerificationConfig fields")
     parser.add_argument("--parsing", nargs="+", metavar="MODEL", help="the judge(s)")
@@ -121,6 +128,36 @@ def _config(args: argparse.Namespace, base: VerificationConfig | None) -> Verifi
     return VerificationConfig.build(**data)
 
 
+def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) -> int:
+    """A new fleet job whose workers re-judge the source job's stored answers.
+
+    Raises:
+        ConfigError: RESULTS is not a fleet job.
+    """
+    from verifleet.schemas import ConfigError
+    from verifleet.store import ResultStore, mask_password
+
+    from .._fleet.broker import Broker
+    from .._fleet.submit import submit_job
+
+    if not name.startswith("job:"):
+        raise ConfigError("--submit re-judges a fleet job: pass its id and --redis URL")
+    url = args.redis or os.environ.get("VERIFLEET_REDIS_URL", "")
+    source = name.removeprefix("job:")
+    # Scenario runs are not re-verified (their paths would need new answers).
+    benchmark = benchmark.model_copy(update={"scenarios": []})
+    config = config.model_copy(update={"reverify_of": source})
+    broker = Broker(url)
+    try:
+        report = submit_job(benchmark, config, store=ResultStore.from_url(url), broker=broker)
+    finally:
+        broker.close()
+    shown = mask_password(url)
+    print(f"job {report.job_id}: re-judges {source} on the fleet ({report.units} units)")
+    print(f"collect it:  verifleet results {report.job_id} --redis {shown} --out results.parquet")
+    return 0
+
+
 def _reverify(args: argparse.Namespace) -> int:
     from verifleet.schemas import ConfigError, load_benchmark
 
@@ -142,6 +179,10 @@ def _reverify(args: argparse.Namespace) -> int:
             f"{name}: a results file does not hold its benchmark: pass --benchmark FILE"
         )
     config = _config(args, job_config)
+    if args.submit:
+        return _submit(args, benchmark, config, name)
+    if args.out is None:
+        raise ConfigError("--out FILE is required (or --submit, for a fleet job)")
     start_sandbox(args)
     runner = ReverifyRunner(benchmark, config, stored, source=name)
     if runner.missing_questions:

@@ -5,14 +5,16 @@ counts one role's calls: a real model's calls cannot be counted from outside).""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from _support.fleet import run_cli
+from _support.fleet import Fleet, run_cli
 from _support.jobs import capitals_benchmark
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results, write_results
+from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.reverify import ReverifyRunner
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.schemas import (
@@ -23,6 +25,7 @@ from verifleet.schemas import (
     VerificationConfig,
     dump_benchmark,
 )
+from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +122,49 @@ def test_reverify_refuses_a_results_file_without_a_benchmark(tmp_path: Path) -> 
         "reverify", str(tmp_path / "nope.parquet"), "--out", str(tmp_path / "o.parquet")
     )
     assert missing.returncode == 2 and "no such results file" in missing.stderr
+
+
+def test_reverify_a_fleet_job_on_the_fleet(fleet: Fleet, redis_url: str) -> None:
+    bench, answers = capitals_benchmark(N)
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as other_judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+            replicate_count=2,
+        )
+        fleet.start_worker("w1", concurrency=4)
+        fleet.wait_ready(["w1"])
+        source = Job.submit(bench, config, redis_url)
+        assert source.wait(timeout=120).status == JobStatus.DONE
+        assert answer.stats().calls == 2 * N
+        answer.reset()
+        judge.reset()
+        done = run_cli(
+            "reverify",
+            source.job_id,
+            "--redis",
+            redis_url,
+            "--parsing",
+            f"{other_judge.base_url}#judge2",
+            "--submit",
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        job_id = re.search(r"job (\S+): re-judges", done.stdout).group(1)  # type: ignore[union-attr]
+        rejudged = Job(job_id, redis_url)
+        assert rejudged.wait(timeout=120).status == JobStatus.DONE
+        assert (answer.stats().calls, judge.stats().calls) == (0, 0)
+        assert other_judge.stats().calls <= 2 * N  # identical answers share a parse call
+    results = rejudged.result_set()
+    before = {(r.metadata.question_id, r.metadata.replicate): r for r in source.result_set()}
+    assert len(results) == 2 * N
+    for r in results:
+        old = before[(r.metadata.question_id, r.metadata.replicate)]
+        assert r.metadata.parsing.model_name == "judge2"
+        assert r.template.raw_llm_response == old.template.raw_llm_response
+        assert r.template.verify_result == old.template.verify_result
+        assert r.metadata.derived_from == f"job:{source.job_id}#{old.metadata.result_id}"
