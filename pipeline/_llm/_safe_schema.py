@@ -267,6 +267,10 @@ def _remembered_ref(function: Callable[..., Any]) -> Callable[..., Any]:
     def keyword(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
         _spend()
         seen: dict[tuple[str, int], bool] | None = getattr(_scope, "seen", None)
+        if not isinstance(instance, dict | list):
+            # A scalar cannot descend: its cost is bounded by MAX_EXPANSION, and
+            # equal scalars share an id, so remembering would drop their messages.
+            seen = None
         key = (str(ref), id(instance))  # the reply is alive for the whole check
         if seen is not None and key in seen:
             if not seen[key]:

@@ -257,3 +257,14 @@ def test_both_callers_ask_with_a_hostile_schema_and_touch_nothing(
         )
     assert value["value"] == REDOS_VALUE and value["remote"] == "r"
     assert listener.connections == []
+
+
+def test_every_field_that_refers_to_one_definition_gets_its_own_message() -> None:
+    schema = {
+        **_object(a={"$ref": "#/$defs/S"}, b={"$ref": "#/$defs/S"}),
+        "$defs": {"S": {"type": "string"}},
+    }
+    assert schema_errors({"a": 1, "b": 1}, schema) == [
+        "a: expected string, got integer",
+        "b: expected string, got integer",
+    ]
