@@ -245,11 +245,12 @@ def _purge_expired(store: ResultStore) -> list[str]:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from verifleet.errors import JobRejectedError
     from verifleet.schemas import load_benchmark
     from verifleet.store import ResultStore, mask_password
 
     from .._fleet.broker import Broker
-    from .._fleet.submit import submit_job
+    from .._fleet.submit import submit_job, validate_job
     from ._console import make_console
     from ._sandbox import start_sandbox
     from .config import build_config
@@ -263,6 +264,12 @@ def _submit(args: argparse.Namespace) -> int:
     )
     benchmark = select(benchmark, args)
     config = build_config(args)
+    if args.preflight:
+        # The job's own problems first (no network): a broken job is rejected
+        # listing them, whatever state its models are in. submit_job checks again.
+        problems = validate_job(benchmark, config, strict=args.strict)
+        if problems:
+            raise JobRejectedError(problems)
     preflight(config, args, make_console(stderr=True))
     store = ResultStore.from_url(url)
     _purge_expired(store)
