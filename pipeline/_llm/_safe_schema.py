@@ -35,6 +35,8 @@ from jsonschema.validators import extend
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource
 
+from verifleet.errors import VerifleetError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_EXPANSION",
@@ -73,11 +75,11 @@ _SAME_VALUE = ("anyOf", "oneOf", "allOf")
 _TYPES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 
 
-class UnsafeSchema(ValueError):
+class UnsafeSchema(VerifleetError, ValueError):
     """A schema the host will not check replies against (the message says why)."""
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(VerifleetError):
     """One check ran past :data:`MAX_STEPS` keyword evaluations."""
 
 
