@@ -185,14 +185,20 @@ def descendants_cpu_seconds(pid: int, exclude: Sequence[int] = ()) -> float:
     stack = [c for c in kids.get(pid, []) if c not in exclude]
     while stack:
         child = stack.pop()
-        total += cpu_seconds(child)
+        # A descendant's reaped children count too: a template process reaps
+        # the short-lived process it forks for each call.
+        total += cpu_seconds(child) + _reaped_cpu_seconds(child)
         stack.extend(c for c in kids.get(child, []) if c not in exclude)
+    return total + _reaped_cpu_seconds(pid)
+
+
+def _reaped_cpu_seconds(pid: int) -> float:
+    """CPU seconds of the children ``pid`` has waited for (cutime + cstime)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[13]) + int(fields[14])) / _TICKS  # cutime, cstime
+        return (int(fields[13]) + int(fields[14])) / _TICKS
     except (OSError, IndexError, ValueError):
-        pass
-    return total
+        return 0.0
 
 
 #: Processes a bench started for itself (endpoint, Redis, workers): never counted

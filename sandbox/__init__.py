@@ -2,16 +2,18 @@
 executor processes.
 
 The host side (:class:`SandboxPool`) keeps a warm pool of executor processes per
-process and talks to them with JSON lines over pipes; only JSON crosses. Each
+process and talks to them with typed JSON lines over pipes (``_protocol``). Each
 executor starts under the configured isolation (:class:`SandboxMode`: bubblewrap
-namespaces, a seccomp filter, rlimits) and every call has a wall-clock limit
-that kills the executor; a dead executor is replaced and only the call that
-killed it fails. See docs/security.md.
+namespaces, a seccomp filter, rlimits) and runs every call in a process forked
+for that call, under the call's wall-clock limit: nothing one call's code
+changes outlives it, and a call that hangs or crashes fails alone. See
+docs/security.md.
 
-Imports only :mod:`verifleet.schemas`, pydantic and the standard library.
+Imports only :mod:`verifleet.schemas`, :mod:`verifleet.templates`, pydantic and
+the standard library.
 """
 
-from ._checkers import install_sandbox_checkers
+from ._checkers import SandboxChecker, sandbox_checker
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
@@ -19,6 +21,7 @@ from ._settings import SandboxMode, SandboxSettings
 
 __all__ = [
     "ExecutorCrashed",
+    "SandboxChecker",
     "SandboxError",
     "SandboxMode",
     "SandboxPool",
@@ -29,10 +32,6 @@ __all__ = [
     "TemplateHandle",
     "TemplateVerification",
     "default_pool",
-    "install_sandbox_checkers",
     "reset_default_pool",
+    "sandbox_checker",
 ]
-
-# Benchmark checks (Benchmark.validate, load_benchmark) run code in executors
-# from here on; the executor restores the in-process checkers for itself.
-install_sandbox_checkers()

@@ -1,31 +1,38 @@
-"""The executor process: ``python -m verifleet.sandbox._executor``.
+"""The executor: ``python -m verifleet.sandbox._executor``.
 
-Started by the host pool (inside bubblewrap in strict mode). Order of work:
+Started by the host pool (inside bubblewrap in strict mode). This process is the
+*router*: it reads the host's requests and hands each to a child (see
+``_children``), and never runs template or trait code itself. Order of work:
 
 1. Move the protocol off fd 1: requests arrive on stdin, answers leave on a
-   private duplicate of stdout, and fd 1 / ``sys.stdout`` point at stderr, so a
-   template's ``print`` cannot forge an answer.
-2. Set rlimits: address space, open files, file size 0, no core dumps, no new
-   processes; CPU seconds are re-armed before every request.
-3. Import the template runtime and warm it up (so no import happens after the
-   filter that a filter could break).
-4. Install the seccomp filter (strict and seccomp modes); a failure is fatal.
-5. Answer one JSON line per request line until stdin closes.
+   private duplicate of stdout, and fd 1 / ``sys.stdout`` point at stderr, so
+   nothing printed can forge an answer.
+2. Set rlimits: address space (per process), open files, file size 0, no core
+   dumps.
+3. Import the template runtime and warm it up, so children start warm.
+4. Open the slot pipes and fork the spawner, before any request is read: the
+   spawner (and so every child) never holds another request's data.
+5. Install the router's seccomp filter (strict and seccomp modes; fatal on
+   failure), then answer one line per request until stdin closes.
 
-Each answer is ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false,
-"error": {"kind", "message"}}``. The first line written is the hello:
-``{"hello": {"seccomp": bool, "pid": int}}`` or ``{"fatal": message}``.
+The first line written is a :class:`~._protocol.Hello`; every other line is a
+:class:`~._protocol.Reply` to one request.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import signal
 import sys
-from typing import IO, Any
+from typing import IO
+
+from pydantic import ValidationError
+
+from ._children import MAX_ANSWER_BYTES, Limits, Slot, spawner_main
+from ._pipes import write_all
+from ._protocol import Hello, PingRequest, PingResult, Reply, decode_request, encode
 
 _WARMUP_TEMPLATE = """
 import re
@@ -41,19 +48,25 @@ class Answer(BaseAnswer):
         return bool(re.match("x", self.value))
 """
 
+#: Open files per process: the router holds four descriptors per slot.
+_MAX_FILES = 1024
+
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="verifleet.sandbox._executor")
     parser.add_argument("--mode", required=True)
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--cpu-seconds", type=int, required=True)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--template-processes", type=int, default=16)
     parser.add_argument("--max-templates", type=int, default=1024)
+    parser.add_argument("--fresh-state", choices=("call", "template"), default="call")
     return parser.parse_args(argv)
 
 
-def _protocol_streams() -> tuple[IO[bytes], IO[bytes]]:
-    requests = os.fdopen(os.dup(0), "rb", buffering=0)
-    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+def _protocol_streams() -> tuple[int, int]:
+    requests = os.dup(0)
+    answers = os.dup(1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -66,110 +79,92 @@ def _protocol_streams() -> tuple[IO[bytes], IO[bytes]]:
 def _set_limits(memory_mb: int) -> None:
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_MAX_FILES, _MAX_FILES))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    # Writing past RLIMIT_FSIZE should fail with EFBIG, not kill the executor.
+    # Writing past RLIMIT_FSIZE should fail with EFBIG, not kill the process.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _arm_cpu(seconds: int) -> None:
-    """Allow ``seconds`` more CPU seconds from now (SIGXCPU kills past them)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    used = int(usage.ru_utime + usage.ru_stime) + 1
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = used + seconds
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+def _warm_up() -> None:
+    """Import and exercise what children run, once, before the spawner forks."""
+    from ._protocol import DescribeRequest, EvaluateRequest, source_digest
+    from ._runtime import compile_template, describe, evaluate
 
-
-def _write(stream: IO[bytes], message: dict[str, Any]) -> None:
-    data = json.dumps(message, separators=(",", ":"), allow_nan=True).encode("utf-8") + b"\n"
-    view = memoryview(data)
-    while view:
-        written = stream.write(view)
-        view = view[written or 0 :]
+    digest = source_digest(_WARMUP_TEMPLATE)
+    cls = compile_template(_WARMUP_TEMPLATE, "w")
+    describe(cls, DescribeRequest(id=0, template_id="warmup", digest=digest))
+    evaluate(cls, EvaluateRequest(id=0, template_id="warmup", digest=digest, data={"value": "x"}))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the executor until stdin closes. Returns the exit status."""
     args = _parse_args(sys.argv[1:] if argv is None else argv)
     requests, answers = _protocol_streams()
+    seccomp = args.mode in ("strict", "seccomp")
+    limits = Limits(
+        seccomp=seccomp,
+        cpu_seconds=args.cpu_seconds,
+        timeout=args.timeout,
+        fork_per_call=args.fresh_state == "call",
+    )
     try:
         _set_limits(args.memory_mb)
-        from verifleet.sandbox._runtime import RequestError, Runtime
-        from verifleet.schemas import use_code_checkers
-        from verifleet.schemas._checkers import IN_PROCESS
+        _warm_up()
+        slots = [Slot.open(i) for i in range(args.template_processes + 1)]
+        control_r, control_w = os.pipe()
+        spawner = os.fork()
+        if spawner == 0:
+            try:
+                from ._pipes import die_with_parent
 
-        use_code_checkers(IN_PROCESS)  # this process is the sandbox
-
-        runtime = Runtime(max_templates=args.max_templates)
-        runtime.describe({"template_id": "warmup", "source": _WARMUP_TEMPLATE, "question_id": "w"})
-        runtime.evaluate({"template_id": "warmup", "question_id": "w", "data": {"value": "x"}})
-        seccomp = args.mode in ("strict", "seccomp")
+                os.close(requests)
+                os.close(answers)
+                die_with_parent(os.getppid())
+                spawner_main(control_r, slots, limits)
+            finally:
+                os._exit(70)
+        os.close(control_r)
         if seccomp:
-            from verifleet.sandbox._seccomp import install_filter
+            from ._seccomp import install_filter
 
-            install_filter()
+            install_filter("router")
+        from ._router import Router
+
+        router = Router(
+            slots,
+            control_w,
+            spawner,
+            limits,
+            max_sources=args.max_templates,
+        )
     except Exception as exc:
-        _write(answers, {"fatal": f"{type(exc).__name__}: {exc}"})
+        write_all(answers, encode(Hello(fatal=f"{type(exc).__name__}: {exc}")))
         return 3
-    _write(answers, {"hello": {"seccomp": seccomp, "pid": os.getpid()}})
-    for line in requests:
+    write_all(answers, encode(Hello(seccomp=seccomp, pid=os.getpid())))
+    stream: IO[bytes] = os.fdopen(requests, "rb")
+    for line in stream:
         try:
-            request = json.loads(line)
-            request_id = request["id"]
-            handler = runtime.handlers[request["op"]]
-        except Exception as exc:
-            _write(
-                answers,
-                {"id": None, "ok": False, "error": {"kind": "protocol", "message": str(exc)}},
-            )
+            request = decode_request(line)
+        except ValidationError as exc:
+            write_all(answers, encode(Reply.failure(None, "protocol", str(exc)[:500])))
             continue
-        _arm_cpu(args.cpu_seconds)
-        try:
-            result = handler(request)
-        except RequestError as exc:
-            reply = {
-                "id": request_id,
-                "ok": False,
-                "error": {"kind": exc.kind, "message": exc.message},
-            }
-        except MemoryError:
-            reply = {
-                "id": request_id,
-                "ok": False,
-                "error": {"kind": "crash", "message": "MemoryError"},
-            }
-        except RecursionError as exc:
-            reply = {
-                "id": request_id,
-                "ok": False,
-                "error": {"kind": "crash", "message": f"RecursionError: {exc}"},
-            }
-        except BaseException as exc:  # template code may raise its own BaseException
-            reply = {
-                "id": request_id,
-                "ok": False,
-                "error": {"kind": "internal", "message": f"{type(exc).__name__}: {exc}"},
-            }
+        if isinstance(request, PingRequest):
+            reply = encode(Reply.success(request.id, PingResult(cpu_seconds=_cpu_seconds())))
         else:
-            reply = {"id": request_id, "ok": True, "result": result}
-        try:
-            _write(answers, reply)
-        except (TypeError, ValueError) as exc:
-            _write(
-                answers,
-                {
-                    "id": request_id,
-                    "ok": False,
-                    "error": {"kind": "internal", "message": f"answer is not JSON: {exc}"},
-                },
-            )
+            reply = router.handle(request, line)
+        write_all(answers, reply)
     return 0
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+__all__ = ["MAX_ANSWER_BYTES", "main"]

@@ -8,6 +8,8 @@ from typing import Any
 
 from verifleet.templates import RegexOutcome
 
+from ._protocol import source_digest
+
 __all__ = ["TemplateEvaluation", "TemplateHandle", "TemplateVerification"]
 
 
@@ -28,6 +30,7 @@ class TemplateHandle:
             regex/trace-only template.
         composition_strategy: Label of the composition strategy, if any.
         defines_granular: Whether the class defines ``verify_granular``.
+        digest: SHA-256 of the exact source (what executors key templates by).
     """
 
     template_id: str
@@ -39,6 +42,11 @@ class TemplateHandle:
     defines_granular: bool
     _judge_schema: dict[str, Any] = field(repr=False)
     _ground_truth: dict[str, Any] | None = field(repr=False)
+    digest: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            object.__setattr__(self, "digest", source_digest(self.source))
 
     def judge_schema(self) -> dict[str, Any]:
         """The JSON schema the judge fills (a fresh copy per call)."""

@@ -132,6 +132,12 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         str(settings.cpu_per_call),
         "--max-templates",
         str(settings.max_templates),
+        "--timeout",
+        str(settings.timeout),
+        "--template-processes",
+        str(settings.template_processes),
+        "--fresh-state",
+        settings.fresh_state,
     ]
     if settings.mode is not SandboxMode.STRICT:
         return python

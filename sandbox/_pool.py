@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextvars import ContextVar
 from queue import SimpleQueue
@@ -39,6 +39,19 @@ from ._bounds import bounded_error, description_problem, evaluation_problem
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._process import ExecutorProcess
+from ._protocol import (
+    CheckTraitRequest,
+    DescribeRequest,
+    DescribeResult,
+    EvaluateRequest,
+    EvaluateResult,
+    PingRequest,
+    PingResult,
+    RegexTraitRequest,
+    Reply,
+    TraitRequest,
+    TraitResult,
+)
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = ["SandboxPool", "SandboxStats", "default_pool", "reset_default_pool"]
@@ -222,34 +235,34 @@ class SandboxPool:
             else:
                 self._cond.notify()
 
-    def _call(self, op: str, payload: dict[str, Any], source: str | None = None) -> dict[str, Any]:
-        """One request on some executor; re-sends the template ``source`` if the
-        executor lacks it. Executors hold sources by their SHA-256 (sent as the
-        request's ``template_id``), never by the MD5 template id: a source made
-        to collide with another's id is another template to them.
+    def _call(
+        self,
+        make: Callable[[int, str | None], Any],
+        template: tuple[str, str] | None = None,
+    ) -> Reply:
+        """One request on some executor. ``make(id, source)`` builds it; for a
+        template call (``template`` is its digest and source) the source is sent
+        only to an executor that lacks it, and again if it forgot it.
 
         Raises:
-            ExecutorCrashed: The executor died or overran the limit (it is replaced).
+            ExecutorCrashed: The executor died or stopped answering (it is replaced).
             SandboxUnavailable: No executor can be started.
         """
-        key = source_digest(source) if source is not None else None
-        proc = self._acquire(key)
+        digest = template[0] if template is not None else None
+        proc = self._acquire(digest)
         try:
-            body = dict(payload)
-            if key is not None:
-                body["template_id"] = key
-                if key not in proc.known_templates:
-                    body["source"] = source
-            answer = proc.call(op, body)
-            error = answer.get("error") or {}
-            if not answer.get("ok") and error.get("kind") == "need_source" and key is not None:
-                body["source"] = source
-                answer = proc.call(op, body)
-            if key is not None and "source" in body:
+            send = template is not None and template[0] not in proc.known_templates
+            source = template[1] if template is not None and send else None
+            reply = proc.call(make(proc.next_id(), source))
+            error = reply.error
+            if template is not None and error is not None and error.kind == "need_source":
+                send = True
+                reply = proc.call(make(proc.next_id(), template[1]))
+            if template is not None and send:
                 if len(proc.known_templates) >= self.settings.max_templates:
                     proc.known_templates.clear()
-                proc.known_templates.add(key)
-            return answer
+                proc.known_templates.add(template[0])
+            return reply
         finally:
             self._release(proc)
 
@@ -260,8 +273,8 @@ class SandboxPool:
         Raises:
             ExecutorCrashed: The executor died.
         """
-        answer = self._call("ping", {})
-        return float(answer["result"]["cpu_seconds"])
+        reply = self._call(lambda i, _: PingRequest(id=i))
+        return PingResult.model_validate(reply.result).cpu_seconds
 
     def start(self) -> None:
         """Start one executor now (and keep it warm), to fail early.
@@ -314,7 +327,7 @@ class SandboxPool:
 
         Raises:
             TemplateValidationError: The template is invalid, its code crashed
-                or hung the executor, or its ground truth or judge schema is over
+                or hung its process, or its ground truth or judge schema is over
                 its :class:`~verifleet.schemas.ResultLimits` (the message says which).
             SandboxUnavailable: No executor can be started.
         """
@@ -323,8 +336,7 @@ class SandboxPool:
         digest = source_digest(source)
         cached = self._held(digest, _SCOPE.get())
         if cached is None:
-            template_id = compute_template_id(source)
-            cached = self._remember(digest, self._describe(source, template_id, question_id))
+            cached = self._remember(digest, self._describe(source, digest, question_id))
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
         if cached.question_id != question_id:
@@ -349,21 +361,35 @@ class SandboxPool:
             return primed
 
     def _describe(
-        self, source: str, template_id: str, question_id: str
+        self, source: str, digest: str, question_id: str
     ) -> TemplateHandle | TemplateValidationError:
         with self._handles_lock:
             self._described += 1
+        template_id = compute_template_id(source)
+        scope_name = _SCOPE.get() or ""
+
+        def make(request_id: int, sent: str | None) -> DescribeRequest:
+            return DescribeRequest(
+                id=request_id,
+                template_id=template_id,
+                digest=digest,
+                scope=scope_name,
+                question_id=question_id,
+                source=sent,
+            )
+
         try:
-            answer = self._call("describe", {"question_id": question_id}, source)
+            reply = self._call(make, template=(digest, source))
         except ExecutorCrashed as exc:
             return TemplateValidationError(f"template code crashed the sandbox: {exc}")
-        if not answer.get("ok"):
-            return TemplateValidationError(_error_text(answer))
-        too_large = description_problem(answer["result"], self.settings.result_limits)
+        if not reply.ok:
+            return TemplateValidationError(_error_text(reply))
+        too_large = description_problem(reply.result or {}, self.settings.result_limits)
         if too_large is not None:
             return TemplateValidationError(too_large)
+        described = DescribeResult.model_validate(reply.result)
         return TemplateHandle.from_description(
-            answer["result"], template_id=template_id, question_id=question_id, source=source
+            described.model_dump(), template_id=template_id, question_id=question_id, source=source
         )
 
     def knows(self, source: str, *, scope: str | None = None) -> bool:
@@ -420,8 +446,11 @@ class SandboxPool:
     @contextlib.contextmanager
     def scoped(self, scope: str) -> Iterator[None]:
         """Within the block, :meth:`load_template` in this thread (this context)
-        also uses descriptions primed for ``scope``. Threads started inside do
-        not inherit it: they describe templates in an executor instead."""
+        also uses descriptions primed for ``scope``, and template and trait code
+        runs in the executors' processes of that scope alone: no other job's
+        requests reach them (docs/security.md). Threads started inside do not
+        inherit it: they describe templates in an executor instead, and their
+        calls run in the unscoped processes."""
         token = _SCOPE.set(scope)
         try:
             yield
@@ -444,43 +473,56 @@ class SandboxPool:
         self, handle: TemplateHandle, judge_output: dict[str, Any], raw_trace: str
     ) -> TemplateEvaluation:
         """Validate the judge's output into the template and run its verification,
-        in one round trip.
+        in one round trip (in a fresh process forked for this call).
 
         Raises:
-            TemplateValidationError: The template's code crashed or hung the
-                executor, its regex checks raised, or the parsed values or the
+            TemplateValidationError: The template's code crashed or hung its
+                process, its regex checks raised, or the parsed values or the
                 verification output are over their
                 :class:`~verifleet.schemas.ResultLimits` (the message names the
                 limit).
         """
-        payload = {"question_id": handle.question_id, "data": judge_output, "raw_trace": raw_trace}
+        scope_name = _SCOPE.get() or ""
+
+        def make(request_id: int, sent: str | None) -> EvaluateRequest:
+            return EvaluateRequest(
+                id=request_id,
+                template_id=handle.template_id,
+                digest=handle.digest,
+                scope=scope_name,
+                question_id=handle.question_id,
+                source=sent,
+                data=judge_output,
+                raw_trace=raw_trace,
+            )
+
         try:
-            answer = self._call("evaluate", payload, handle.source)
+            reply = self._call(make, template=(handle.digest, handle.source))
         except ExecutorCrashed as exc:
             raise TemplateValidationError(
                 f"template code crashed the sandbox: {exc}", question_id=handle.question_id
             ) from None
-        if not answer.get("ok"):
-            raise TemplateValidationError(_error_text(answer), question_id=handle.question_id)
-        result = answer["result"]
-        too_large = evaluation_problem(result, self.settings.result_limits)
+        if not reply.ok:
+            raise TemplateValidationError(_error_text(reply), question_id=handle.question_id)
+        too_large = evaluation_problem(reply.result or {}, self.settings.result_limits)
         if too_large is not None:
             raise TemplateValidationError(too_large, question_id=handle.question_id)
-        if "invalid" in result:
-            return TemplateEvaluation(invalid=str(result["invalid"]))
-        v = result["verification"]
+        result = EvaluateResult.model_validate(reply.result)
+        if result.invalid is not None or result.verification is None:
+            return TemplateEvaluation(invalid=str(result.invalid))
+        v = result.verification
         return TemplateEvaluation(
-            parsed=result["parsed"],
+            parsed=result.parsed,
             verification=TemplateVerification(
-                field_ok=bool(v["field_ok"]),
-                error=v["error"],
-                field_results=v["field_results"],
-                field_results_error=v["field_results_error"],
-                regex=RegexOutcome.model_validate(v["regex"]) if v["regex"] is not None else None,
-                regex_error=v["regex_error"],
-                granular=v["granular"],
-                granular_error=v["granular_error"],
-                composition_strategy=v["composition_strategy"],
+                field_ok=v.field_ok,
+                error=v.error,
+                field_results=v.field_results,
+                field_results_error=v.field_results_error,
+                regex=RegexOutcome.model_validate(v.regex) if v.regex is not None else None,
+                regex_error=v.regex_error,
+                granular=v.granular,
+                granular_error=v.granular_error,
+                composition_strategy=v.composition_strategy,
             ),
         )
 
@@ -501,7 +543,10 @@ class SandboxPool:
             UntrustedCodeError: Pickled code on a trait that is not trusted.
             RubricError: The trait does not load, or crashed / hung the executor.
         """
-        self._trait_call("check_trait", {"trait": trait}, trait.get("name"))
+        scope_name = _SCOPE.get() or ""
+        self._trait_call(
+            lambda i, _: CheckTraitRequest(id=i, trait=trait, scope=scope_name), trait.get("name")
+        )
 
     def run_trait(self, trait: dict[str, Any], text: str) -> Any:
         """Run a callable trait (its JSON form, ``trusted`` included) on ``text``.
@@ -514,7 +559,11 @@ class SandboxPool:
             RubricError: The trait is refused, raises, returns a bad value, or
                 crashed / hung the executor.
         """
-        return self._trait_call("trait", {"trait": trait, "text": text}, trait.get("name"))["value"]
+        scope_name = _SCOPE.get() or ""
+        return self._trait_call(
+            lambda i, _: TraitRequest(id=i, trait=trait, text=text, scope=scope_name),
+            trait.get("name"),
+        ).value
 
     def run_regex_trait(self, trait: dict[str, Any], text: str) -> bool:
         """Search ``text`` with a regex trait (its JSON form) in an executor.
@@ -522,34 +571,39 @@ class SandboxPool:
         Raises:
             RubricError: The trait is malformed, or its pattern hung the executor.
         """
-        payload = {"trait": trait, "text": text}
-        value = self._trait_call("regex_trait", payload, trait.get("name"), kind="regex")["value"]
-        return bool(value)
+        result = self._trait_call(
+            lambda i, _: RegexTraitRequest(id=i, trait=trait, text=text),
+            trait.get("name"),
+            kind="regex",
+        )
+        return bool(result.value)
 
     def _trait_call(
-        self, op: str, payload: dict[str, Any], name: Any, *, kind: str = "callable"
-    ) -> dict[str, Any]:
+        self, make: Callable[[int, str | None], Any], name: Any, *, kind: str = "callable"
+    ) -> TraitResult:
         try:
-            answer = self._call(op, payload)
+            reply = self._call(make)
         except ExecutorCrashed as exc:
             raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {exc}") from None
-        if answer.get("ok"):
-            result: dict[str, Any] = answer["result"]
-            return result
-        error = answer.get("error") or {}
-        if error.get("kind") == "untrusted":
-            raise UntrustedCodeError(str(error.get("message")))
-        raise RubricError(_error_text(answer))
+        if reply.ok:
+            return TraitResult.model_validate(reply.result)
+        if reply.error is not None and reply.error.kind == "untrusted":
+            raise UntrustedCodeError(reply.error.message)
+        if reply.error is not None and reply.error.kind in ("timeout", "crash"):
+            raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {_error_text(reply)}")
+        raise RubricError(_error_text(reply))
 
 
-def _error_text(answer: dict[str, Any]) -> str:
-    error = answer.get("error") or {}
-    kind = error.get("kind")
-    message = bounded_error(str(error.get("message") or "unknown error"))
+def _error_text(reply: Reply) -> str:
+    error = reply.error
+    kind = error.kind if error is not None else "internal"
+    message = bounded_error(error.message if error is not None else "unknown error")
     if kind in ("template", "trait"):
         return message
     if kind == "crash":
         return f"template code exhausted the sandbox: {message}"
+    if kind == "timeout":
+        return f"template code ran too long: {message}"
     return f"sandbox {kind} error: {message}"
 
 

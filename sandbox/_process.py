@@ -1,32 +1,34 @@
 """Host side of one executor process: start it, send a request, read the answer
 within the wall-clock limit, kill it when it overruns or misbehaves.
 
-Only JSON crosses the pipes, one object per line. The executor's stderr is
-drained by a thread that keeps its last few KiB, so a crash ("Fatal Python
-error", a seccomp refusal) can be named in the error.
+Only protocol messages cross the pipes (``_protocol``), one JSON object per
+line. The executor enforces each call's wall clock itself (it kills the call's
+process and answers ``timeout``); the host's own limit is the last line, for an
+executor that stopped answering at all. The executor's stderr is drained by a
+thread that keeps its last few KiB, so a crash ("Fatal Python error", a seccomp
+refusal) can be named in the error. Pipes are watched with ``poll``: a host
+with more than 1,023 open descriptors (a busy reward server) works as any other.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import select
 import signal
 import subprocess
 import threading
-import time
 from collections import deque
-from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
+from ._children import MAX_ANSWER_BYTES
 from ._errors import ExecutorCrashed, SandboxUnavailable
 from ._launch import executor_command
+from ._pipes import Deadline, read_line, write_all
+from ._protocol import Hello, Reply, decode_reply, encode
 from ._settings import SandboxSettings
 
 __all__ = ["ExecutorProcess"]
-
-#: Largest answer line accepted from an executor; a bigger one kills it.
-MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 #: Seconds an executor may take to start (interpreter, imports, warm-up).
 START_TIMEOUT = 60.0
@@ -44,7 +46,6 @@ class ExecutorProcess:
         self._settings = settings
         self.known_templates: set[str] = set()
         self._next_id = 0
-        self._buffer = b""
         self._stderr_tail: deque[bytes] = deque(maxlen=32)
         try:
             argv = executor_command(settings)
@@ -62,17 +63,32 @@ class ExecutorProcess:
             env={"PATH": os.defpath, "PYTHONDONTWRITEBYTECODE": "1"},
             cwd="/",
         )
-        self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._drain.start()
         try:
-            hello = self._read(START_TIMEOUT)
+            assert self._proc.stdin is not None
+            os.set_blocking(self._proc.stdin.fileno(), False)
+            self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+            self._drain.start()
+            hello = self._hello()
+        except BaseException:
+            # Whatever failed (a thread that could not start, an interrupt), a
+            # start that did not finish leaves no process behind.
+            self.kill()
+            raise
+        self.seccomp = hello.seccomp
+
+    def _hello(self) -> Hello:
+        try:
+            line = self._read(START_TIMEOUT)
+            hello = Hello.model_validate_json(line)
         except ExecutorCrashed as exc:
-            self.kill()
             raise SandboxUnavailable(f"the sandbox executor did not start: {exc}") from None
-        if "fatal" in hello:
-            self.kill()
-            raise SandboxUnavailable(f"the sandbox executor refused to start: {hello['fatal']}")
-        self.seccomp = bool(hello.get("hello", {}).get("seccomp"))
+        except ValidationError:
+            raise SandboxUnavailable(
+                "the sandbox executor said something else than hello"
+            ) from None
+        if hello.fatal is not None:
+            raise SandboxUnavailable(f"the sandbox executor refused to start: {hello.fatal}")
+        return hello
 
     @property
     def pid(self) -> int:
@@ -125,63 +141,57 @@ class ExecutorProcess:
         tail = self.stderr_tail()
         return ExecutorCrashed(f"{what}: the executor {cause}" + (f" ({tail})" if tail else ""))
 
-    def _read(self, timeout: float) -> dict[str, Any]:
+    def _read(self, timeout: float) -> bytes:
         stdout = self._proc.stdout
         assert stdout is not None
-        fd = stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.kill()
-                raise ExecutorCrashed(
-                    f"no answer within {timeout:g} s (wall-clock limit); the executor was killed"
-                )
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                self._proc.wait(timeout=5)
-                raise self._death("the executor died")
-            self._buffer += chunk
-            if len(self._buffer) > MAX_ANSWER_BYTES:
-                self.kill()
-                raise ExecutorCrashed(
-                    f"answer larger than {MAX_ANSWER_BYTES} bytes; the executor was killed"
-                )
-        line, _, self._buffer = self._buffer.partition(b"\n")
         try:
-            message = json.loads(line)
-        except ValueError:
+            return read_line(stdout.fileno(), timeout, limit=MAX_ANSWER_BYTES)
+        except Deadline:
             self.kill()
-            raise ExecutorCrashed("the executor sent something that is not JSON") from None
-        if not isinstance(message, dict):
+            raise ExecutorCrashed(
+                f"no answer within {timeout:g} s (wall-clock limit); the executor was killed"
+            ) from None
+        except OverflowError:
             self.kill()
-            raise ExecutorCrashed("the executor sent JSON that is not an object")
-        return message
+            raise ExecutorCrashed(
+                f"answer larger than {MAX_ANSWER_BYTES} bytes; the executor was killed"
+            ) from None
+        except EOFError:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
+            raise self._death("the executor died") from None
 
-    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Send one request and return the executor's answer object.
+    def call(self, request: BaseModel) -> Reply:
+        """Send one request (a ``_protocol`` request with a fresh ``id``, see
+        :meth:`next_id`) and return the executor's reply.
 
         Raises:
-            ExecutorCrashed: The executor died, overran the wall-clock limit or
-                answered nonsense; it is dead afterwards (the pool replaces it).
+            ExecutorCrashed: The executor died, stopped answering or answered
+                nonsense; it is dead afterwards (the pool replaces it).
         """
-        self._next_id += 1
-        request_id = self._next_id
-        data = json.dumps({"id": request_id, "op": op, **payload}, separators=(",", ":"))
         stdin = self._proc.stdin
         assert stdin is not None
-        view = memoryview(data.encode("utf-8") + b"\n")
         try:
-            while view:
-                view = view[stdin.write(view) or 0 :]
-        except (BrokenPipeError, OSError):
-            self._proc.wait(timeout=5)
+            write_all(stdin.fileno(), encode(request), self._settings.host_timeout)
+        except Deadline:
+            self.kill()
+            raise ExecutorCrashed("the executor took no request; it was killed") from None
+        except OSError:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=5)
             raise self._death("sending the request failed") from None
-        answer = self._read(self._settings.timeout)
-        if answer.get("id") != request_id:
+        line = self._read(self._settings.host_timeout)
+        try:
+            reply = decode_reply(line)
+        except ValidationError:
+            self.kill()
+            raise ExecutorCrashed("the executor sent something that is not a reply") from None
+        if reply.id != getattr(request, "id", None):
             self.kill()
             raise ExecutorCrashed("the executor answered another request")
-        return answer
+        return reply
+
+    def next_id(self) -> int:
+        """A request id not used before on this executor."""
+        self._next_id += 1
+        return self._next_id

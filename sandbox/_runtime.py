@@ -1,17 +1,13 @@
 """Executor side: what each request does with template and trait code.
 
-Runs only inside an executor process. Every answer is JSON-safe data (plain
-dicts, lists, strings, numbers); template objects never leave the process.
-Compiled classes are cached per executor (the schemas' :class:`TemplateCache`,
-keyed by template id); sources are kept by template id so the host sends each
-source once per executor.
+Runs only in an executor's template processes and their per-call children
+(``_children``), never in the process that reads the host's requests. Every
+result is a protocol model of JSON-safe data; template objects never leave the
+process.
 """
 
 from __future__ import annotations
 
-import resource
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,17 +22,37 @@ from verifleet.schemas import (
 )
 from verifleet.templates import (
     BaseAnswer,
-    TemplateCache,
     build_answer,
     judge_field_names,
     judge_json_schema,
     parsed_ground_truth,
     parsed_llm_fields,
+    validate_answer_template,
 )
 
 from ._errors import SandboxError
+from ._protocol import (
+    CheckTraitRequest,
+    DescribeRequest,
+    DescribeResult,
+    ErrorKind,
+    EvaluateRequest,
+    EvaluateResult,
+    RegexTraitRequest,
+    TraitRequest,
+    TraitResult,
+    Verification,
+)
 
-__all__ = ["RequestError", "Runtime"]
+__all__ = [
+    "RequestError",
+    "check_trait",
+    "compile_template",
+    "describe",
+    "evaluate",
+    "regex_trait",
+    "trait",
+]
 
 
 class RequestError(SandboxError):
@@ -45,7 +61,7 @@ class RequestError(SandboxError):
     Raised and caught inside the executor only; the host sees ``kind`` and
     ``message`` as JSON."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -67,172 +83,141 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class Runtime:
-    """Request handlers of one executor (single-threaded)."""
+def compile_template(source: str, question_id: str) -> type[BaseAnswer]:
+    """The template's compiled class (its class body runs here). Not bound to the
+    question: answers get their question id when built (:func:`build_answer`).
 
-    def __init__(self, max_templates: int = 1024) -> None:
-        self._templates = TemplateCache(max_templates=max_templates, max_bound=1)
-        self._sources: OrderedDict[str, str] = OrderedDict()
-        self._max_templates = max_templates
-        self.handlers: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-            "ping": self.ping,
-            "describe": self.describe,
-            "evaluate": self.evaluate,
-            "trait": self.trait,
-            "check_trait": self.check_trait,
-            "regex_trait": self.regex_trait,
-        }
+    Raises:
+        RequestError: ``template`` (invalid template).
+    """
+    try:
+        return validate_answer_template(source)
+    except TemplateValidationError as exc:
+        raise RequestError("template", exc.problem) from None
 
-    def ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Liveness: answers at once, with this executor's CPU seconds so far."""
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        return {"pong": True, "cpu_seconds": usage.ru_utime + usage.ru_stime}
 
-    def _source(self, request: Mapping[str, Any]) -> str:
-        template_id = str(request["template_id"])
-        source = request.get("source")
-        if isinstance(source, str):
-            self._sources[template_id] = source
-            self._sources.move_to_end(template_id)
-            while len(self._sources) > self._max_templates:
-                self._sources.popitem(last=False)
-            return source
-        known = self._sources.get(template_id)
-        if known is None:
-            raise RequestError("need_source", f"template {template_id} is not loaded here")
-        self._sources.move_to_end(template_id)
-        return known
+def describe(cls: type[BaseAnswer], request: DescribeRequest) -> DescribeResult:
+    """Describe the validated template.
 
-    def _answer_class(self, request: Mapping[str, Any]) -> type[BaseAnswer]:
-        """The template's compiled class. Not bound to the question: answers get
-        their question id when built (:func:`build_answer`), so a question new to
-        this executor costs no class of its own, only a new template does."""
-        source = self._source(request)
+    Raises:
+        RequestError: ``template`` (reading its ground truth failed).
+    """
+    try:
+        ground_truth = parsed_ground_truth(cls)
+    except Exception as exc:  # a validated template does not; be safe anyway
+        problem = f"reading the ground truth raised {_describe(exc)}"
+        raise RequestError("template", problem) from None
+    return DescribeResult(
+        class_name=cls.__name__,
+        judge_schema=judge_json_schema(cls),
+        judge_fields=judge_field_names(cls),
+        ground_truth=ground_truth,
+        composition_strategy=cls.composition_strategy(),
+        defines_granular=cls.defines_granular(),
+    )
+
+
+def evaluate(cls: type[BaseAnswer], request: EvaluateRequest) -> EvaluateResult:
+    """Build the answer from the judge's output, then run its verification.
+
+    A judge output that does not fit is ``invalid``; exceptions of ``verify()``,
+    ``field_results()`` and ``verify_granular()`` are recorded, not raised.
+    """
+    try:
+        answer = build_answer(cls, request.data, question_id=request.question_id)
+    except ValidationError as exc:
+        return EvaluateResult(invalid=_first_errors(exc))
+    answer.set_raw_trace(request.raw_trace)
+    parsed = _jsonable(parsed_llm_fields(answer))
+    strategy = cls.composition_strategy()
+    field_ok, error = False, None
+    try:
+        field_ok = bool(answer.verify())
+    except Exception as exc:  # template code: any failure is the template's verdict
+        error = _describe(exc)
+    field_results: dict[str, bool] | None = None
+    field_results_error = None
+    try:
+        results = answer.field_results()
+        if results is not None:
+            field_results = {str(k): bool(v) for k, v in results.items()}
+    except Exception as exc:
+        field_results_error = str(exc)
+    try:
+        regex = answer.verify_regex(request.raw_trace)
+    except Exception as exc:  # the stage fails on it, as it did in-process
+        verification = Verification(
+            composition_strategy=strategy,
+            field_ok=field_ok,
+            error=error,
+            field_results=field_results,
+            field_results_error=field_results_error,
+            regex_error=_describe(exc),
+        )
+        return EvaluateResult(parsed=parsed, verification=verification)
+    granular, granular_error = None, None
+    if error is None and cls.defines_granular():
         try:
-            return self._templates.raw_class(source, question_id=str(request["question_id"]))
-        except TemplateValidationError as exc:
-            raise RequestError("template", exc.problem) from None
-
-    def describe(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate the template and describe it (for the question in ``request``).
-
-        Raises:
-            RequestError: ``template`` (invalid template), ``need_source``.
-        """
-        cls = self._answer_class(request)
-        try:
-            ground_truth = parsed_ground_truth(cls)
-        except Exception as exc:  # a validated template does not; be safe anyway
-            problem = f"reading the ground truth raised {_describe(exc)}"
-            raise RequestError("template", problem) from None
-        return {
-            "class_name": cls.__name__,
-            "judge_schema": judge_json_schema(cls),
-            "judge_fields": judge_field_names(cls),
-            "ground_truth": ground_truth,
-            "composition_strategy": cls.composition_strategy(),
-            "defines_granular": cls.defines_granular(),
-        }
-
-    def evaluate(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Build the answer from the judge's output, then run its verification.
-
-        Mirrors what ParseTemplate and VerifyTemplate did in-process: a judge
-        output that does not fit is ``{"invalid": "<first errors>"}``; exceptions
-        of ``verify()``, ``field_results()`` and ``verify_granular()`` are
-        recorded, not raised.
-
-        Raises:
-            RequestError: ``template`` or ``need_source``.
-        """
-        cls = self._answer_class(request)
-        data = request.get("data") or {}
-        if not isinstance(data, dict):
-            raise RequestError("protocol", "data must be an object")
-        try:
-            answer = build_answer(cls, data, question_id=str(request["question_id"]))
-        except ValidationError as exc:
-            return {"invalid": _first_errors(exc)}
-        answer.set_raw_trace(str(request.get("raw_trace") or ""))
-        parsed = parsed_llm_fields(answer)
-        verification: dict[str, Any] = {
-            "composition_strategy": cls.composition_strategy(),
-            "field_ok": False,
-            "error": None,
-            "field_results": None,
-            "field_results_error": None,
-            "granular": None,
-            "granular_error": None,
-        }
-        try:
-            verification["field_ok"] = bool(answer.verify())
-        except Exception as exc:  # template code: any failure is the template's verdict
-            verification["error"] = _describe(exc)
-        try:
-            results = answer.field_results()
-            verification["field_results"] = (
-                {str(k): bool(v) for k, v in results.items()} if results is not None else None
-            )
+            granular = _jsonable(answer.verify_granular())
         except Exception as exc:
-            verification["field_results_error"] = str(exc)
-        try:
-            regex = answer.verify_regex(str(request.get("raw_trace") or ""))
-        except Exception as exc:  # the stage fails on it, as it did in-process
-            verification["regex"] = None
-            verification["regex_error"] = _describe(exc)
-            return {"parsed": parsed, "verification": verification}
-        verification["regex"] = regex.model_dump(mode="json")
-        verification["regex_error"] = None
-        if verification["error"] is None and cls.defines_granular():
-            try:
-                verification["granular"] = _jsonable(answer.verify_granular())
-            except Exception as exc:
-                verification["granular_error"] = str(exc)
-        return {"parsed": parsed, "verification": verification}
+            granular_error = str(exc)
+    verification = Verification(
+        composition_strategy=strategy,
+        field_ok=field_ok,
+        error=error,
+        field_results=field_results,
+        field_results_error=field_results_error,
+        regex=regex.model_dump(mode="json"),
+        granular=granular,
+        granular_error=granular_error,
+    )
+    return EvaluateResult(parsed=parsed, verification=verification)
 
-    def check_trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Load (compile or, when trusted, unpickle) one callable trait.
 
-        Raises:
-            RequestError: ``untrusted`` or ``trait``, as :meth:`trait`.
-        """
-        try:
-            CallableTrait.model_validate(request["trait"]).load_function()
-        except UntrustedCodeError as exc:
-            raise RequestError("untrusted", str(exc)) from None
-        except RubricError as exc:
-            raise RequestError("trait", str(exc)) from None
-        except Exception as exc:
-            raise RequestError("trait", _describe(exc)) from None
-        return {"loaded": True}
+def check_trait(request: CheckTraitRequest) -> TraitResult:
+    """Load (compile or, when trusted, unpickle) one callable trait.
 
-    def regex_trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Search a text with one regex trait (a pattern can backtrack for ever: it
-        runs here, under the wall-clock limit, not in a worker thread).
+    Raises:
+        RequestError: ``untrusted`` or ``trait``, as :func:`trait`.
+    """
+    try:
+        CallableTrait.model_validate(request.trait).load_function()
+    except UntrustedCodeError as exc:
+        raise RequestError("untrusted", str(exc)) from None
+    except RubricError as exc:
+        raise RequestError("trait", str(exc)) from None
+    except Exception as exc:
+        raise RequestError("trait", _describe(exc)) from None
+    return TraitResult(value=True)
 
-        Raises:
-            RequestError: ``trait`` (the trait is malformed).
-        """
-        try:
-            trait = RegexTrait.model_validate(request["trait"])
-            return {"value": trait.evaluate(str(request.get("text") or ""))}
-        except Exception as exc:
-            raise RequestError("trait", _describe(exc)) from None
 
-    def trait(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Run one callable trait on a text.
+def regex_trait(request: RegexTraitRequest) -> TraitResult:
+    """Search a text with one regex trait (a pattern can backtrack for ever: it
+    runs in a child under the wall-clock limit, never in a worker thread).
 
-        Raises:
-            RequestError: ``untrusted`` (pickled code without trust) or ``trait``
-                (refused, does not load, raises, or returns a bad value).
-        """
-        try:
-            trait = CallableTrait.model_validate(request["trait"])
-            value = trait.evaluate(str(request.get("text") or ""))
-        except UntrustedCodeError as exc:
-            raise RequestError("untrusted", str(exc)) from None
-        except RubricError as exc:
-            raise RequestError("trait", str(exc)) from None
-        except Exception as exc:
-            raise RequestError("trait", _describe(exc)) from None
-        return {"value": value}
+    Raises:
+        RequestError: ``trait`` (the trait is malformed).
+    """
+    try:
+        found = RegexTrait.model_validate(request.trait).evaluate(request.text)
+    except Exception as exc:
+        raise RequestError("trait", _describe(exc)) from None
+    return TraitResult(value=found)
+
+
+def trait(request: TraitRequest) -> TraitResult:
+    """Run one callable trait on a text.
+
+    Raises:
+        RequestError: ``untrusted`` (pickled code without trust) or ``trait``
+            (refused, does not load, raises, or returns a bad value).
+    """
+    try:
+        value = CallableTrait.model_validate(request.trait).evaluate(request.text)
+    except UntrustedCodeError as exc:
+        raise RequestError("untrusted", str(exc)) from None
+    except RubricError as exc:
+        raise RequestError("trait", str(exc)) from None
+    except Exception as exc:
+        raise RequestError("trait", _describe(exc)) from None
+    return TraitResult(value=value)

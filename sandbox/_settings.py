@@ -14,12 +14,17 @@ Environment variables (all optional):
 - ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
 - ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
   result (:class:`~verifleet.schemas.ResultLimits`).
+- ``VERIFLEET_SANDBOX_FRESH``: ``call`` (default: every call runs in a process
+  forked for it, so nothing one unit's code changes reaches another unit) or
+  ``template`` (calls of one job's template share that template's process: other
+  jobs and templates are still apart; cheaper where forking is expensive).
 """
 
 from __future__ import annotations
 
 import os
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +56,10 @@ ENV_POOL = "VERIFLEET_SANDBOX_POOL"
 ENV_TIMEOUT = "VERIFLEET_SANDBOX_TIMEOUT"
 ENV_MEMORY = "VERIFLEET_SANDBOX_MEMORY_MB"
 ENV_CPU = "VERIFLEET_SANDBOX_CPU"
+ENV_FRESH = "VERIFLEET_SANDBOX_FRESH"
+
+#: What gets a fresh process: every call, or every (job, template).
+FreshState = Literal["call", "template"]
 
 
 def _env_number(name: str, default: float, *, integer: bool = False) -> float:
@@ -75,10 +84,15 @@ class SandboxSettings(BaseModel):
         timeout: Wall-clock seconds one call may take; the executor is killed after.
         memory_mb: RLIMIT_AS of an executor, in MiB.
         cpu_seconds: CPU seconds one call may use (RLIMIT_CPU, re-armed per call).
-        max_templates: Compiled templates an executor keeps (LRU).
+        max_templates: Template sources an executor keeps (LRU).
         result_limits: Largest ground truth, parsed values, verification output
             and judge schema the host accepts from an executor (and largest
             model response the pipeline keeps).
+        template_processes: Compiled templates an executor keeps warm, one
+            process each (LRU; a template beyond them is compiled again).
+        fresh_state: ``call``: each call runs in a process forked from its
+            template's process; ``template``: calls run in the template's
+            process (one per job and template).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -90,11 +104,20 @@ class SandboxSettings(BaseModel):
     cpu_seconds: float | None = Field(default=None, gt=0)
     max_templates: int = Field(default=1024, ge=1)
     result_limits: ResultLimits = Field(default_factory=ResultLimits)
+    template_processes: int = Field(default=16, ge=1, le=256)
+    fresh_state: FreshState = "call"
 
     @property
     def cpu_per_call(self) -> int:
         """Whole CPU seconds per call (at least 1)."""
         return max(1, int(self.cpu_seconds if self.cpu_seconds is not None else self.timeout))
+
+    @property
+    def host_timeout(self) -> float:
+        """Seconds the host waits for an executor's answer before killing it: the
+        executor enforces ``timeout`` on each call itself (twice that for a call
+        that compiles its template first); this is the backstop."""
+        return 2 * (self.timeout + 2.0) + 5.0
 
     @classmethod
     def from_env(cls, mode: str | SandboxMode | None = None) -> SandboxSettings:
@@ -112,7 +135,11 @@ class SandboxSettings(BaseModel):
             choices = ", ".join(m.value for m in SandboxMode)
             raise ConfigError(f"sandbox mode {raw_mode!r} is unknown (choose {choices})") from None
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
+        fresh = os.environ.get(ENV_FRESH, "").strip() or "call"
+        if fresh not in ("call", "template"):
+            raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call or template)")
         return cls(
+            fresh_state=fresh,
             mode=parsed,
             pool_size=int(_env_number(ENV_POOL, 2, integer=True)),
             timeout=_env_number(ENV_TIMEOUT, 10.0),

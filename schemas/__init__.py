@@ -91,7 +91,7 @@ from ._scenario import (
 )
 
 # --- where checks run template / trait code (the sandbox installs its own) -------
-from ._checkers import CodeCheckers, check_callable_trait, check_template, use_code_checkers
+from ._checkers import IN_PROCESS_CHECKER, CodeChecker, resolve_checker
 
 # --- results, result set, views, aggregators -------------------------------------
 from ._results import (
@@ -123,6 +123,7 @@ __all__ = [
     "ALLOWED_IMPORTS",
     "CATEGORY_GROUPS",
     "END",
+    "IN_PROCESS_CHECKER",
     "NO_TEMPLATE_ID",
     "VALID_METRICS",
     "VALID_METRICS_FULL_MATRIX",
@@ -137,7 +138,7 @@ __all__ = [
     "BenchmarkLoadError",
     "BrokenScenario",
     "CallableTrait",
-    "CodeCheckers",
+    "CodeChecker",
     "Condition",
     "ConfigCompatibilityWarning",
     "ConfigError",
@@ -198,8 +199,6 @@ __all__ = [
     "VerificationResultSet",
     "VerificationResultTemplate",
     "VerifleetError",
-    "check_callable_trait",
-    "check_template",
     "classify_failure",
     "collect_caveats",
     "compute_metrics",
@@ -217,7 +216,7 @@ __all__ = [
     "merge_dynamic_rubrics",
     "merge_rubrics",
     "register_aggregator",
+    "resolve_checker",
     "resolve_path",
     "unwrap_preset",
-    "use_code_checkers",
 ]

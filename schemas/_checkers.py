@@ -2,72 +2,69 @@
 
 Checking a benchmark (:meth:`Benchmark.validate`, :func:`load_benchmark`) has to
 compile its templates and load its callable traits, which runs their authors'
-code. By default that happens in this process (a process that only uses the data
-model has nothing else). Importing :mod:`verifleet.sandbox` (which the pipeline,
-the workers and the CLI all do) installs checkers that run the code in sandbox
-executors instead, so no template or trait code runs in a worker, the CLI or the
-reward server.
+code. The checker that does it is passed explicitly; without one, the sandbox's
+checker is used (looked up by module name, so the data model keeps no import of
+the sandbox and nothing depends on what was imported first). Running author code
+in the calling process takes :data:`IN_PROCESS_CHECKER`, named, never a default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+from typing import Protocol, runtime_checkable
 
 from verifleet.templates import validate_answer_template
 
 from ._rubric import CallableTrait
 
-__all__ = ["CodeCheckers", "check_callable_trait", "check_template", "use_code_checkers"]
+__all__ = ["IN_PROCESS_CHECKER", "CodeChecker", "resolve_checker"]
 
-#: ``(source, question_id)``; raises TemplateValidationError when the template is unusable.
-TemplateChecker = Callable[[str, str | None], None]
-#: Raises RubricError / UntrustedCodeError when the trait cannot be loaded.
-TraitChecker = Callable[[CallableTrait], None]
+#: The module whose ``sandbox_checker()`` is the default checker.
+DEFAULT_CHECKER_MODULE = "verifleet.sandbox"
 
 
-def _in_process_template(source: str, question_id: str | None) -> None:
-    validate_answer_template(source, question_id=question_id)
+@runtime_checkable
+class CodeChecker(Protocol):
+    """Runs the code a benchmark check needs to run."""
+
+    def check_template(self, source: str, question_id: str | None) -> None:
+        """Compile and validate one answer template.
+
+        Raises:
+            TemplateValidationError: The template cannot be used.
+        """
+
+    def check_trait(self, trait: CallableTrait) -> None:
+        """Load a callable trait once.
+
+        Raises:
+            UntrustedCodeError: Pickled code on an untrusted trait.
+            RubricError: The trait does not load.
+        """
 
 
-def _in_process_trait(trait: CallableTrait) -> None:
-    trait.load_function()
+class _InProcessChecker:
+    """Runs template and trait code in this very process (the sandbox's own
+    executors, and tools whose operator chose it by name)."""
+
+    def check_template(self, source: str, question_id: str | None) -> None:
+        validate_answer_template(source, question_id=question_id)
+
+    def check_trait(self, trait: CallableTrait) -> None:
+        trait.load_function()
 
 
-@dataclass(frozen=True)
-class CodeCheckers:
-    """The pair of checkers in use."""
-
-    template: TemplateChecker = _in_process_template
-    trait: TraitChecker = _in_process_trait
+IN_PROCESS_CHECKER: CodeChecker = _InProcessChecker()
 
 
-IN_PROCESS = CodeCheckers()
-_current = IN_PROCESS
-
-
-def use_code_checkers(checkers: CodeCheckers) -> CodeCheckers:
-    """Install ``checkers`` for this process; returns the previous ones."""
-    global _current
-    previous, _current = _current, checkers
-    return previous
-
-
-def check_template(source: str, *, question_id: str | None = None) -> None:
-    """Validate an answer template with the installed checker.
-
-    Raises:
-        TemplateValidationError: The template cannot be used (as
-            :func:`validate_answer_template`).
-    """
-    _current.template(source, question_id)
-
-
-def check_callable_trait(trait: CallableTrait) -> None:
-    """Load a callable trait once with the installed checker.
+def resolve_checker(checker: CodeChecker | None) -> CodeChecker:
+    """``checker``, or the sandbox's default one.
 
     Raises:
-        UntrustedCodeError: Pickled code on an untrusted trait.
-        RubricError: The trait does not load.
+        ImportError: no checker given and the sandbox cannot be imported.
     """
-    _current.trait(trait)
+    if checker is not None:
+        return checker
+    module = importlib.import_module(DEFAULT_CHECKER_MODULE)
+    default: CodeChecker = module.sandbox_checker()
+    return default

@@ -377,17 +377,18 @@ def run_scenario_task(
         return QUARANTINED
     if skip is not None:
         return skip
-    run = run_scenario(
-        unit.scenario,
-        unit.answering,
-        spec.config.parsing_models,
-        spec.config,
-        replicate=replicate,
-        global_rubric=spec.benchmark.global_rubric,
-        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
-        resources=state.resources,
-        deadline=deadline,
-    )
+    with state.resources.sandbox.scoped(job_id):
+        run = run_scenario(
+            unit.scenario,
+            unit.answering,
+            spec.config.parsing_models,
+            spec.config,
+            replicate=replicate,
+            global_rubric=spec.benchmark.global_rubric,
+            global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
+            resources=state.resources,
+            deadline=deadline,
+        )
     outcome = run.scenario_result
     assert outcome is not None  # run_scenario always sets it
     keys = scenario_result_keys(run.results, job_id=job_id)

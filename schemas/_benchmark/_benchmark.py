@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from .._checkers import check_callable_trait, check_template
+from .._checkers import CodeChecker, resolve_checker
 from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
 from .._scenario import BrokenScenario, ScenarioDefinition
@@ -118,15 +118,17 @@ class Benchmark(BaseModel):
             )
         return found
 
-    def validate(self, *, templates: bool = True) -> list[str]:  # type: ignore[override]
+    def validate(  # type: ignore[override]
+        self, *, templates: bool = True, checker: CodeChecker | None = None
+    ) -> list[str]:
         """Every problem that would stop this benchmark from running, as messages.
 
-        Checks each answer template (``check_template``: in a sandbox executor
-        once :mod:`verifleet.sandbox` is imported; not when ``templates`` is
-        False), each callable trait (compiles, or pickled and trusted; same
-        place) and each question's merged rubrics. Nothing is raised: an empty
-        list means ready. (Overrides pydantic v1's deprecated classmethod of the
-        same name.)
+        Checks each answer template (not when ``templates`` is False), each
+        callable trait (compiles, or pickled and trusted) and each question's
+        merged rubrics. Template and trait code runs where ``checker`` runs it:
+        the sandbox's executors when None, never this process. Nothing is
+        raised: an empty list means ready. (Overrides pydantic v1's deprecated
+        classmethod of the same name.)
         """
         problems: list[str] = []
         for qid, rubric in self.all_rubrics():
@@ -135,13 +137,15 @@ class Benchmark(BaseModel):
                 if not trait.has_code:
                     continue  # a checkpoint trait without code fails when evaluated
                 try:
-                    check_callable_trait(trait)
+                    checker = resolve_checker(checker)
+                    checker.check_trait(trait)
                 except (RubricError, UntrustedCodeError) as exc:
                     problems.append(f"{where}: {exc}")
         for q in self.questions:
             if templates and q.has_template:
                 try:
-                    check_template(q.answer_template or "", question_id=q.id)
+                    checker = resolve_checker(checker)
+                    checker.check_template(q.answer_template or "", q.id)
                 except TemplateValidationError as exc:
                     problems.append(f"question {q.id}: template: {exc.problem}")
             try:
@@ -154,8 +158,9 @@ class Benchmark(BaseModel):
                 where = f"scenario {scenario.id}, node {node.id}"
                 if templates and node.question.has_template:
                     try:
-                        check_template(
-                            node.question.answer_template or "", question_id=node.question.id
+                        checker = resolve_checker(checker)
+                        checker.check_template(
+                            node.question.answer_template or "", node.question.id
                         )
                     except TemplateValidationError as exc:
                         problems.append(f"{where}: template: {exc.problem}")

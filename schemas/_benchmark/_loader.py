@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .._checkers import check_callable_trait, check_template
+from .._checkers import CodeChecker, resolve_checker
 from .._errors import (
     BenchmarkLoadError,
     ExportError,
@@ -86,7 +86,9 @@ def _read(path: Path) -> tuple[Any, bool]:
     )
 
 
-def _check_callables(benchmark: Benchmark, path: str, trust: bool) -> list[Problem]:
+def _check_callables(
+    benchmark: Benchmark, path: str, trust: bool, checker: CodeChecker | None
+) -> list[Problem]:
     """Grant or refuse trust to pickled callables; load every callable once so a
     broken one fails now rather than in the middle of a run."""
     refused: list[str] = []
@@ -101,7 +103,8 @@ def _check_callables(benchmark: Benchmark, path: str, trust: bool) -> list[Probl
                 refused.append(f"trait {trait.name!r} ({f'question {qid}' if qid else 'global'})")
                 continue
             try:
-                check_callable_trait(trait)
+                checker = resolve_checker(checker)
+                checker.check_trait(trait)
             except RubricError as exc:
                 problems.append((qid, str(exc)))
     if refused:
@@ -113,13 +116,16 @@ def _check_callables(benchmark: Benchmark, path: str, trust: bool) -> list[Probl
     return problems
 
 
-def _check_questions(benchmark: Benchmark, *, templates: bool) -> list[Problem]:
+def _check_questions(
+    benchmark: Benchmark, *, templates: bool, checker: CodeChecker | None
+) -> list[Problem]:
     """Problems of each question's template (when asked) and merged rubrics."""
     problems: list[Problem] = []
     for question in benchmark.questions:
         if templates and question.has_template:
             try:
-                check_template(question.answer_template or "", question_id=question.id)
+                checker = resolve_checker(checker)
+                checker.check_template(question.answer_template or "", question.id)
             except TemplateValidationError as exc:
                 problems.append((question.id, f"answer template: {exc.problem}"))
         try:
@@ -132,9 +138,8 @@ def _check_questions(benchmark: Benchmark, *, templates: bool) -> list[Problem]:
             where = f"scenario {scenario.id}, node {node.id}"
             if templates and node.question.has_template:
                 try:
-                    check_template(
-                        node.question.answer_template or "", question_id=node.question.id
-                    )
+                    checker = resolve_checker(checker)
+                    checker.check_template(node.question.answer_template or "", node.question.id)
                 except TemplateValidationError as exc:
                     problems.append((None, f"{where}: answer template: {exc.problem}"))
             try:
@@ -149,6 +154,7 @@ def load_benchmark(
     *,
     trust_callables: bool = False,
     validate_templates: bool = True,
+    checker: CodeChecker | None = None,
 ) -> Benchmark:
     """Load a benchmark from our YAML/JSON format or a JSON-LD checkpoint.
 
@@ -160,6 +166,8 @@ def load_benchmark(
         trust_callables: Allow callable traits stored as pickled code (unpickling
             runs arbitrary code: only for files from authors you trust).
         validate_templates: Compile and check every answer template (the default).
+        checker: Where template and trait code runs for the checks; the
+            sandbox's executors when None (never this process).
 
     Returns:
         The benchmark, every template valid and every question's rubrics mergeable.
@@ -178,8 +186,8 @@ def load_benchmark(
     benchmark, problems = build(data, default_name=file.stem)
     if benchmark is None:
         raise _fail(shown, problems)
-    problems = _check_callables(benchmark, shown, trust_callables)
-    problems += _check_questions(benchmark, templates=validate_templates)
+    problems = _check_callables(benchmark, shown, trust_callables, checker)
+    problems += _check_questions(benchmark, templates=validate_templates, checker=checker)
     if problems:
         raise _fail(shown, problems)
     return benchmark

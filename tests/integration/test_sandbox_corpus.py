@@ -87,8 +87,9 @@ def test_corpus_in_local_mode(trap: Trap) -> None:
             runner = LocalRunner(bench, config, resources=PipelineResources(sandbox=pool))
             results = [r for _unit, rs in runner.run() for r in rs]
         _check(results, trap, len(bench.questions))
-        # The resource attacks killed executors; the pool replaced them.
-        assert pool.stats().replacements >= 3
+        # The resource attacks killed only their calls' processes: no executor
+        # died, none was replaced.
+        assert pool.stats().replacements == 0
         errors = {r.metadata.question_id: r.metadata.error or "" for r in results}
         assert "wall-clock limit" in errors["35_loop_in_verify"]
         assert "templates may not use" in errors["01_import_os"]

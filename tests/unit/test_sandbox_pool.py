@@ -93,17 +93,17 @@ class Answer(BaseAnswer):
 """
 
 
-def test_a_hanging_verify_kills_only_its_executor(pool: SandboxPool) -> None:
+def test_a_hanging_verify_kills_only_its_call(pool: SandboxPool) -> None:
     handle = pool.load_template(HANG_IN_VERIFY, "loop")
     before = pool.stats().replacements
     with pytest.raises(TemplateValidationError, match="wall-clock limit") as info:
         pool.evaluate(handle, {"value": "x"}, "")
     assert info.value.question_id == "loop"
-    # The next call gets a fresh executor and works.
+    # The call's own process was killed; the executor goes on serving.
     honest = pool.load_template(HONEST, "after")
     evaluation = pool.evaluate(honest, {"city": "Paris", "population": 2.1}, "[1]")
     assert evaluation.verification is not None and evaluation.verification.verify_result
-    assert pool.stats().replacements == before + 1
+    assert pool.stats().replacements == before
 
 
 def test_a_memory_bomb_is_contained(pool: SandboxPool) -> None:

@@ -1,0 +1,338 @@
+"""The executor's forked processes: the spawner, template processes and the
+per-call children that run untrusted code.
+
+The tree inside one executor::
+
+    router (reads the host's requests; never runs untrusted code, never forks)
+     └─ spawner (forked before the first request: holds no request data)
+         ├─ template process, one per (scope, template): compiles the template
+         │   └─ call child, one per request: runs the template's code, answers, exits
+         └─ one-shot child per trait call: runs the trait, answers, exits
+
+A call child is a fresh copy of its template process: nothing the template's
+``verify()``, validators or a trait change (pydantic's classes, builtins, module
+state) outlives the call. A template process holds only its own template's class
+body and its own scope's requests; the spawner holds no request at all, so
+nothing one job sent is in the memory of a process that runs another job's code.
+Every child closes every descriptor but its own pipe ends and stderr, dies with
+its parent, and installs its seccomp layer before untrusted code runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import signal
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ValidationError
+
+from verifleet.templates import BaseAnswer
+
+from ._pipes import (
+    Deadline,
+    become_subreaper,
+    close_all_but,
+    die_with_parent,
+    read_line,
+    signal_name,
+    write_all,
+)
+from ._protocol import (
+    CheckTraitRequest,
+    CompiledAnswer,
+    DescribeRequest,
+    EvaluateRequest,
+    Failure,
+    RegexTraitRequest,
+    Reply,
+    TraitRequest,
+    decode_request,
+    encode,
+)
+from ._runtime import (
+    RequestError,
+    check_trait,
+    compile_template,
+    describe,
+    evaluate,
+    regex_trait,
+    trait,
+)
+
+__all__ = ["Limits", "Slot", "spawner_main"]
+
+#: Largest answer line a child may send; a bigger one fails the call.
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How calls run: seccomp or not, CPU seconds and wall clock per call, and
+    whether each call gets a process of its own (``fork_per_call``) or runs in
+    its template's process (one per scope and template)."""
+
+    seccomp: bool
+    cpu_seconds: int
+    timeout: float
+    fork_per_call: bool = True
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Two pipes between the router and one child of the spawner.
+
+    ``request_r``/``answer_w`` are the child's ends; the router writes
+    ``request_w`` and reads ``answer_r`` (and keeps the child's ends too, to
+    throw away what a killed child left in them).
+    """
+
+    index: int
+    request_r: int
+    request_w: int
+    answer_r: int
+    answer_w: int
+
+    @classmethod
+    def open(cls, index: int) -> Slot:
+        request_r, request_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        return cls(index, request_r, request_w, answer_r, answer_w)
+
+
+def spawner_main(control_r: int, slots: list[Slot], limits: Limits) -> None:
+    """The spawner's loop: one slot number per line on ``control_r``, one child
+    forked into that slot for each. Never returns."""
+    keep = {control_r} | {fd for s in slots for fd in (s.request_r, s.answer_w)}
+    close_all_but(keep)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps its children
+    if limits.seccomp:
+        from ._seccomp import install_filter
+
+        install_filter("spawner")
+    parent = os.getpid()
+    # Objects that exist now are never collected in a child: its garbage
+    # collector does not touch (and so copy) the pages they live on.
+    gc.freeze()
+    buffer = b""
+    while True:
+        chunk = os.read(control_r, 4096)
+        if not chunk:
+            os._exit(0)
+        buffer += chunk
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            slot = slots[int(line)]
+            if os.fork() == 0:
+                try:
+                    _slot_main(slot, parent, limits)
+                finally:
+                    os._exit(70)
+
+
+def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
+    """A new child in ``slot``: says its pid, takes its first request, and
+    becomes a template process or answers one trait call."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    die_with_parent(parent)
+    os.setpgid(0, 0)  # the router kills the whole group
+    close_all_but({slot.request_r, slot.answer_w})
+    write_all(slot.answer_w, encode(CompiledAnswer(pid=os.getpid())))
+    line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+    request = decode_request(line)
+    if isinstance(request, DescribeRequest | EvaluateRequest):
+        _template_main(slot, request, line, limits)
+    elif isinstance(request, RegexTraitRequest) or not limits.fork_per_call:
+        # A regex runs no code of anyone's; a trait in ``template`` mode keeps
+        # its process for its job: both serve call after call here.
+        _enter_unit(limits, collect=True)
+        _serve(slot, line, limits)
+    else:
+        _enter_unit(limits)
+        write_all(slot.answer_w, _answer(line))
+
+
+def _serve(slot: Slot, line: bytes, limits: Limits) -> None:
+    """Answer this request and every later one in this process (never returns)."""
+    while True:
+        _arm_cpu(limits.cpu_seconds, keep_hard=True)
+        write_all(slot.answer_w, _answer(line))
+        line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+
+
+def _template_main(
+    slot: Slot, first: DescribeRequest | EvaluateRequest, line: bytes, limits: Limits
+) -> None:
+    """Compile the template (its class body runs here), then serve its calls,
+    each in a fresh child, until the router kills this process."""
+    if limits.seccomp:
+        from ._seccomp import install_filter
+
+        install_filter("template")
+    become_subreaper()
+    # The class body gets the call's CPU allowance; the process itself then
+    # lives on (its own work is forking and forwarding), so only the soft
+    # limit is lowered, and raised again after.
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime) + 1 + limits.cpu_seconds
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard < 0 else min(soft, hard), hard))
+    try:
+        cls = compile_template(first.source or "", first.question_id)
+    except RequestError as exc:
+        write_all(slot.answer_w, encode(Reply.failure(first.id, exc.kind, exc.message)))
+        return
+    except (MemoryError, RecursionError) as exc:
+        message = f"compiling the template: {type(exc).__name__}"
+        write_all(slot.answer_w, encode(Reply.failure(first.id, "crash", message)))
+        return
+    if _has_children():
+        message = "the template's code started a process while compiling; it is refused"
+        write_all(slot.answer_w, encode(Reply.failure(first.id, "template", message)))
+        return
+    resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+    global _COMPILED, _UNIT_PROGRAM
+    _COMPILED = cls
+    if not limits.fork_per_call:
+        # Calls run here, one after the other: this process is their sandbox.
+        _enter_unit(limits, collect=True)
+    elif limits.seccomp:
+        from ._seccomp import unit_program
+
+        _UNIT_PROGRAM = unit_program()
+    gc.collect()
+    gc.freeze()
+    if not limits.fork_per_call:
+        _serve(slot, line, limits)
+    request_id: int | None = first.id
+    while True:
+        write_all(slot.answer_w, _call_in_child(line, request_id, limits))
+        line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+        try:
+            request_id = decode_request(line).id
+        except ValidationError:
+            request_id = None  # the child answers the protocol error
+
+
+#: The compiled class of this template process (set once it compiled).
+_COMPILED: type[BaseAnswer] | None = None
+#: The call children's seccomp layer, compiled once per template process.
+_UNIT_PROGRAM: bytes | None = None
+
+
+def _has_children() -> bool:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True if pid == 0 else _has_children()
+
+
+def _call_in_child(line: bytes, request_id: int | None, limits: Limits) -> bytes:
+    """Fork a child for one call, wait for its answer within the wall clock,
+    and return the answer line (a failure if it overran, died or said nothing)."""
+    answer_r, answer_w = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            die_with_parent(parent)
+            close_all_but({answer_w})
+            _enter_unit(limits)
+            write_all(answer_w, _answer(line))
+        finally:
+            os._exit(0)
+    os.close(answer_w)
+    try:
+        reply = read_line(answer_r, limits.timeout, limit=MAX_ANSWER_BYTES) + b"\n"
+    except Deadline:
+        os.kill(pid, signal.SIGKILL)
+        message = f"no answer within {limits.timeout:g} s (wall-clock limit); the call was stopped"
+        reply = encode(Reply.failure(request_id, "timeout", message))
+    except OverflowError:
+        os.kill(pid, signal.SIGKILL)
+        message = f"answer larger than {MAX_ANSWER_BYTES} bytes"
+        reply = encode(Reply.failure(request_id, "crash", message))
+    except EOFError:
+        reply = b""
+    finally:
+        os.close(answer_r)
+    _, status = os.waitpid(pid, 0)
+    if not reply:
+        reply = encode(
+            Reply.failure(request_id, "crash", f"the call's process {signal_name(status)}")
+        )
+    return reply
+
+
+def _enter_unit(limits: Limits, *, collect: bool = False) -> None:
+    """Last steps before untrusted code: no collector work in a short-lived
+    child (collecting would copy pages), the CPU limit, the seccomp layer."""
+    if not collect:
+        gc.disable()
+        _arm_cpu(limits.cpu_seconds)
+    if limits.seccomp:
+        if _UNIT_PROGRAM is not None:
+            from ._seccomp import load_program
+
+            load_program(_UNIT_PROGRAM)
+        else:
+            from ._seccomp import install_filter
+
+            install_filter("unit")
+
+
+def _arm_cpu(seconds: int, *, keep_hard: bool = False) -> None:
+    """Allow ``seconds`` more CPU seconds from now (SIGXCPU kills past them).
+    A process that serves more calls keeps its hard limit (it cannot raise it
+    again); a call's own child gets a hard limit too."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(usage.ru_utime + usage.ru_stime) + 1 + seconds
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if keep_hard:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft if hard < 0 else min(soft, hard), hard))
+    else:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
+def _answer(line: bytes) -> bytes:
+    """Run one request (in the process that is to run its untrusted code) and
+    return its reply line; nothing raises out of here."""
+    request_id: int | None = None
+    try:
+        request = decode_request(line)
+        request_id = request.id
+        result = _run(request)
+        reply = Reply.success(request.id, result)
+    except ValidationError as exc:
+        reply = Reply.failure(request_id, "protocol", str(exc)[:500])
+    except RequestError as exc:
+        reply = Reply.failure(request_id, exc.kind, exc.message)
+    except MemoryError:
+        reply = Reply.failure(request_id, "crash", "MemoryError")
+    except RecursionError as exc:
+        reply = Reply.failure(request_id, "crash", f"RecursionError: {exc}")
+    except BaseException as exc:  # template code may raise its own BaseException
+        reply = Reply.failure(request_id, "internal", f"{type(exc).__name__}: {exc}")
+    try:
+        return encode(reply)
+    except (TypeError, ValueError) as exc:
+        failure = Failure(kind="internal", message=f"answer is not JSON: {exc}")
+        return encode(Reply(id=request_id, ok=False, error=failure))
+
+
+def _run(request: object) -> BaseModel:
+    if isinstance(request, DescribeRequest | EvaluateRequest):
+        if _COMPILED is None:
+            raise RequestError("protocol", "a template request reached a one-shot child")
+        if isinstance(request, DescribeRequest):
+            return describe(_COMPILED, request)
+        return evaluate(_COMPILED, request)
+    if isinstance(request, TraitRequest):
+        return trait(request)
+    if isinstance(request, CheckTraitRequest):
+        return check_trait(request)
+    if isinstance(request, RegexTraitRequest):
+        return regex_trait(request)
+    raise RequestError("protocol", f"{type(request).__name__} is not run in a child")

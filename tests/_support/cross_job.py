@@ -1,0 +1,84 @@
+"""Attacks of one job on another (tests/hostile/cross_job/): an attacker job
+that poisons the process its code runs in, or searches it for other jobs' data,
+before and after a victim job on the same executors.
+
+The victim's data carries ``VICTIM-`` markers (template source, ground truth,
+model response, judge values): none may appear in the attacker's results, and
+the victim's verdicts and parsed values after the attack must be exactly those
+it gets alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from verifleet.schemas import Benchmark, Question, VerificationResult
+
+__all__ = [
+    "ATTACKS",
+    "VICTIM_MARK",
+    "attack_source",
+    "attacker_benchmark",
+    "check_victim",
+    "leaks",
+    "victim_benchmark",
+]
+
+CROSS_DIR = Path(__file__).resolve().parent.parent / "hostile" / "cross_job"
+
+#: The attacker templates, by file stem.
+ATTACKS = ("poison_model_validate", "poison_builtins", "read_other_jobs")
+
+#: What marks the victim's data.
+VICTIM_MARK = "VICTIM-"
+
+#: Victim question id -> (judge's value, response text, expected verdict).
+VICTIM_CASES: dict[str, tuple[str, str, bool]] = {
+    "victim_right": ("Paris", "VICTIM-ANSWER-R It is Paris.", True),
+    "victim_wrong": ("Rome VICTIM-JUDGE-W", "VICTIM-ANSWER-W It is Rome.", False),
+}
+
+
+def attack_source(stem: str) -> str:
+    """The source of one attacker (or the victim) template."""
+    return (CROSS_DIR / f"{stem}.tpl").read_text()
+
+
+def victim_benchmark() -> tuple[Benchmark, dict[str, Any]]:
+    """The victim job, and the scripted endpoint's answers for it."""
+    source = attack_source("victim")
+    questions, answers = [], {}
+    for qid, (value, response, _) in VICTIM_CASES.items():
+        text = f"VICTIM-QUESTION {qid}: what is the capital of France?"
+        questions.append(Question(id=qid, text=text, answer_template=source))
+        answers[text] = {"text": response, "fields": {"value": value}}
+    return Benchmark(name="victim", questions=questions), answers
+
+
+def attacker_benchmark() -> tuple[Benchmark, dict[str, Any]]:
+    """One question per attack, and the endpoint's answers for them."""
+    questions, answers = [], {}
+    for stem in ATTACKS:
+        text = f"Attack {stem}?"
+        questions.append(Question(id=stem, text=text, answer_template=attack_source(stem)))
+        answers[text] = {"text": "attacker response", "fields": {"value": "attacker"}}
+    return Benchmark(name="attacker", questions=questions), answers
+
+
+def check_victim(results: list[VerificationResult]) -> None:
+    """Every victim question has exactly its own verdict and parsed value."""
+    by_question = {r.metadata.question_id: r for r in results}
+    assert sorted(by_question) == sorted(VICTIM_CASES)
+    for qid, (value, _, expected) in VICTIM_CASES.items():
+        result = by_question[qid]
+        assert result.metadata.error is None, (qid, result.metadata.error)
+        template = result.template
+        assert template is not None
+        assert template.verify_result is expected, qid
+        assert template.parsed_llm_response == {"value": value}, qid
+
+
+def leaks(dumps: list[str]) -> list[str]:
+    """The dumps (results, response bodies) that contain victim data."""
+    return [text for text in dumps if VICTIM_MARK in text]

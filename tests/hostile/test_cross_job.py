@@ -1,0 +1,201 @@
+"""One benchmark cannot touch another's verdicts or data (issue: "One benchmark
+cannot touch another's verdicts, data or workers").
+
+Each test replays the attacks of tests/hostile/cross_job/ between a victim and
+an attacker sharing executors: the victim runs alone, then the attacker (which
+replaces pydantic's ``model_validate``, writes a callable ``bool`` into
+builtins, and searches its process for the victim's data), then the victim
+again. Before fresh state per unit, the second victim run passed its wrong
+answer with rewritten parsed values, and the attacker's results held the
+victim's template source and responses. Executors are pooled to one per process
+so that every call shares it, as an unlucky schedule would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import uvicorn
+from _support.cross_job import (
+    ATTACKS,
+    VICTIM_CASES,
+    attack_source,
+    attacker_benchmark,
+    check_victim,
+    leaks,
+    victim_benchmark,
+)
+from _support.fleet import Fleet
+from _support.redis_server import free_port
+
+from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.runner import LocalRunner
+from verifleet.orchestrator.serve import create_app
+from verifleet.pipeline import PipelineResources
+from verifleet.reward import RewardConfig, reward_resources
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, VerificationResult
+from verifleet.store import JobStatus
+
+pytestmark = pytest.mark.integration
+
+
+def _config(base_url: str) -> VerificationConfig:
+    return VerificationConfig.build(
+        answering_models=[ModelConfig.parse(f"{base_url}#answerer")],
+        parsing_models=[ModelConfig.parse(f"{base_url}#judge")],
+        max_concurrency=2,
+    )
+
+
+def _answers() -> dict[str, object]:
+    answers: dict[str, object] = {}
+    answers.update(victim_benchmark()[1])
+    answers.update(attacker_benchmark()[1])
+    return answers
+
+
+def _local(bench: Benchmark, base_url: str, pool: SandboxPool) -> list[VerificationResult]:
+    runner = LocalRunner(bench, _config(base_url), resources=PipelineResources(sandbox=pool))
+    return [r for _unit, rs in runner.run() for r in rs]
+
+
+@pytest.mark.parametrize("fresh_state", ["call", "template"])
+def test_attacks_in_local_mode(fresh_state: str) -> None:
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state=fresh_state))
+    victim, attacker = victim_benchmark()[0], attacker_benchmark()[0]
+    try:
+        with run_endpoint_in_thread(EndpointConfig(answers=_answers())) as ep:
+            check_victim(_local(victim, ep.base_url, pool))
+            stolen = _local(attacker, ep.base_url, pool)
+            check_victim(_local(victim, ep.base_url, pool))
+    finally:
+        pool.close()
+    dumps = [r.model_dump_json() for r in stolen]
+    assert leaks(dumps) == []
+    # The search ran (and found nothing): its report is in the attacker's result.
+    reader = next(r for r in stolen if r.metadata.question_id == "read_other_jobs")
+    assert reader.template is not None
+    assert "LEAK[]" in reader.model_dump_json()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    with run_endpoint_in_thread(EndpointConfig(answers=_answers())) as ep:
+        yield ep.base_url
+
+
+def _run_job(bench: Benchmark, base_url: str, redis_url: str) -> list[VerificationResult]:
+    job = Job.submit(bench, _config(base_url), redis_url)
+    progress = job.wait(timeout=180)
+    assert progress.status == JobStatus.DONE
+    return list(job.result_set())
+
+
+def test_attacks_on_a_two_worker_fleet(fleet: Fleet, redis_url: str, endpoint: str) -> None:
+    env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
+    for name in ("w1", "w2"):
+        fleet.start_worker(name, concurrency=2, **env)
+    fleet.wait_ready(["w1", "w2"])
+    check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
+    stolen = _run_job(attacker_benchmark()[0], endpoint, redis_url)
+    check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
+    assert leaks([r.model_dump_json() for r in stolen]) == []
+    assert sorted(r.metadata.question_id for r in stolen) == sorted(ATTACKS)
+
+
+def test_attacks_through_verify(endpoint: str) -> None:
+    victim = victim_benchmark()[0]
+    resources = reward_resources()
+    resources.sandbox = SandboxPool(SandboxSettings(timeout=5, pool_size=1))
+    app = create_app(
+        victim, [ModelConfig.parse(f"{endpoint}#judge")], RewardConfig(), resources=resources
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline
+        time.sleep(0.02)
+
+    def rewards(client: httpx.Client) -> dict[str, float]:
+        out = {}
+        for qid, (_, response, _) in VICTIM_CASES.items():
+            reply = client.post("/verify", json={"question_id": qid, "response": response})
+            assert reply.status_code == 200, reply.text
+            out[qid] = reply.json()["reward"]
+        return out
+
+    try:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False
+        ) as client:
+            expected = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
+            assert rewards(client) == expected
+            bodies = []
+            for stem in ATTACKS:
+                question = {
+                    "id": stem,
+                    "text": f"Attack {stem}?",
+                    "answer_template": attack_source(stem),
+                }
+                reply = client.post(
+                    "/verify", json={"question": question, "response": "attacker response"}
+                )
+                assert reply.status_code in (200, 422), reply.text
+                bodies.append(reply.text)
+            assert rewards(client) == expected
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        resources.sandbox.close()
+    assert leaks(bodies) == []
+
+
+COUNTS_ITS_CALLS = """
+from verifleet.templates import BaseAnswer
+
+SEEN = []
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "x"}
+
+    def verify(self) -> bool:
+        SEEN.append(self.value)
+        return len(SEEN) == 1
+"""
+
+
+def test_no_state_survives_from_one_unit_to_the_next() -> None:
+    # A template that remembers its calls: with a process per call, every call
+    # is its first; with a process per (job, template), the second call sees
+    # the first (the documented cost trade-off), while another scope does not.
+    fresh = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="call"))
+    shared = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="template"))
+    try:
+        handle = fresh.load_template(COUNTS_ITS_CALLS, "q")
+        verdicts = [fresh.evaluate(handle, {"value": "x"}, "") for _ in range(3)]
+        assert [v.verification.field_ok for v in verdicts if v.verification] == [True] * 3
+        handle = shared.load_template(COUNTS_ITS_CALLS, "q")
+        with shared.scoped("job-a"):
+            first = [shared.evaluate(handle, {"value": "x"}, "") for _ in range(2)]
+        with shared.scoped("job-b"):
+            other = shared.evaluate(handle, {"value": "x"}, "")
+        assert [v.verification.field_ok for v in first if v.verification] == [True, False]
+        assert other.verification is not None and other.verification.field_ok is True
+    finally:
+        fresh.close()
+        shared.close()
