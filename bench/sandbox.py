@@ -13,8 +13,8 @@ C threads (throughput); CPU is this process's plus every process of the
 executor's (the call processes included), so nothing the sandbox costs is
 hidden in another process.
 
-    python bench/sandbox.py                  # strict mode, 1,000 units over 20 templates
-    python bench/sandbox.py --mode seccomp --units 5000
+    python -m bench.sandbox                  # strict mode, 1,000 units over 12 templates
+    python -m bench.sandbox --mode seccomp --units 5000
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=[m.value for m in SandboxMode], default="strict")
     parser.add_argument("--units", type=int, default=1000)
-    parser.add_argument("--templates", type=int, default=20)
+    parser.add_argument("--templates", type=int, default=12)
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
     templates = [TEMPLATE.replace("CITY", f"City{t}") for t in range(args.templates)]

@@ -40,7 +40,7 @@ def description_problem(description: dict[str, Any], limits: ResultLimits) -> st
 def evaluation_problem(result: dict[str, Any], limits: ResultLimits) -> str | None:
     """Why an ``evaluate`` answer may not be kept (parsed values or verification
     output over their limits), or None."""
-    if "invalid" in result:
+    if result.get("invalid") is not None:
         return limits.problem(
             "verify_output", "the template's validation message", result.get("invalid")
         )

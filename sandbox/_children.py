@@ -198,10 +198,11 @@ def _template_main(
         # Calls run here, one after the other: this process is their sandbox.
         _enter_unit(limits, collect=True)
     elif limits.seccomp:
+        from ._pipes import libc
         from ._seccomp import unit_program
 
         _UNIT_PROGRAM = unit_program()
-    gc.collect()
+        libc()  # loaded here once, not in every call's process
     gc.freeze()
     if not limits.fork_per_call:
         _serve(slot, line, limits)

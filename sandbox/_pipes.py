@@ -22,6 +22,7 @@ __all__ = [
     "die_with_parent",
     "drain",
     "kill_group",
+    "libc",
     "process_gone",
     "read_line",
     "signal_name",
@@ -132,9 +133,19 @@ def close_all_but(keep: set[int]) -> None:
     os.closerange(start, os.sysconf("SC_OPEN_MAX"))
 
 
+_LIBC: ctypes.CDLL | None = None
+
+
+def libc() -> ctypes.CDLL:
+    """The C library, loaded once per process (a forked child inherits it)."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
 def _prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    if libc().prctl(option, value, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl({option}) failed: {os.strerror(err)}")
 

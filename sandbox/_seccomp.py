@@ -255,8 +255,9 @@ def load_program(program: bytes) -> None:
     """
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+    from ._pipes import libc
+
+    if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise SeccompUnavailable(f"the kernel refused the seccomp filter: {os.strerror(err)}")
 
