@@ -18,6 +18,9 @@ OUTSIDE_THE_TREE = {
     # Derives from BaseException on purpose: template code's `except Exception`
     # must not swallow the budget's stop.
     "verifleet.templates.budget.TemplateBudgetExceeded",
+    # A KeyboardInterrupt on purpose: SIGTERM must unwind a run as Ctrl-C does,
+    # through every `except Exception`, so that children are stopped on the way.
+    "verifleet.orchestrator.cli.Terminated",
 }
 
 
