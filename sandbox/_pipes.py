@@ -15,6 +15,8 @@ import select
 import signal
 import time
 
+from ._errors import SandboxError
+
 __all__ = [
     "Deadline",
     "become_subreaper",
@@ -33,7 +35,7 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-class Deadline(Exception):
+class Deadline(SandboxError):
     """A pipe did not deliver within its time."""
 
 

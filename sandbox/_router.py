@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ._children import MAX_ANSWER_BYTES, Limits, Slot
+from ._errors import SandboxError
 from ._pipes import Deadline, drain, kill_group, process_gone, read_line, write_all
 from ._protocol import (
     CheckTraitRequest,
@@ -59,7 +60,7 @@ def _succeeded(answer: bytes) -> bool:
         return False
 
 
-class SpawnerDied(RuntimeError):
+class SpawnerDied(SandboxError):
     """The spawner is gone: the executor cannot start children any more."""
 
 
