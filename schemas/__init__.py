@@ -61,7 +61,15 @@ from ._rubric import (
     merge_dynamic_rubrics,
     merge_rubrics,
 )
-from ._benchmark import Benchmark, Question, dump_benchmark, load_benchmark
+from ._benchmark import (
+    Benchmark,
+    BenchmarkCheck,
+    BenchmarkProblem,
+    Question,
+    check_benchmark,
+    dump_benchmark,
+    load_benchmark,
+)
 
 # --- multi-turn scenarios ---------------------------------------------------------
 from ._scenario import (
@@ -135,7 +143,9 @@ __all__ = [
     "AnyTrait",
     "AtLeastNCheck",
     "Benchmark",
+    "BenchmarkCheck",
     "BenchmarkLoadError",
+    "BenchmarkProblem",
     "BrokenScenario",
     "CallableTrait",
     "CodeChecker",
@@ -199,6 +209,7 @@ __all__ = [
     "VerificationResultSet",
     "VerificationResultTemplate",
     "VerifleetError",
+    "check_benchmark",
     "classify_failure",
     "collect_caveats",
     "compute_metrics",

@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from verifleet.errors import JobRejectedError
-from verifleet.sandbox import default_pool
+from verifleet.sandbox import default_pool, sandbox_checker
 from verifleet.schemas import (
     Benchmark,
-    RubricError,
+    CallableTrait,
     ScenarioExecutionResult,
-    TemplateValidationError,
     VerificationConfig,
+    check_benchmark,
     compute_template_id,
     compute_unit_key,
     md5_hex,
@@ -50,55 +50,33 @@ def new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _validate(
-    benchmark: Benchmark, descriptions: dict[str, str] | None = None
-) -> tuple[list[str], dict[str, str]]:
-    """``benchmark.validate()`` without templates, then each template checked in a
-    sandbox executor (never compiled in this process; the executors' caches are
-    bounded, so a big benchmark costs this process only the descriptions).
+class _DescribingChecker:
+    """The sandbox's checker that also keeps each template's description.
 
-    Args:
-        descriptions: Filled with each question template's description by
-            template id, as JSON text (kept small: a 10,000-question job holds
-            them all until it is stored), what the workers then need not ask an
-            executor.
-
-    Returns:
-        The problems other than templates, and ``{question id: message}`` for
-        each question whose template does not compile or is refused.
+    Templates are checked in sandbox executors (never compiled in this process;
+    the executors' caches are bounded, so a big benchmark costs this process only
+    the descriptions). ``descriptions`` gets each template's description by
+    template id, as JSON text (kept small: a 10,000-question job holds them all
+    until it is stored), what the workers then need not ask an executor.
     """
-    problems = list(dict.fromkeys(benchmark.validate(templates=False)))
-    templates: dict[str, str] = {}
-    pool = default_pool()
-    for q in benchmark.questions:
-        if not q.has_template:
-            continue
-        source = q.answer_template or ""
+
+    def __init__(self, descriptions: dict[str, str] | None) -> None:
+        self._pool = default_pool()
+        self._traits = sandbox_checker(self._pool)
+        self._descriptions = descriptions
+
+    def check_template(self, source: str, question_id: str | None) -> None:
         try:
-            pool.validate_template(source, question_id=q.id)
-        except TemplateValidationError as exc:
-            templates[q.id] = f"question {q.id}: template: {exc.problem}"
-        if descriptions is not None:
-            # What validating it left in the pool: a description or a refusal.
-            template_id = compute_template_id(source)
-            described = pool.description(source)
-            if described is not None:
-                descriptions[template_id] = json.dumps(described)
-    for scenario in benchmark.scenarios:
-        for node in scenario.nodes:
-            if not node.question.has_template:
-                continue
-            where = f"scenario {scenario.id}, node {node.id}"
-            try:
-                pool.validate_template(
-                    node.question.answer_template or "", question_id=node.question.id
-                )
-            except TemplateValidationError as exc:
-                templates[where] = f"{where}: template: {exc.problem}"
-    for broken in benchmark.broken_scenarios:
-        # Fails alone like a broken template: its runs record the problem.
-        templates[f"scenario {broken.id}"] = broken.message
-    return problems, templates
+            self._pool.validate_template(source, question_id=question_id)
+        finally:
+            if self._descriptions is not None:
+                # What validating it left in the pool: a description or a refusal.
+                described = self._pool.description(source)
+                if described is not None:
+                    self._descriptions[compute_template_id(source)] = json.dumps(described)
+
+    def check_trait(self, trait: CallableTrait) -> None:
+        self._traits.check_trait(trait)
 
 
 def _job_problems(
@@ -106,44 +84,11 @@ def _job_problems(
     config: VerificationConfig,
     descriptions: dict[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """(problems that stop the job, problems that fail one question's template)."""
-    problems: list[str] = []
-    if not (benchmark.questions or benchmark.scenarios or benchmark.broken_scenarios):
-        problems.append("the benchmark has no questions and no scenarios")
-    others, templates = _validate(benchmark, descriptions)
-    problems.extend(others)
-    failing = list(templates.values())
-    if config.template_stages_enabled:
-        failing.extend(
-            f"question {q.id}: evaluation mode '{config.evaluation_mode}' needs an answer template"
-            for q in benchmark.questions
-            if not q.has_template
-        )
-        failing.extend(
-            f"scenario {s.id}, node {n.id}: evaluation mode '{config.evaluation_mode}' "
-            "needs an answer template"
-            for s in benchmark.scenarios
-            for n in s.nodes
-            if not n.question.has_template
-        )
-    if config.rubric_stages_enabled:
-        names: set[str] = set()
-        for q in benchmark.questions:
-            try:
-                rubrics = (benchmark.rubric_for(q), benchmark.dynamic_rubric_for(q))
-            except RubricError:
-                continue  # already reported by benchmark.validate()
-            for rubric in rubrics:
-                if rubric is not None:
-                    names.update(rubric.get_trait_names())
-        if not names:
-            problems.append(
-                f"evaluation mode '{config.evaluation_mode}' needs rubric traits; the benchmark has none"
-            )
-        unknown = sorted(set(config.rubric_trait_names or []) - names)
-        if unknown:
-            problems.append(f"rubric_trait_names: unknown trait(s) {', '.join(unknown)}")
-    return problems, failing
+    """(problems that stop the job, problems that fail their own question or
+    scenario), from :func:`check_benchmark`: the same check and words as
+    ``Benchmark.validate``, ``load_benchmark``, ``run`` and ``serve``."""
+    found = check_benchmark(benchmark, checker=_DescribingChecker(descriptions), config=config)
+    return found.messages(alone=False), found.messages(alone=True)
 
 
 def _broken_scenario_runs(
@@ -169,15 +114,15 @@ def _broken_scenario_runs(
 
 
 def template_problems(benchmark: Benchmark, config: VerificationConfig | None = None) -> list[str]:
-    """One message per question whose template will fail it: it does not compile,
-    is refused, or (with a ``config`` that runs template stages) is missing.
+    """One message per question or scenario that will fail alone: its template
+    does not compile, is refused, or (with a ``config`` that runs template stages)
+    is missing; a scenario failed validation.
 
-    Unless a caller asks for strictness these fail their own question only (the
-    pipeline records the error in its results); see :func:`validate_job`.
+    Unless a caller asks for strictness these fail their own question or scenario
+    only (the results record the error); see :func:`validate_job`.
     """
-    if config is None:
-        return list(_validate(benchmark)[1].values())
-    return _job_problems(benchmark, config)[1]
+    found = check_benchmark(benchmark, checker=_DescribingChecker(None), config=config)
+    return found.messages(alone=True)
 
 
 def validate_job(

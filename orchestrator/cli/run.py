@@ -126,10 +126,6 @@ def _run(args: argparse.Namespace) -> int:
             console.print(
                 f"[yellow]warning:[/yellow] {problem} (its results will record the error)"
             )
-        for broken in benchmark.broken_scenarios:
-            console.print(
-                f"[yellow]warning:[/yellow] {broken.message} (it fails alone; the others run)"
-            )
         local_spec = None
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer

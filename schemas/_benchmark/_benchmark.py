@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from .._checkers import CodeChecker, resolve_checker
-from .._errors import RubricError, TemplateValidationError, UntrustedCodeError
+from .._checkers import CodeChecker
 from .._rubric import DynamicRubric, Rubric, merge_dynamic_rubrics, merge_rubrics
 from .._scenario import BrokenScenario, ScenarioDefinition
 from ._question import Question
+from ._validation import check_benchmark
 
 __all__ = ["Benchmark"]
 
@@ -121,51 +121,16 @@ class Benchmark(BaseModel):
     def validate(  # type: ignore[override]
         self, *, templates: bool = True, checker: CodeChecker | None = None
     ) -> list[str]:
-        """Every problem that would stop this benchmark from running, as messages.
+        """Every problem found in this benchmark, as messages, in the words every
+        path uses (see :func:`check_benchmark`).
 
         Checks each answer template (not when ``templates`` is False), each
-        callable trait (compiles, or pickled and trusted) and each question's
-        merged rubrics. Template and trait code runs where ``checker`` runs it:
-        the sandbox's executors when None, never this process. Nothing is
-        raised: an empty list means ready. (Overrides pydantic v1's deprecated
-        classmethod of the same name.)
+        callable trait (compiles, or pickled and trusted), each question's and
+        scenario node's merged rubrics, and lists each scenario that failed
+        validation. Template and trait code runs where ``checker`` runs it: the
+        sandbox's executors when None, never this process. Nothing is raised: an
+        empty list means ready. (Overrides pydantic v1's deprecated classmethod
+        of the same name.)
         """
-        problems: list[str] = []
-        for qid, rubric in self.all_rubrics():
-            where = f"question {qid}" if qid else "global rubric"
-            for trait in rubric.callable_traits:
-                if not trait.has_code:
-                    continue  # a checkpoint trait without code fails when evaluated
-                try:
-                    checker = resolve_checker(checker)
-                    checker.check_trait(trait)
-                except (RubricError, UntrustedCodeError) as exc:
-                    problems.append(f"{where}: {exc}")
-        for q in self.questions:
-            if templates and q.has_template:
-                try:
-                    checker = resolve_checker(checker)
-                    checker.check_template(q.answer_template or "", q.id)
-                except TemplateValidationError as exc:
-                    problems.append(f"question {q.id}: template: {exc.problem}")
-            try:
-                self.rubric_for(q)
-                self.dynamic_rubric_for(q)
-            except RubricError as exc:
-                problems.append(f"question {q.id}: rubric: {exc}")
-        for scenario in self.scenarios:
-            for node in scenario.nodes:
-                where = f"scenario {scenario.id}, node {node.id}"
-                if templates and node.question.has_template:
-                    try:
-                        checker = resolve_checker(checker)
-                        checker.check_template(
-                            node.question.answer_template or "", node.question.id
-                        )
-                    except TemplateValidationError as exc:
-                        problems.append(f"{where}: template: {exc.problem}")
-                try:
-                    self.rubric_for(node.question)
-                except RubricError as exc:
-                    problems.append(f"{where}: rubric: {exc}")
-        return problems
+        found = check_benchmark(self, templates=templates, checker=checker)
+        return [p.message for p in found.problems if p.kind != "empty"]

@@ -1,8 +1,11 @@
 """``load_benchmark`` and ``dump_benchmark``: files in, :class:`Benchmark` out.
 
 Loading is all-or-nothing and reports everything at once: every malformed
-question, every template that fails validation, every rubric clash ends up in one
-:class:`BenchmarkLoadError` that names the file and each question. Pickled
+question, every template that fails validation (when templates are validated),
+every rubric clash ends up in one :class:`BenchmarkLoadError` that names the file
+and each question, in the words of :func:`check_benchmark`, the check every path
+shares. A scenario that fails validation does not stop the load: it is kept in
+``Benchmark.broken_scenarios`` and fails alone when the job runs. Pickled
 callable traits are refused unless the caller trusts them, because unpickling
 runs whatever code the file's author put there.
 """
@@ -16,17 +19,16 @@ from typing import Any
 
 import yaml
 
-from .._checkers import CodeChecker, resolve_checker
+from .._checkers import CodeChecker
 from .._errors import (
     BenchmarkLoadError,
     ExportError,
-    RubricError,
-    TemplateValidationError,
     UntrustedCodeError,
 )
 from ._benchmark import Benchmark
 from ._checkpoint import Problem, benchmark_from_checkpoint
 from ._own_format import benchmark_from_document, render_document
+from ._validation import check_benchmark
 
 __all__ = ["dump_benchmark", "load_benchmark"]
 
@@ -86,13 +88,10 @@ def _read(path: Path) -> tuple[Any, bool]:
     )
 
 
-def _check_callables(
-    benchmark: Benchmark, path: str, trust: bool, checker: CodeChecker | None
-) -> list[Problem]:
-    """Grant or refuse trust to pickled callables; load every callable once so a
-    broken one fails now rather than in the middle of a run."""
+def _grant_trust(benchmark: Benchmark, path: str, trust: bool) -> None:
+    """Grant or refuse trust to pickled callables (checking them is
+    :func:`check_benchmark`'s, with every other check)."""
     refused: list[str] = []
-    problems: list[Problem] = []
     for qid, rubric in benchmark.all_rubrics():
         for trait in rubric.callable_traits:
             if not trait.has_code:
@@ -101,51 +100,29 @@ def _check_callables(
             trait.trusted = trust and trait.is_pickled
             if trait.is_pickled and not trust:
                 refused.append(f"trait {trait.name!r} ({f'question {qid}' if qid else 'global'})")
-                continue
-            try:
-                checker = resolve_checker(checker)
-                checker.check_trait(trait)
-            except RubricError as exc:
-                problems.append((qid, str(exc)))
     if refused:
         raise UntrustedCodeError(
             f"{path}: callable rubric traits stored as pickled code: {', '.join(refused)}. "
             "Unpickling them runs arbitrary code. If you trust this file's author, load it "
             "with trust_callables=True (CLI: --trust-callables)."
         )
-    return problems
 
 
-def _check_questions(
+def _load_problems(
     benchmark: Benchmark, *, templates: bool, checker: CodeChecker | None
 ) -> list[Problem]:
-    """Problems of each question's template (when asked) and merged rubrics."""
+    """What stops the file from loading, in :func:`check_benchmark`'s words: every
+    problem but a scenario that failed validation (it fails alone when the job
+    runs) and an empty benchmark (a file may hold no questions)."""
     problems: list[Problem] = []
-    for question in benchmark.questions:
-        if templates and question.has_template:
-            try:
-                checker = resolve_checker(checker)
-                checker.check_template(question.answer_template or "", question.id)
-            except TemplateValidationError as exc:
-                problems.append((question.id, f"answer template: {exc.problem}"))
-        try:
-            benchmark.rubric_for(question)
-            benchmark.dynamic_rubric_for(question)
-        except RubricError as exc:
-            problems.append((question.id, str(exc)))
-    for scenario in benchmark.scenarios:
-        for node in scenario.nodes:
-            where = f"scenario {scenario.id}, node {node.id}"
-            if templates and node.question.has_template:
-                try:
-                    checker = resolve_checker(checker)
-                    checker.check_template(node.question.answer_template or "", node.question.id)
-                except TemplateValidationError as exc:
-                    problems.append((None, f"{where}: answer template: {exc.problem}"))
-            try:
-                benchmark.rubric_for(node.question)
-            except RubricError as exc:
-                problems.append((None, f"{where}: {exc}"))
+    for found in check_benchmark(benchmark, templates=templates, checker=checker).problems:
+        if found.kind in ("scenario", "empty"):
+            continue
+        qid = found.question_id
+        prefix = f"question {qid}: "
+        # _fail names the question itself: keep the message without its prefix.
+        message = found.message.removeprefix(prefix) if qid else found.message
+        problems.append((qid, message))
     return problems
 
 
@@ -186,8 +163,8 @@ def load_benchmark(
     benchmark, problems = build(data, default_name=file.stem)
     if benchmark is None:
         raise _fail(shown, problems)
-    problems = _check_callables(benchmark, shown, trust_callables, checker)
-    problems += _check_questions(benchmark, templates=validate_templates, checker=checker)
+    _grant_trust(benchmark, shown, trust_callables)
+    problems = _load_problems(benchmark, templates=validate_templates, checker=checker)
     if problems:
         raise _fail(shown, problems)
     return benchmark

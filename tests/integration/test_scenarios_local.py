@@ -51,7 +51,7 @@ def test_run_scenarios_locally_then_resume(tmp_path: Path) -> None:
     assert "Scenario runs" in first.stderr
     assert "scenario failed: scenario broken" in first.stderr
     assert "resumed: 7 of 7 units" in second.stderr
-    assert f"warning: {DANGLING_PROBLEM} (it fails alone; the others run)" in " ".join(
+    assert f"warning: {DANGLING_PROBLEM} (its results will record the error)" in " ".join(
         first.stderr.split()
     )
 

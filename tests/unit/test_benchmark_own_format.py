@@ -200,8 +200,8 @@ def test_all_bad_templates_are_listed(tmp_path: Path) -> None:
         load_benchmark(_write_yaml(tmp_path, document))
     message = str(info.value)
     assert "2 problems:" in message
-    assert "question q2: answer template:" in message
-    assert "question q3: answer template: template does not compile" in message
+    assert "question q2: template:" in message
+    assert "question q3: template: template does not compile" in message
     assert "question q1" not in message
 
 

@@ -239,7 +239,7 @@ def test_yaml_unknown_source_and_bad_template_are_named(tmp_path: Path) -> None:
     [failed] = load_benchmark(_yaml_with(tmp_path, scenario)).broken_scenarios
     assert "edge z -> a: source 'z' is not a node" in failed.problem
     scenario["edges"] = []
-    with pytest.raises(BenchmarkLoadError, match="scenario s, node a: answer template"):
+    with pytest.raises(BenchmarkLoadError, match="scenario s, node a: template: "):
         load_benchmark(_yaml_with(tmp_path, scenario))
 
 

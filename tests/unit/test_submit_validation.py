@@ -5,12 +5,21 @@ registered here, however big the benchmark)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import pytest
+import yaml
 from _support.jobs import capitals_benchmark
-from _support.scenarios import DANGLING_PROBLEM, scenario_benchmark
+from _support.scenarios import DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
 from verifleet.orchestrator._fleet.submit import template_problems, validate_job
-from verifleet.schemas import BrokenScenario, ModelConfig, VerificationConfig
+from verifleet.schemas import (
+    BenchmarkLoadError,
+    BrokenScenario,
+    ModelConfig,
+    VerificationConfig,
+    load_benchmark,
+)
 
 
 def _template_modules() -> set[str]:
@@ -47,3 +56,34 @@ def test_a_broken_scenario_fails_alone_unless_strict() -> None:
     assert validate_job(bench, config, strict=False) == []
     assert validate_job(bench, config, strict=True) == [DANGLING_PROBLEM]
     assert template_problems(bench) == [DANGLING_PROBLEM]
+
+
+def test_every_path_reports_the_same_problems_in_the_same_words(tmp_path: Path) -> None:
+    """``Benchmark.validate``, ``load_benchmark``, ``submit`` (``validate_job``,
+    strict or not) and ``serve`` (``template_problems``) ask one check: a broken
+    question template, a broken scenario-node template and a scenario that fails
+    validation are worded alike everywhere and fail alone unless strict."""
+    document = scenario_benchmark(broken=False).model_dump(mode="json", exclude_defaults=True)
+    document["questions"][0]["answer_template"] = "class Answer(:\n    pass\n"
+    document["scenarios"][0]["nodes"][0]["question"]["answer_template"] = "import os\n"
+    document["scenarios"].append(dangling_scenario())
+    path = tmp_path / "bench.yaml"
+    path.write_text(yaml.safe_dump(document))
+    bench = load_benchmark(path, validate_templates=False)
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m")
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+
+    words = bench.validate()
+    assert [w.split(":")[0] for w in words] == [
+        "question plain",
+        "scenario branch_pass, node start",
+        "scenario 'dangling-edge'",
+    ]
+    assert words[0].startswith("question plain: template: template does not compile")
+    assert words[2] == DANGLING_PROBLEM
+    assert template_problems(bench) == words
+    assert validate_job(bench, config, strict=True) == words
+    assert validate_job(bench, config, strict=False) == []
+    with pytest.raises(BenchmarkLoadError) as refused:
+        load_benchmark(path)  # templates validated: all or nothing, but not the scenario
+    assert str(refused.value).splitlines()[1:] == [f"  {w}" for w in words[:2]]
