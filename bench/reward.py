@@ -225,8 +225,11 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def _load(base: str, bodies: list[dict[str, Any]], limit_s: float) -> dict[str, Any]:
+async def _load(
+    base: str, bodies: list[dict[str, Any]], limit_s: float, expected: list[float] | None = None
+) -> dict[str, Any]:
     statuses: Counter[str] = Counter()
+    wrong = 0
     latencies: list[float] = []
     health: list[float] = []
     health_failed = 0
@@ -257,13 +260,15 @@ async def _load(base: str, bodies: list[dict[str, Any]], limit_s: float) -> dict
     ):
         began = time.perf_counter()
 
-        async def one(body: dict[str, Any]) -> None:
-            nonlocal within
+        async def one(index: int, body: dict[str, Any]) -> None:
+            nonlocal within, wrong
             start = time.perf_counter()
             try:
                 async with session.post(f"{base}/verify", json=body) as reply:
-                    await reply.read()
+                    raw = await reply.read()
                     status = str(reply.status)
+                    if expected is not None and reply.status == 200:
+                        wrong += json.loads(raw)["reward"] != expected[index]
             except (aiohttp.ClientError, TimeoutError) as exc:
                 status = type(exc).__name__
             elapsed = time.perf_counter() - start
@@ -273,7 +278,7 @@ async def _load(base: str, bodies: list[dict[str, Any]], limit_s: float) -> dict
                 within += time.perf_counter() - began <= limit_s
 
         probing = asyncio.ensure_future(probe(prober))
-        await asyncio.gather(*(one(body) for body in bodies))
+        await asyncio.gather(*(one(i, body) for i, body in enumerate(bodies)))
         wall = time.perf_counter() - began
         done.set()
         await probing
@@ -284,6 +289,7 @@ async def _load(base: str, bodies: list[dict[str, Any]], limit_s: float) -> dict
         "health_failed": health_failed,
         "within": within,
         "wall": wall,
+        "wrong": wrong,
     }
 
 
@@ -302,13 +308,16 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
             ]
             asyncio.run(_load(base, warm, args.limit))
         cpu_before = _cpu_seconds(pids)
-        bodies = []
+        bodies, expected = [], []
         for i in range(level):
             q = i % args.questions
             said = f"Capital{q}" if i % 4 else "Wrong"
             text = f"Rollout {tag}-{i}: the capital is {said}."
             bodies.append({"question_id": f"q{q}", "response": text})
-        result = asyncio.run(_load(base, bodies, args.limit))
+            expected.append(1.0 if i % 4 else 0.0)
+        if scenario == "nojudge":
+            expected = [1.0] * level  # every response is short: the regex trait holds
+        result = asyncio.run(_load(base, bodies, args.limit, expected))
         cpu = _cpu_seconds(pids) - cpu_before
         memory = _peak_rss_mb(pids)
     finally:
@@ -327,7 +336,10 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
         f"\n== {scenario} c={level} workers={args.workers} latency={args.latency_ms:g}ms "
         f"judge_concurrency={args.judge_concurrency} max_inflight={args.max_inflight}"
     )
-    print(f"replies: {dict(sorted(statuses.items()))}  answered (200/503) {answered}/{level}")
+    print(
+        f"replies: {dict(sorted(statuses.items()))}  answered (200/503) {answered}/{level}; "
+        f"200s with a wrong reward: {result['wrong']}"
+    )
     print(
         f"answered within {args.limit:g}s: {result['within']}/{level}; wall {result['wall']:.1f}s"
     )

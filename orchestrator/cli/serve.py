@@ -379,17 +379,18 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
     )
 
 
-_PATH_FLAGS = ("benchmark", "reward_config")
-
-
 def _state(args: argparse.Namespace, models: list[ModelConfig]) -> str:
     """The flags and judges a ``--workers`` process rebuilds the service from."""
-    flags = {
-        k: str(v) if isinstance(v, Path) else v
-        for k, v in vars(args).items()
-        if k not in ("handler", "func")
-    }
-    return json.dumps({"flags": flags, "judges": [m.model_dump(mode="json") for m in models]})
+    flags = {k: v for k, v in vars(args).items() if k not in ("handler", "func")}
+    paths = sorted(k for k, v in flags.items() if isinstance(v, Path))
+    return json.dumps(
+        {
+            "flags": {k: str(v) if k in paths else v for k, v in flags.items()},
+            "paths": paths,
+            "judges": [m.model_dump(mode="json") for m in models],
+        },
+        default=str,
+    )
 
 
 def worker_app() -> FastAPI:
@@ -404,9 +405,8 @@ def worker_app() -> FastAPI:
 
     state = json.loads(os.environ[SERVE_STATE_ENV])
     flags = dict(state["flags"])
-    for name in _PATH_FLAGS:
-        if flags.get(name) is not None:
-            flags[name] = Path(flags[name])
+    for name in state["paths"]:
+        flags[name] = Path(flags[name])
     args = argparse.Namespace(**flags)
     models = [ModelConfig.model_validate(m) for m in state["judges"]]
     start_sandbox(args)
