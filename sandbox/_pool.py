@@ -329,6 +329,9 @@ class SandboxPool:
             TemplateValidationError: The template is invalid, its code crashed
                 or hung its process, or its ground truth or judge schema is over
                 its :class:`~verifleet.schemas.ResultLimits` (the message says which).
+            ExecutorCrashed: The executor itself failed (not the template's
+                code, which runs in processes of its own): nothing is cached,
+                the next call gets a new executor.
             SandboxUnavailable: No executor can be started.
         """
         if source is None or not source.strip():
@@ -378,10 +381,10 @@ class SandboxPool:
                 source=sent,
             )
 
-        try:
-            reply = self._call(make, template=(digest, source))
-        except ExecutorCrashed as exc:
-            return TemplateValidationError(f"template code crashed the sandbox: {exc}")
+        # An executor that fails (its router, not the template's processes: those
+        # answer ``timeout`` or ``crash``) is the infrastructure's failure:
+        # ExecutorCrashed goes to the caller and nothing is cached.
+        reply = self._call(make, template=(digest, source))
         if not reply.ok:
             return TemplateValidationError(_error_text(reply))
         too_large = description_problem(reply.result or {}, self.settings.result_limits)
@@ -481,6 +484,8 @@ class SandboxPool:
                 verification output are over their
                 :class:`~verifleet.schemas.ResultLimits` (the message names the
                 limit).
+            ExecutorCrashed: The executor itself failed (an infrastructure
+                failure, not the template's).
         """
         scope_name = _SCOPE.get() or ""
 
@@ -496,12 +501,7 @@ class SandboxPool:
                 raw_trace=raw_trace,
             )
 
-        try:
-            reply = self._call(make, template=(handle.digest, handle.source))
-        except ExecutorCrashed as exc:
-            raise TemplateValidationError(
-                f"template code crashed the sandbox: {exc}", question_id=handle.question_id
-            ) from None
+        reply = self._call(make, template=(handle.digest, handle.source))
         if not reply.ok:
             raise TemplateValidationError(_error_text(reply), question_id=handle.question_id)
         too_large = evaluation_problem(reply.result or {}, self.settings.result_limits)
