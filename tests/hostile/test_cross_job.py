@@ -13,13 +13,11 @@ so that every call shares it, as an unlucky schedule would.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
+from _support.asgi_thread import serve_in_thread
 from _support.cross_job import (
     ATTACKS,
     VICTIM_CASES,
@@ -30,7 +28,6 @@ from _support.cross_job import (
     victim_benchmark,
 )
 from _support.fleet import Fleet
-from _support.redis_server import free_port
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
@@ -116,16 +113,6 @@ def test_attacks_through_verify(endpoint: str) -> None:
     app = create_app(
         victim, [ModelConfig.parse(f"{endpoint}#judge")], RewardConfig(), resources=resources
     )
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.02)
 
     def rewards(client: httpx.Client) -> dict[str, float]:
         out = {}
@@ -136,9 +123,10 @@ def test_attacks_through_verify(endpoint: str) -> None:
         return out
 
     try:
-        with httpx.Client(
-            base_url=f"http://127.0.0.1:{port}", timeout=60, trust_env=False
-        ) as client:
+        with (
+            serve_in_thread(app, lifespan="off") as served,
+            httpx.Client(base_url=served.url, timeout=60, trust_env=False) as client,
+        ):
             expected = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
             assert rewards(client) == expected
             bodies = []
@@ -155,8 +143,6 @@ def test_attacks_through_verify(endpoint: str) -> None:
                 bodies.append(reply.text)
             assert rewards(client) == expected
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         resources.sandbox.close()
     assert leaks(bodies) == []
 
