@@ -267,8 +267,10 @@ class SandboxPool:
             self._release(proc)
 
     def executor_cpu_seconds(self) -> float:
-        """CPU seconds used so far by one idle executor (the only one when
-        ``pool_size`` is 1): what benchmarks subtract to see a call's cost.
+        """CPU seconds used so far by one idle executor's router (the only
+        executor when ``pool_size`` is 1) and by the children it reaped. Its
+        spawner and template processes count only once they exit: to see a
+        call's whole cost, read the process tree (``bench/_harness.py``).
 
         Raises:
             ExecutorCrashed: The executor died.

@@ -38,7 +38,7 @@ class ExecutorProcess:
     """One running executor. Not thread-safe: the pool hands it to one caller at a time.
 
     Attributes:
-        known_templates: Template ids whose source this executor already holds.
+        known_templates: Source digests (SHA-256) whose source this executor already holds.
         seccomp: Whether the executor reported its seccomp filter installed.
     """
 
