@@ -17,8 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from verifleet.pipeline import PipelineResources, run_unit
-from verifleet.schemas import Benchmark, VerificationConfig
-from verifleet.store import expand_units
+from verifleet.schemas import Benchmark, JobSpec, VerificationConfig
 
 __all__ = ["package_of", "profile_local"]
 
@@ -45,27 +44,14 @@ def package_of(filename: str) -> str:
 def profile_local(bench: Benchmark, config: VerificationConfig, *, top: int = 15) -> None:
     """Run every unit of ``bench`` on this thread under cProfile; print the summary."""
     resources = PipelineResources()
-    units = list(expand_units(bench, config))
-    run_unit(  # warm-up outside the profile: client and template construction
-        units[0].question,
-        units[0].answering,
-        config.parsing_models,
-        config,
-        replicate=units[0].replicate,
-        resources=resources,
-    )
+    spec = JobSpec(bench, config)
+    units = list(spec.units())
+    # warm-up outside the profile: client and template construction
+    run_unit(units[0], spec, resources)
     profiler = cProfile.Profile()
     profiler.enable()
     for unit in units:
-        run_unit(
-            unit.question,
-            unit.answering,
-            config.parsing_models,
-            config,
-            replicate=unit.replicate,
-            rubric=bench.rubric_for(unit.question),
-            resources=resources,
-        )
+        run_unit(unit, spec, resources)
     profiler.disable()
     stats = pstats.Stats(profiler)
     raw = stats.stats  # type: ignore[attr-defined]

@@ -27,6 +27,7 @@ if typing.TYPE_CHECKING:
         resolve_format,
         write_results,
     )
+    from ._fleet.drain import StoredResults
     from ._localllm import (
         LocalLLMError,
         LocalLLMServer,
@@ -50,6 +51,8 @@ _LAZY: dict[str, str] = {
     "read_scenario_results": "._export",
     "resolve_format": "._export",
     "write_results": "._export",
+    # a fleet job's results, drained to shards (``--results-to``) and in Redis
+    "StoredResults": "._fleet.drain",
     # the bundled local model (llama-server + SmolLM2) for the quick start and tests
     "LocalLLMError": "._localllm",
     "LocalLLMServer": "._localllm",
@@ -66,6 +69,7 @@ __all__ = [
     "LocalLLMServer",
     "ParquetResultWriter",
     "ResultFormat",
+    "StoredResults",
     "ensure_llama_server",
     "find_llama_server",
     "find_model_file",

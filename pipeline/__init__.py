@@ -1,10 +1,12 @@
 """verifleet.pipeline — the 13-stage verification pipeline, its checks and model
 adapters. Imports only :mod:`verifleet.schemas`.
 
-Entry points: :func:`run_scenario` runs one multi-turn scenario unit turn by
-turn through :func:`run_unit`, which verifies one (question, answering model, replicate)
+Entry points: :func:`run_unit` verifies one unit of a job (a
+:class:`~verifleet.schemas.Unit`, against its :class:`~verifleet.schemas.JobSpec`)
 with every parsing model and returns one ``VerificationResult`` each; the answer
-is generated once per unit. Content failures end up in the results, never as
+is generated once per unit. :func:`run_scenario` runs one multi-turn scenario
+unit turn by turn through :func:`verify_question`, which takes the question,
+models and rubrics spelled out. Content failures end up in the results, never as
 exceptions. Create :class:`PipelineResources` once per process
 (``PipelineResources.default()``) so chat clients, compiled templates, recorded
 answers and the embedding model are built once and shared by all threads.
@@ -65,7 +67,7 @@ from ._failed import failed_results
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
 from ._reverify import answering_model_of, group_stored, reverify_unit, stored_answer
-from ._run import run_unit
+from ._run import run_unit, verify_question
 from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
 
@@ -141,5 +143,6 @@ __all__ = [
     "sandbox_failure",
     "search_function",
     "stored_answer",
+    "verify_question",
     "wait_for",
 ]

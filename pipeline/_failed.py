@@ -13,6 +13,7 @@ from verifleet.schemas import (
     VerificationConfig,
     VerificationResult,
     VerificationResultMetadata,
+    result_template_id,
 )
 
 __all__ = ["failed_results"]
@@ -39,7 +40,9 @@ def failed_results(
             VerificationResult(
                 metadata=VerificationResultMetadata(
                     question_id=question.id,
-                    template_id=question.template_id,
+                    # The id the pipeline's own results carry in this mode, so
+                    # that the keys of these agree with the unit's (rubric_only).
+                    template_id=result_template_id(question, config),
                     question_text=question.text,
                     raw_answer=question.raw_answer,
                     keywords=question.keywords,

@@ -26,7 +26,7 @@ from verifleet.schemas import (
 
 from ._answer import CachedAnswer
 from ._resources import PipelineResources
-from ._run import run_unit
+from ._run import verify_question
 
 __all__ = ["StoredUnitKey", "answering_model_of", "group_stored", "reverify_unit", "stored_answer"]
 
@@ -109,14 +109,14 @@ def reverify_unit(
         stored: The unit's stored results (any parsing models).
         source: Names the stored run in ``derived_from`` (a path or ``job:<id>``).
         replicate: The unit's replicate.
-        rubric, dynamic_rubric, resources, deadline: as :func:`run_unit`.
+        rubric, dynamic_rubric, resources, deadline: as :func:`verify_question`.
 
     Returns:
         One result per parsing model, each with ``metadata.derived_from``;
-        content failures are inside them, as with :func:`run_unit`.
+        content failures are inside them, as with :func:`verify_question`.
     """
     previous = {r.metadata.parsing.canonical_key: r for r in stored}
-    results = run_unit(
+    results = verify_question(
         question,
         answering,
         parsing_models,

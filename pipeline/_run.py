@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 
 from verifleet.schemas import (
     DynamicRubric,
+    JobSpec,
     ModelConfig,
     Question,
     Rubric,
+    Unit,
     VerificationConfig,
     VerificationResult,
 )
@@ -21,7 +23,7 @@ from ._llm_protocol import Message
 from ._orchestrator import StageOrchestrator
 from ._resources import PipelineResources
 
-__all__ = ["has_rubric_traits", "run_unit"]
+__all__ = ["has_rubric_traits", "run_unit", "verify_question"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +44,49 @@ def has_rubric_traits(
 
 
 def run_unit(
+    unit: Unit,
+    spec: JobSpec,
+    resources: PipelineResources | None = None,
+    *,
+    deadline: float | None = None,
+    cached_answer: CachedAnswer | None = None,
+) -> list[VerificationResult]:
+    """Verify one unit of a job with every parsing model of its config.
+
+    The local runner, the Celery task and the reward scorer all call exactly this:
+    the unit names the question, answering model and replicate, the spec gives
+    the config, the judges and the rubrics merged for the question.
+
+    Args:
+        unit: The unit (:meth:`JobSpec.unit`).
+        spec: The job's benchmark and config.
+        resources: Per-process caches; :meth:`PipelineResources.default` if None.
+        deadline: ``time.monotonic()`` value after which model calls stop.
+        cached_answer: An answer obtained earlier; skips the answering call.
+
+    Returns:
+        One result per parsing model, in the config's order; content failures
+        are recorded in the results, never raised (see :func:`verify_question`).
+
+    Raises:
+        RubricError: a trait name is defined both globally and in the question.
+        RuntimeError: the pipeline produced no result (a bug, not content).
+    """
+    return verify_question(
+        unit.question,
+        unit.answering,
+        spec.config.parsing_models,
+        spec.config,
+        replicate=unit.replicate,
+        rubric=spec.benchmark.rubric_for(unit.question),
+        dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
+        resources=resources,
+        cached_answer=cached_answer,
+        deadline=deadline,
+    )
+
+
+def verify_question(
     question: Question,
     answering: ModelConfig,
     parsing_models: Sequence[ModelConfig],
@@ -56,11 +101,12 @@ def run_unit(
     conversation: Sequence[Message] = (),
     previous: Mapping[str, VerificationResult] | None = None,
 ) -> list[VerificationResult]:
-    """Verify one (question, answering model, replicate) with every parsing model.
+    """Verify one question with each of ``parsing_models``, everything spelled out.
 
     The answer is generated once (stage 2) and reused by each parsing model, so N
-    judges cost one answering call. A stage never knows where it runs: the local
-    runner and the Celery task call exactly this.
+    judges cost one answering call. A stage never knows where it runs. Units of a
+    job go through :func:`run_unit`; a scenario's turns, whose judges and rubrics
+    are the node's, call this directly.
 
     Args:
         question: The :class:`~verifleet.schemas.Question`.

@@ -30,6 +30,7 @@ from verifleet.pipeline import (
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
+    JobSpec,
     ModelConfig,
     Question,
     Rubric,
@@ -190,6 +191,7 @@ class RewardScorer:
                 "verification.evaluation_mode is 'template_only'"
             )
         self.parsing_models = self.config.parsing_models
+        self.spec = JobSpec(benchmark, self.config)
         for model in self.parsing_models:
             if model.temperature != 0.0:
                 _log.warning(
@@ -306,18 +308,8 @@ class RewardScorer:
         deadline: float,
         failures: list[Failure],
     ) -> ScoredRollout:
-        results = run_unit(
-            question,
-            self._answering(request),
-            self.parsing_models,
-            self.config,
-            replicate=None,
-            rubric=rubric,
-            dynamic_rubric=self.benchmark.dynamic_rubric_for(question),
-            resources=self.resources,
-            cached_answer=answer,
-            deadline=deadline,
-        )
+        unit = self.spec.unit(question, self._answering(request), None)
+        results = run_unit(unit, self.spec, self.resources, cached_answer=answer, deadline=deadline)
         verdict = self._equivalence(question, answer, deadline)
         if not failures and time.monotonic() >= deadline and _cut_short(results):
             failures.append(Failure(kind="timeout", reason="the deadline passed mid-verification"))

@@ -127,6 +127,9 @@ from ._results import (
     register_aggregator,
 )
 
+# --- the unit of work and the keys of its results ----------------------------------
+from ._unit import JobSpec, ResultIdentity, Unit, result_template_id
+
 __all__ = [
     "ALLOWED_IMPORTS",
     "CATEGORY_GROUPS",
@@ -160,6 +163,7 @@ __all__ = [
     "ExportError",
     "FewShotConfig",
     "FirstMatchIndex",
+    "JobSpec",
     "JudgmentResults",
     "LLMRubricTrait",
     "MetricMode",
@@ -178,6 +182,7 @@ __all__ = [
     "ResultAggregator",
     "ResultCheck",
     "ResultFailure",
+    "ResultIdentity",
     "ResultLimits",
     "RetryPolicy",
     "Rubric",
@@ -199,6 +204,7 @@ __all__ = [
     "TraitType",
     "TurnCheck",
     "TurnScope",
+    "Unit",
     "UntrustedCodeError",
     "VerificationConfig",
     "VerificationResult",
@@ -229,5 +235,6 @@ __all__ = [
     "register_aggregator",
     "resolve_checker",
     "resolve_path",
+    "result_template_id",
     "unwrap_preset",
 ]

@@ -19,8 +19,10 @@ from ._ledger import CostLedger, JobCost
 from ._liveness import Liveness
 from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
+from ._feeding import QueueFeeder
+from ._schedule import JobShare, Schedule, unit_ref_at
 from ._sending import send_units
-from ._store import JobProgress, JobStatus, ResultStore, UnitStart
+from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
 from ._units import (
     ScenarioUnit,
     Unit,
@@ -48,13 +50,17 @@ __all__ = [
     "JobCost",
     "JobKeys",
     "JobProgress",
+    "JobShare",
     "JobStatus",
     "Liveness",
+    "QueueFeeder",
     "RedisAccessError",
     "RedisCallCache",
     "RedisTarget",
     "ResultStore",
     "ScenarioUnit",
+    "Schedule",
+    "UnfinishedJob",
     "Unit",
     "UnitRef",
     "UnitStart",
@@ -70,5 +76,6 @@ __all__ = [
     "send_units",
     "unit_key",
     "unit_messages",
+    "unit_ref_at",
     "unit_result_keys",
 ]

@@ -51,6 +51,17 @@ class JobKeys:
         return self._k("scenario_errors")
 
     @property
+    def shards(self) -> str:
+        """Hash: shard URL → how many results it holds, for results drained out of
+        Redis (``--results-to``); only shards listed here are ever read."""
+        return self._k("shards")
+
+    @property
+    def drain_lock(self) -> str:
+        """String: the drainer working on this job now (a token with a TTL)."""
+        return self._k("drain_lock")
+
+    @property
     def done(self) -> str:
         """Set: units whose results are all written."""
         return self._k("done")

@@ -16,19 +16,28 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 import redis
 import zstandard
-from pydantic import BaseModel, Field
 
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from ._keys import JOBS_INDEX, JobKeys
+from ._progress import JobProgress, JobStatus, PairProgress, UnfinishedJob, UnitStart
+from ._protocol import DEFAULT_QUEUE
 from ._redis_url import RedisTarget
+from ._schedule import Schedule
+from ._scripts import RECORD_SHARD, WRITE_SCENARIO, WRITE_UNIT
 
-__all__ = ["JobProgress", "JobStatus", "PairProgress", "ResultStore", "UnitStart"]
+__all__ = [
+    "JobProgress",
+    "JobStatus",
+    "PairProgress",
+    "ResultStore",
+    "UnfinishedJob",
+    "UnitStart",
+]
 
 _ZSTD_LEVEL = 3
 
@@ -63,50 +72,6 @@ if ARGV[4] ~= '' then described = redis.call('HGET', KEYS[4], ARGV[4]) end
 return {status, 0, described, tries}
 """
 
-# A unit's results written once and the unit marked done, in one round trip.
-# KEYS: results, pairs, failed, done, inflight, meta, then one verdict set per
-# result. ARGV: the unit's key, now (ISO), then per result: its key, its blob,
-# its pair id, the pair's display text, 1 if it is an error.
-# Verdicts count only what this call actually stored: a redelivered task that
-# judged differently must not add its verdict next to the first one.
-# Returns 1 when this call finished the whole job.
-_WRITE_UNIT = """
-local any_error = false
-local n = (#ARGV - 2) / 5
-for i = 0, n - 1 do
-  local a = 3 + i * 5
-  if redis.call('HSETNX', KEYS[1], ARGV[a], ARGV[a + 1]) == 1 then
-    redis.call('HSETNX', KEYS[2], ARGV[a + 2], ARGV[a + 3])
-    redis.call('SADD', KEYS[7 + i], ARGV[a])
-    if ARGV[a + 4] == '1' then any_error = true end
-  end
-end
-if any_error then redis.call('SADD', KEYS[3], ARGV[1]) end
-redis.call('SADD', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[5], ARGV[1])
-local total = redis.call('HGET', KEYS[6], 'total_units')
-if total and redis.call('SCARD', KEYS[4]) >= tonumber(total) then
-  redis.call('HSET', KEYS[6], 'status', 'done')
-  redis.call('HSETNX', KEYS[6], 'finished', ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# KEYS: scenarios hash, results hash. ARGV: scenario unit key, run blob, then result
-# key/blob pairs. Whoever stores the run stores its turns, in one atomic step: a
-# redelivered scenario that took another path (a model is not deterministic) can
-# neither add its turns next to the first run's nor replace them.
-_WRITE_SCENARIO = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
-  return 0
-end
-for i = 3, #ARGV, 2 do
-  redis.call('HSETNX', KEYS[2], ARGV[i], ARGV[i + 1])
-end
-return 1
-"""
-
 
 class _Codecs(threading.local):
     """One zstd compressor and decompressor per thread.
@@ -120,73 +85,6 @@ class _Codecs(threading.local):
     def __init__(self) -> None:
         self.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
         self.decompressor = zstandard.ZstdDecompressor()
-
-
-class JobStatus(StrEnum):
-    """Lifecycle of a job."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    CANCELLED = "cancelled"
-    DONE = "done"
-
-
-class UnitStart(NamedTuple):
-    """What :meth:`ResultStore.begin_unit` found as a worker took a unit up."""
-
-    status: JobStatus | None
-    """The job's status; None when the store does not know the job."""
-    done: bool
-    """The unit's results are written already (a redelivered task)."""
-    template: dict[str, Any] | None
-    """The description of the asked template stored at submission, if any."""
-    tries: int = 1
-    """Which start of the unit this is: more than 1 when earlier starts never
-    finished (their worker died or froze)."""
-
-
-class PairProgress(BaseModel):
-    """Verdict counts of one (answering, parsing) model pair so far."""
-
-    answering: str
-    parsing: str
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    unverified: int = 0
-
-    @property
-    def pass_rate(self) -> float | None:
-        """Passed over verified results; None before any verdict."""
-        judged = self.passed + self.failed
-        return self.passed / judged if judged else None
-
-
-class JobProgress(BaseModel):
-    """A snapshot of a job, read from its own keys (not from Flower)."""
-
-    job_id: str
-    name: str = ""
-    status: JobStatus
-    created: str = ""
-    started_at: str = ""
-    """When a worker took the job's first unit up (ISO 8601); empty before."""
-    finished_at: str = ""
-    """When its last unit finished (ISO 8601); empty before."""
-    total_units: int = 0
-    done_units: int = 0
-    failed_units: int = 0
-    in_flight: int = 0
-    results: int = 0
-    pairs: list[PairProgress] = Field(default_factory=list)
-    total_scenarios: int = 0
-    scenarios_done: int = 0
-    scenario_errors: int = 0
-
-    @property
-    def finished(self) -> bool:
-        """All units done, or the job was cancelled."""
-        return self.status in (JobStatus.DONE, JobStatus.CANCELLED)
 
 
 def _text(value: Any) -> str:
@@ -222,14 +120,24 @@ class ResultStore:
         self.prefix = prefix
         self._codecs = _Codecs()
         self._begin_unit = client.register_script(_BEGIN_UNIT)
-        self._write_unit = client.register_script(_WRITE_UNIT)
-        self._write_scenario = client.register_script(_WRITE_SCENARIO)
+        self._write_unit = client.register_script(WRITE_UNIT)
+        self._write_scenario = client.register_script(WRITE_SCENARIO)
+        self._record_shard = client.register_script(RECORD_SHARD)
+        self.schedule = Schedule(client, prefix=prefix)
 
     def _compress(self, data: bytes) -> bytes:
         return self._codecs.compressor.compress(data)
 
     def _decompress(self, blob: bytes) -> bytes:
         return self._codecs.decompressor.decompress(blob)
+
+    def decompress(self, blob: bytes) -> bytes:
+        """A stored result blob as the result's JSON.
+
+        Raises:
+            zstandard.ZstdError: the blob is corrupt.
+        """
+        return self._decompress(blob)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str | None = None) -> ResultStore:
@@ -261,11 +169,24 @@ class ResultStore:
         name: str = "",
         total_scenarios: int = 0,
         templates: Mapping[str, str] | None = None,
+        queue: str = DEFAULT_QUEUE,
+        weight: float = 1.0,
+        scheduled: bool = False,
+        sendable: int | None = None,
+        results_to: str | None = None,
     ) -> None:
         """Store a job's spec once and register it (status ``queued``).
         ``total_units`` counts scenario units too; ``total_scenarios`` only those;
         ``templates`` are the descriptions of the job's templates by template id,
-        as JSON text (see :meth:`begin_unit`)."""
+        as JSON text (see :meth:`begin_unit`). A ``scheduled`` job sends no
+        message now: it is enrolled in ``queue``'s schedule, where the workers'
+        feeders give out its units in proportion to ``weight``
+        (:class:`~verifleet.store.Schedule`): the first ``sendable`` units
+        (all by default; units stored at submission, a broken scenario's, are
+        not sent). With ``results_to`` (a path or
+        fsspec URL) its finished results are drained there as Parquet shards
+        while it runs (``verifleet.orchestrator``'s drainer; see
+        :meth:`record_shard`)."""
         keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
         pipe = self.client.pipeline(transaction=True)
@@ -292,10 +213,20 @@ class ResultStore:
                 "total_units": total_units,
                 "total_scenarios": total_scenarios,
                 "name": name,
+                "queue": queue,
+                "weight": weight,
+                **(
+                    {"cursor": 0, "sendable": total_units if sendable is None else sendable}
+                    if scheduled
+                    else {}
+                ),
+                **({"results_to": results_to} if results_to else {}),
             },
         )
         pipe.zadd(self._index(), {job_id: time.time()})
         pipe.execute()
+        if scheduled:
+            self.schedule.enroll(job_id, queue)
 
     def set_ttl(self, job_id: str, seconds: float) -> None:
         """Let :meth:`expired_jobs` report the job ``seconds`` after it finished
@@ -351,23 +282,33 @@ class ResultStore:
         ids = self.client.zrevrange(self._index(), 0, limit - 1)
         return [self.progress(_text(i)) for i in ids]
 
-    def unfinished_jobs(self, limit: int = 200) -> list[tuple[str, int]]:
-        """``(job id, units done)`` of the newest ``limit`` jobs that are queued or
-        running and have units left, in one round trip."""
+    def unfinished_jobs(self, limit: int = 200) -> list[UnfinishedJob]:
+        """The newest ``limit`` jobs that are queued or running and have units
+        left, in one round trip."""
         ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
             keys = self.keys(job_id)
-            pipe.hmget(keys.meta, ["status", "total_units"])
+            pipe.hmget(keys.meta, ["status", "total_units", "queue", "cursor", "sendable"])
             pipe.scard(keys.done)
         replies = pipe.execute()
-        unfinished: list[tuple[str, int]] = []
-        for job_id, (status, total), done in zip(ids, replies[::2], replies[1::2], strict=True):
+        unfinished: list[UnfinishedJob] = []
+        for job_id, meta, done in zip(ids, replies[::2], replies[1::2], strict=True):
+            status, total, queue, cursor, sendable = meta
             if status is None or _text(status) not in (JobStatus.QUEUED, JobStatus.RUNNING):
                 continue
             if total is not None and int(done) < int(total):
-                unfinished.append((job_id, int(done)))
+                giving_out = cursor is not None and int(cursor) < int(sendable or total)
+                name = _text(queue) if queue is not None else DEFAULT_QUEUE
+                unfinished.append(UnfinishedJob(job_id, int(done), name, giving_out))
         return unfinished
+
+    def given_out(self, job_id: str) -> tuple[int | None, str]:
+        """How many units of a scheduled job its schedule has given out (None for
+        a job whose units were all sent at submission), and the job's queue."""
+        cursor, queue = self.client.hmget(self.keys(job_id).meta, ["cursor", "queue"])
+        name = _text(queue) if queue is not None else DEFAULT_QUEUE
+        return (None if cursor is None else int(cursor)), name
 
     # --- units ------------------------------------------------------------------------
     def done_units(self, job_id: str) -> set[str]:
@@ -521,7 +462,9 @@ class ResultStore:
         pipe.hlen(keys.scenarios)
         pipe.scard(keys.scenario_errors)
         done, failed, inflight, results, pairs, scenarios, scenario_errors = pipe.execute()
+        results += int(meta.get("drained") or 0)
         progress = [self._pair_progress(keys, _text(p), _text(v)) for p, v in pairs.items()]
+        share = self.schedule.share(job_id) if "cursor" in meta else None
         return JobProgress(
             job_id=job_id,
             name=meta.get("name", ""),
@@ -538,6 +481,9 @@ class ResultStore:
             total_scenarios=int(meta.get("total_scenarios", 0)),
             scenarios_done=scenarios,
             scenario_errors=scenario_errors,
+            queue=meta.get("queue") or DEFAULT_QUEUE,
+            weight=float(meta.get("weight") or 1.0),
+            share=None if share is None else share.share,
         )
 
     def _pair_progress(self, keys: JobKeys, pair: str, names: str) -> PairProgress:
@@ -555,8 +501,66 @@ class ResultStore:
             unverified=none,
         )
 
+    # --- results drained out of Redis (``results_to``) --------------------------------
+    def results_to(self, job_id: str) -> str | None:
+        """Where the job's results are drained to, None when they stay in Redis."""
+        value = self.client.hget(self.keys(job_id).meta, "results_to")
+        return None if value is None else _text(value)
+
+    def drain_candidates(self, batch: int, limit: int = 200) -> list[tuple[str, str]]:
+        """``(job id, results location)`` of the newest ``limit`` jobs with
+        results to drain now: ``batch`` or more in Redis, or any once the job
+        has ended."""
+        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(self.keys(job_id).meta, ["results_to", "status"])
+            pipe.hlen(self.keys(job_id).results)
+        replies = pipe.execute()
+        found = []
+        for job_id, (url, status), waiting in zip(ids, replies[::2], replies[1::2], strict=True):
+            if url is None or not waiting:
+                continue
+            ended = status is not None and _text(status) in (JobStatus.DONE, JobStatus.CANCELLED)
+            if ended or int(waiting) >= batch:
+                found.append((job_id, _text(url)))
+        return found
+
+    def results_page(self, job_id: str, limit: int) -> list[tuple[str, bytes]]:
+        """Up to ``limit`` results still in Redis as ``(key, result JSON)``."""
+        key = self.keys(job_id).results
+        page: dict[str, bytes] = {}
+        cursor = 0
+        while len(page) < limit:
+            reply: Any = self.client.hscan(key, cursor, count=min(1000, limit))
+            cursor, items = reply
+            page.update((_text(k), blob) for k, blob in items.items())
+            if cursor == 0:
+                break
+        return [(k, self._decompress(b)) for k, b in list(page.items())[:limit]]
+
+    def record_shard(self, job_id: str, url: str, keys: Sequence[str]) -> int:
+        """Record a shard written with the results under ``keys`` and remove
+        those results from Redis, in one step; returns how many were removed
+        (0 when another drainer removed them already)."""
+        k = self.keys(job_id)
+        return int(self._record_shard(keys=[k.results, k.shards, k.meta], args=[url, *keys]))
+
+    def shard_urls(self, job_id: str) -> list[str]:
+        """The job's recorded shards, oldest first (their names sort by time)."""
+        return sorted(_text(s) for s in self.client.hkeys(self.keys(job_id).shards))
+
+    def result_count(self, job_id: str) -> int:
+        """How many results the job has, in Redis and drained."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hlen(self.keys(job_id).results)
+        pipe.hget(self.keys(job_id).meta, "drained")
+        stored, drained = pipe.execute()
+        return int(stored) + int(drained or 0)
+
     def iter_results(self, job_id: str, *, batch: int = 500) -> Iterator[VerificationResult]:
-        """Every stored result, streamed with HSCAN (memory bounded by ``batch``)."""
+        """Every result in Redis, streamed with HSCAN (memory bounded by
+        ``batch``); not those drained to shards (see :meth:`shard_urls`)."""
         for _key, blob in self.client.hscan_iter(self.keys(job_id).results, count=batch):
             yield VerificationResult.model_validate_json(self._decompress(blob))
 
@@ -567,6 +571,8 @@ class ResultStore:
         built, and memory is bounded by one page (about ``batch`` results). Each item
         is the decompressed ``model_dump_json()`` of a result, in HSCAN order (the
         order of :meth:`iter_results`); a page may be empty.
+
+        Results drained to shards are not among them (see :meth:`shard_urls`).
 
         Raises:
             redis.RedisError: Redis is unreachable.

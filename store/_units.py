@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from verifleet.schemas import ModelConfig, VerificationConfig, compute_unit_key, md5_hex
+from verifleet.schemas import (
+    JobSpec,
+    ModelConfig,
+    ResultIdentity,
+    Unit,
+    VerificationConfig,
+    compute_unit_key,
+    md5_hex,
+)
 
 from ._protocol import UnitRef
 
 if TYPE_CHECKING:
-    from verifleet.schemas import Benchmark, Question, ScenarioDefinition, VerificationResult
+    from verifleet.schemas import Benchmark, ScenarioDefinition, VerificationResult
 
 __all__ = [
     "ScenarioUnit",
@@ -27,16 +36,6 @@ __all__ = [
     "unit_messages",
     "unit_result_keys",
 ]
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One (question, answering model, replicate): generates one answer, judged by
-    every parsing model."""
-
-    question: Question
-    answering: ModelConfig
-    replicate: int
 
 
 @dataclass(frozen=True)
@@ -94,16 +93,10 @@ def keyed_question_id(
 
 def _turn_key(result: VerificationResult, job_id: str) -> str:
     meta = result.metadata
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=keyed_question_id(
-            meta.question_id, meta.scenario_id, meta.scenario_turn, meta.scenario_node
-        ),
-        template_id=meta.template_id,
-        answering_key=meta.answering.canonical_key,
-        parsing_key=meta.parsing.canonical_key,
-        replicate=meta.replicate,
+    question_id = keyed_question_id(
+        meta.question_id, meta.scenario_id, meta.scenario_turn, meta.scenario_node
     )
+    return ResultIdentity.of_result(result, question_id=question_id).key(job_id)
 
 
 def scenario_result_keys(results: Sequence[VerificationResult], *, job_id: str = "") -> list[str]:
@@ -115,75 +108,64 @@ def scenario_result_keys(results: Sequence[VerificationResult], *, job_id: str =
 def expand_units(benchmark: Benchmark, config: VerificationConfig) -> Iterator[Unit]:
     """Yield every unit of the job lazily, question-major (a job of a million units
     never exists as a list)."""
-    for question in benchmark.questions:
-        for answering in config.answering_models:
-            for replicate in range(1, config.replicate_count + 1):
-                yield Unit(question=question, answering=answering, replicate=replicate)
+    return JobSpec(benchmark, config).units()
+
+
+def unit_key(unit: Unit, *, job_id: str = "") -> str:
+    """The deterministic key of a unit: :meth:`Unit.key`."""
+    return unit.key(job_id)
 
 
 def unit_result_keys(
     unit: Unit, parsing_models: Sequence[ModelConfig], *, job_id: str = ""
 ) -> list[str]:
-    """The keys of the results ``unit`` produces, one per parsing model."""
-    answering_key = unit.answering.identity().canonical_key
-    return [
-        compute_unit_key(
-            job_id=job_id,
-            question_id=unit.question.id,
-            template_id=unit.question.template_id,
-            answering_key=answering_key,
-            parsing_key=parsing.identity(role="parsing").canonical_key,
-            replicate=unit.replicate,
-        )
-        for parsing in parsing_models
-    ]
-
-
-def unit_key(unit: Unit, *, job_id: str = "") -> str:
-    """The deterministic key of a unit (its results' keys with no parsing model)."""
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=unit.question.id,
-        template_id=unit.question.template_id,
-        answering_key=unit.answering.identity().canonical_key,
-        parsing_key="",
-        replicate=unit.replicate,
-    )
+    """The keys of the results ``unit`` produces: :meth:`Unit.result_keys`."""
+    return unit.result_keys(parsing_models, job_id)
 
 
 def result_key(result: VerificationResult, *, job_id: str = "") -> str:
-    """The deterministic key of a finished result (matches :func:`unit_result_keys`,
-    or :func:`scenario_result_keys` for a scenario turn's result)."""
-    meta = result.metadata
-    if meta.scenario_id is not None:
+    """The deterministic key of a finished result: :meth:`Unit.result_keys` of its
+    unit (both go through :class:`~verifleet.schemas.ResultIdentity`), or
+    :func:`scenario_result_keys` for a scenario turn's result."""
+    if result.metadata.scenario_id is not None:
         return _turn_key(result, job_id)
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=meta.question_id,
-        template_id=meta.template_id,
-        answering_key=meta.answering.canonical_key,
-        parsing_key=meta.parsing.canonical_key,
-        replicate=meta.replicate,
-    )
+    return ResultIdentity.of_result(result).key(job_id)
 
 
 def unit_messages(
-    job_id: str, benchmark: Benchmark, config: VerificationConfig, skip: set[str] | None = None
+    job_id: str,
+    benchmark: Benchmark,
+    config: VerificationConfig,
+    skip: set[str] | None = None,
+    *,
+    stop: int | None = None,
 ) -> Iterator[tuple[UnitRef, dict[str, str]]]:
     """The task of every unit of a job, in submit order (questions, then
     scenarios), lazily: its reference and the labels that name it in Flower.
 
     Args:
-        skip: Unit keys (:func:`unit_key` with ``job_id``) to leave out, e.g. the
+        skip: Unit keys (:meth:`Unit.key` with ``job_id``) to leave out, e.g. the
             units already done when a job is resumed.
+        stop: Only the units before this position (the units a schedule has
+            given out so far); None for all.
     """
+    if stop is not None:
+        head = itertools.islice(unit_messages(job_id, benchmark, config), stop)
+        yield from (
+            message
+            for message in head
+            if skip is None or _message_key(job_id, benchmark, config, message[0]) not in skip
+        )
+        return
+    spec = JobSpec(benchmark, config)
     for qi, question in enumerate(benchmark.questions):
         for ai, answering in enumerate(config.answering_models):
             for replicate in range(1, config.replicate_count + 1):
-                if skip is not None:
-                    key = unit_key(Unit(question, answering, replicate), job_id=job_id)
-                    if key in skip:
-                        continue
+                if (
+                    skip is not None
+                    and spec.unit(question, answering, replicate).key(job_id) in skip
+                ):
+                    continue
                 labels = {
                     "question_id": question.id,
                     "answering": answering.identity().display_string,
@@ -213,3 +195,14 @@ def unit_messages(
                     kind="scenario",
                 )
                 yield ref, labels
+
+
+def _message_key(
+    job_id: str, benchmark: Benchmark, config: VerificationConfig, ref: UnitRef
+) -> str:
+    answering = config.answering_models[ref.answering_index]
+    if ref.kind == "scenario":
+        scenario = benchmark.scenarios[ref.question_index]
+        return scenario_unit_key(ScenarioUnit(scenario, answering, ref.replicate), job_id=job_id)
+    question = benchmark.questions[ref.question_index]
+    return JobSpec(benchmark, config).unit(question, answering, ref.replicate).key(job_id)

@@ -264,6 +264,9 @@ def submit(
     strict: bool = False,
     job_id: str | None = None,
     prefix: str | None = None,
+    queue: str = "verifleet",
+    weight: float = 1.0,
+    results_to: str | None = None,
 ) -> Job:
     """Validate the job and enqueue it on the fleet.
 
@@ -277,6 +280,11 @@ def submit(
             results carry the error) and the others run.
         job_id: A job id of your own (a fresh sortable one by default).
         prefix: Key prefix in Redis (several deployments on one Redis).
+        queue: The queue whose workers run the job (``verifleet worker --queues``).
+        weight: The job's share of its queue's workers relative to the other
+            jobs in flight (a positive number; default 1).
+        results_to: A path every worker sees, or an fsspec URL: the job's
+            finished results leave Redis for Parquet shards there as it runs.
 
     Returns:
         The :class:`~verifleet.orchestrator.Job`; ``.wait()`` then
@@ -291,5 +299,13 @@ def submit(
 
     loaded = _benchmark(benchmark, trust_callables=trust_callables)
     return Job.submit(
-        loaded, _config(config), redis_url, job_id=job_id, prefix=prefix, strict=strict
+        loaded,
+        _config(config),
+        redis_url,
+        job_id=job_id,
+        prefix=prefix,
+        strict=strict,
+        queue=queue,
+        weight=weight,
+        results_to=results_to,
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifleet.orchestrator import iter_results, read_parquet_rows, resolve_format
+from verifleet.orchestrator import StoredResults, iter_results, read_parquet_rows, resolve_format
 from verifleet.schemas import ExportError, VerificationResult
 from verifleet.store import ResultStore
 
@@ -169,6 +169,8 @@ class JobRun(Run):
         super().__init__(f"job {job_id}")
         self.store = store
         self.job_id = job_id
+        # Redis and, for a job with --results-to, the shards its results went to.
+        self._stored = StoredResults(store, job_id)
         self.min_interval = min_interval
         self._keys: list[str] = []
         self._seen: set[str] = set()
@@ -190,19 +192,20 @@ class JobRun(Run):
             if not force and now - self._last < self.min_interval:
                 return 0
             self._last = now
-            # HLEN first: listing every key of a large job on each poll is wasted
-            # when nothing arrived (results are written once, never removed).
-            stored = self.store.client.hlen(self.store.keys(self.job_id).results)
+            # The count first: listing every key of a large job on each poll is
+            # wasted when nothing arrived (results are written once; drained ones
+            # still count).
+            stored = self.store.result_count(self.job_id)
             if stored == len(self._keys) and not force:
                 self._sample(now)
                 return 0
-            fresh = [k for k in self.store.result_keys(self.job_id) if k not in self._seen]
+            fresh = [k for k in self._stored.result_keys() if k not in self._seen]
             added = 0
             for start in range(0, len(fresh), _FETCH_BATCH):
                 keys = fresh[start : start + _FETCH_BATCH]
                 pairs = [
                     (k, r)
-                    for k, r in zip(keys, self.store.get_results(self.job_id, keys), strict=True)
+                    for k, r in zip(keys, self._stored.get(keys), strict=True)
                     if r is not None
                 ]
                 self.index.add((r for _, r in pairs), start=len(self._keys))
@@ -229,7 +232,7 @@ class JobRun(Run):
     def result(self, row: int) -> VerificationResult:
         """The full result at ``row``, read from Redis."""
         self._check_row(row)
-        found = self.store.get_results(self.job_id, [self._keys[row]])[0]
+        found = self._stored.get([self._keys[row]])[0]
         if found is None:
             raise ViewerError(f"result {row} of job {self.job_id} is gone from the store")
         return found

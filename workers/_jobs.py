@@ -5,20 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 
-from verifleet.schemas import Benchmark, VerificationConfig
+from verifleet.schemas import Benchmark, JobSpec, VerificationConfig
 from verifleet.store import ResultStore
 
 __all__ = ["JobCache", "JobSpec"]
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """A job's parsed benchmark and config."""
-
-    benchmark: Benchmark
-    config: VerificationConfig
 
 
 class JobCache:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from verifleet.pipeline import PipelineResources, reverify_unit
 from verifleet.schemas import VerificationResult
-from verifleet.store import ResultStore, Unit, unit_result_keys
+from verifleet.store import ResultStore, Unit
 
 from ._jobs import JobCache, JobSpec
 
@@ -37,11 +37,9 @@ def reverify_fleet_unit(
     question = next((q for q in source.benchmark.questions if q.id == unit.question.id), None)
     stored: list[VerificationResult] = []
     if question is not None:
-        keys = unit_result_keys(
-            Unit(question=question, answering=unit.answering, replicate=unit.replicate),
-            source.config.parsing_models,
-            job_id=source_id,
-        )
+        # The source's own spec names its keys (its evaluation mode decides
+        # the template id they carry).
+        keys = source.result_keys(source.unit(question, unit.answering, unit.replicate), source_id)
         stored = [r for r in store.get_results(source_id, keys) if r is not None]
     return reverify_unit(
         unit.question,

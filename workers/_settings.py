@@ -16,6 +16,10 @@
 ``VERIFLEET_STALL_SETTLE``  seconds a job with units left may go without progress
     while no message carries any of them, before its missing units are sent again
     (default 30; see ``verifleet.workers._stalls``).
+``VERIFLEET_DRAIN_BATCH``  results per shard when a job's results are drained out of
+    Redis (``submit --results-to``; default 5000): a running job keeps at most about
+    this many finished results in Redis.
+``VERIFLEET_DRAIN_INTERVAL``  seconds between two looks for results to drain (default 2).
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class WorkerSettings(BaseSettings):
     lease_seconds: float = Field(default=150.0, gt=0)
     stall_settle: float = Field(default=30.0, gt=0)
     unit_tries: int = Field(default=3, ge=1)
+    drain_batch: int = Field(default=5000, ge=1)
+    drain_interval: float = Field(default=2.0, gt=0)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:

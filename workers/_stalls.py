@@ -79,7 +79,10 @@ class StallDetector:
         store: The result store (jobs, done units, the hold records).
         jobs: The worker's job spec cache.
         app: The Celery app to send tasks with.
-        queue: The queue units are sent to (and whose length is checked).
+        queue: The default queue: while it holds messages nothing is suspected.
+            A job's missing units go to the job's own queue, and a job whose
+            queue holds messages or whose schedule still gives out units is
+            not suspected either.
         settle: Seconds a job must stay uncarried without progress before its
             units are sent again; far longer than the milliseconds between a
             worker taking a message and recording it.
@@ -107,12 +110,21 @@ class StallDetector:
         self._key = f"{store.prefix}:stalls"
         self._held = f"{store.prefix}:held"
 
-    def _queue_busy(self) -> bool:
+    def _busy_queues(self, queues: Iterable[str]) -> set[str]:
+        """Which of ``queues`` hold messages now."""
+        names = sorted(set(queues))
         pipe = self.store.client.pipeline(transaction=False)
-        pipe.llen(self.queue)
-        for step in _PRIORITY_STEPS:
-            pipe.llen(f"{self.queue}{_PRIORITY_SEP}{step}")
-        return any(int(n) > 0 for n in pipe.execute())
+        for queue in names:
+            pipe.llen(queue)
+            for step in _PRIORITY_STEPS:
+                pipe.llen(f"{queue}{_PRIORITY_SEP}{step}")
+        lengths = pipe.execute()
+        per = 1 + len(_PRIORITY_STEPS)
+        return {
+            queue
+            for i, queue in enumerate(names)
+            if any(int(n) > 0 for n in lengths[i * per : (i + 1) * per])
+        }
 
     def _carried(self, unacked_key: str) -> set[str]:
         client = self.store.client
@@ -138,7 +150,9 @@ class StallDetector:
         """
         now = time.time() if now is None else now
         client = self.store.client
-        if self._queue_busy():
+        unfinished = self.store.unfinished_jobs()
+        busy = self._busy_queues([self.queue, *(job.queue for job in unfinished)])
+        if self.queue in busy:
             client.delete(self._key)
             return {}
         carried = self._carried(unacked_key)
@@ -148,8 +162,10 @@ class StallDetector:
         }
         suspects: dict[str, dict[str, float]] = {}
         resent: dict[str, int] = {}
-        for job_id, done in self.store.unfinished_jobs():
-            if job_id in carried:
+        for job_id, done, queue, giving_out in unfinished:
+            # A job whose schedule still gives out units, or whose queue holds
+            # messages, is carried: its workers are busy, nothing is lost yet.
+            if job_id in carried or giving_out or queue in busy:
                 continue
             seen = previous.get(job_id)
             if seen is None or seen["done"] != done:
@@ -166,7 +182,7 @@ class StallDetector:
                     )
                 suspects[job_id] = {**seen, "resends": self.max_resends + 1}
             else:
-                resent[job_id] = self._resend(job_id)
+                resent[job_id] = self._resend(job_id, queue)
                 suspects[job_id] = {"done": done, "since": now, "resends": seen["resends"] + 1}
         self._store_suspects(suspects.items())
         return resent
@@ -178,13 +194,13 @@ class StallDetector:
             pipe.hset(self._key, job_id, json.dumps(seen))
         pipe.execute()
 
-    def _resend(self, job_id: str) -> int:
+    def _resend(self, job_id: str, queue: str) -> int:
         spec = self.jobs.get(job_id)
         done = self.store.done_units(job_id)
         sent = send_units(
             self.app,
             unit_messages(job_id, spec.benchmark, spec.config, skip=done),
-            queue=self.queue,
+            queue=queue,
         )
         log.warning(
             "job %s stalled: %d unit(s) without results and no message left for them; sent again",

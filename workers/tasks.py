@@ -30,11 +30,13 @@ from verifleet.schemas import (
     compute_template_id,
 )
 from verifleet.store import (
+    DEFAULT_QUEUE,
     SCENARIO_TASK_NAME,
     TASK_NAME,
     TASK_NAMES,
     JobStatus,
     Liveness,
+    QueueFeeder,
     RedisCallCache,
     RedisTarget,
     ResultStore,
@@ -42,11 +44,10 @@ from verifleet.store import (
     Unit,
     scenario_result_keys,
     scenario_unit_key,
-    unit_key,
-    unit_result_keys,
 )
 
 from ._budget import account_unit, admit_unit
+from ._feeder import FeederThread
 from ._jobs import JobCache, JobSpec
 from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
@@ -130,9 +131,28 @@ def _process_state() -> _ProcessState:
 _REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
+_feeder: FeederThread | None = None
+
+
 @signals.worker_ready.connect
-def _start_heartbeat(**_kwargs: Any) -> None:
-    _process_state()
+def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
+    global _feeder
+    state = _process_state()
+    # The queues this worker consumes (-Q / --queues) are the ones it feeds.
+    try:
+        queues = sorted(sender.app.amqp.queues.consume_from)
+    except AttributeError:
+        queues = [DEFAULT_QUEUE]
+    with _state_lock:
+        if _feeder is None:
+            feeders = [
+                QueueFeeder(
+                    state.store.client, app, queue, state.jobs.get, prefix=state.settings.prefix
+                )
+                for queue in queues
+            ]
+            _feeder = FeederThread(feeders)
+            _feeder.start()
 
 
 @signals.task_received.connect
@@ -258,12 +278,8 @@ def run_unit_task(
     spec = _job_spec(state, job_id, deadline)
     if spec is None:
         return "unknown-job"
-    unit = Unit(
-        question=spec.benchmark.questions[question_index],
-        answering=spec.config.answering_models[answering_index],
-        replicate=replicate,
-    )
-    key = unit_key(unit, job_id=job_id)
+    unit = spec.unit_at(question_index, answering_index, replicate)
+    key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
     skip = _begin(state, job_id, key, deadline, unit.question.answer_template)
@@ -282,18 +298,8 @@ def run_unit_task(
                 deadline=deadline,
             )
         else:
-            results = run_unit(
-                unit.question,
-                unit.answering,
-                spec.config.parsing_models,
-                spec.config,
-                replicate=replicate,
-                rubric=spec.benchmark.rubric_for(unit.question),
-                dynamic_rubric=spec.benchmark.dynamic_rubric_for(unit.question),
-                resources=state.resources,
-                deadline=deadline,
-            )
-    keys = unit_result_keys(unit, spec.config.parsing_models, job_id=job_id)
+            results = run_unit(unit, spec, state.resources, deadline=deadline)
+    keys = spec.result_keys(unit, job_id)
     # Writing gets its own deadline: the unit's work is done and must not be lost.
     _until_redis_answers(
         lambda: store.write_unit(job_id, key, results, keys),
@@ -316,7 +322,7 @@ def _quarantine(state: _ProcessState, job_id: str, key: str, unit: Unit, spec: J
         replicate=unit.replicate,
         error=error,
     )
-    keys = unit_result_keys(unit, config.parsing_models, job_id=job_id)
+    keys = spec.result_keys(unit, job_id)
     _until_redis_answers(
         lambda: state.store.write_unit(job_id, key, results, keys),
         deadline=time.monotonic() + state.settings.unit_deadline,

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pydantic_core
 
 from verifleet.errors import StoredResultError
-from verifleet.schemas import ModelIdentity, VerificationResult, compute_unit_key
+from verifleet.schemas import ModelIdentity, ResultIdentity, VerificationResult
 from verifleet.store import keyed_question_id, result_key
 
 from .arrow_types import FieldCodec, codec_for_model
@@ -168,8 +168,7 @@ def _fast_names(dumped: Any, job_id: str | None) -> RowNames | None:
     if job_id is not None:
         # The fields of store.result_key, read from the dump; the
         # equality tests against the model path catch any drift between the two.
-        key = compute_unit_key(
-            job_id=job_id,
+        key = ResultIdentity(
             question_id=keyed_question_id(
                 meta["question_id"],
                 meta.get("scenario_id"),
@@ -180,7 +179,7 @@ def _fast_names(dumped: Any, job_id: str | None) -> RowNames | None:
             answering_key=answering[1],
             parsing_key=parsing[1],
             replicate=meta["replicate"],
-        )
+        ).key(job_id)
     return key, answering[0], parsing[0]
 
 

@@ -39,14 +39,19 @@ class Broker:
         )
 
     def send(
-        self, units: Iterable[tuple[UnitRef, dict[str, str]]], *, batch_size: int = 500
+        self,
+        units: Iterable[tuple[UnitRef, dict[str, str]]],
+        *,
+        batch_size: int = 500,
+        queue: str | None = None,
     ) -> int:
-        """Send one task per unit; returns how many were sent.
+        """Send one task per unit to ``queue`` (by default the broker's); returns
+        how many were sent.
 
         Raises:
             redis.RedisError: as :func:`~verifleet.store.send_units`.
         """
-        return send_units(self.app, units, queue=self.queue, batch_size=batch_size)
+        return send_units(self.app, units, queue=queue or self.queue, batch_size=batch_size)
 
     def close(self) -> None:
         """Release broker connections."""

@@ -15,10 +15,11 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultSet,
 )
-from verifleet.store import JobProgress, JobStatus, ResultStore
+from verifleet.store import DEFAULT_QUEUE, JobProgress, JobStatus, ResultStore
 
 from .._export import resolve_format, scenario_errors, write_results, write_stored_parquet
 from .broker import Broker
+from .drain import StoredResults
 from .submit import resume_job, submit_job
 
 __all__ = ["Job", "redis_url_from"]
@@ -65,10 +66,16 @@ class Job:
         job_id: str | None = None,
         prefix: str | None = None,
         strict: bool = False,
+        queue: str = DEFAULT_QUEUE,
+        weight: float = 1.0,
+        results_to: str | None = None,
     ) -> Job:
         """Validate and enqueue a job; see :func:`submit_job` (``strict`` rejects
         it when any question's template would fail; by default that question
-        fails alone). :attr:`failing_questions` lists such questions.
+        fails alone). :attr:`failing_questions` lists such questions. Only the
+        workers of ``queue`` run it, sharing their slots with the queue's other
+        jobs in proportion to ``weight``. With ``results_to`` its finished
+        results leave Redis for Parquet shards there as it runs.
 
         Raises:
             JobRejectedError: listing every problem; nothing was enqueued.
@@ -77,10 +84,17 @@ class Job:
         """
         url = redis_url_from(redis_url)
         store = ResultStore.from_url(url, prefix=prefix)
-        broker = Broker(url)
+        broker = Broker(url, queue=queue)
         try:
             report = submit_job(
-                benchmark, config, store=store, broker=broker, job_id=job_id, strict=strict
+                benchmark,
+                config,
+                store=store,
+                broker=broker,
+                job_id=job_id,
+                strict=strict,
+                weight=weight,
+                results_to=results_to,
             )
         finally:
             broker.close()
@@ -138,8 +152,9 @@ class Job:
             broker.close()
 
     def iter_results(self) -> Iterator[VerificationResult]:
-        """Stream every stored result (bounded memory)."""
-        return self.store.iter_results(self.job_id)
+        """Stream every stored result (bounded memory): those drained to shards
+        (``results_to``) and those still in Redis, each once."""
+        return StoredResults(self.store, self.job_id).results()
 
     def scenario_results(self) -> list[ScenarioExecutionResult] | None:
         """Every finished scenario run, None when the job has none."""
@@ -173,6 +188,6 @@ class Job:
         """
         runs = self.scenario_results()
         if resolve_format(path) == "parquet":
-            pages = self.store.iter_stored_batches(self.job_id)
+            pages = StoredResults(self.store, self.job_id).json_pages()
             return write_stored_parquet(pages, path, job_id=self.job_id, scenario_results=runs)
         return write_results(self.iter_results(), path, job_id=self.job_id, scenario_results=runs)

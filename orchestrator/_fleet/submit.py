@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -13,6 +15,7 @@ from verifleet.sandbox import default_pool, sandbox_checker
 from verifleet.schemas import (
     Benchmark,
     CallableTrait,
+    JobSpec,
     ScenarioExecutionResult,
     VerificationConfig,
     check_benchmark,
@@ -150,20 +153,43 @@ def submit_job(
     name: str = "",
     batch_size: int = 500,
     strict: bool = False,
+    weight: float = 1.0,
+    results_to: str | None = None,
 ) -> SubmitReport:
     """Validate, store once, and enqueue every unit of a job.
+
+    The job goes into the schedule of the broker's queue: the workers of that
+    queue send its units as they have room, sharing their slots between the
+    jobs in flight in proportion to ``weight`` (see
+    :class:`~verifleet.store.Schedule`); no message is sent here, so a job of a
+    million units is submitted as fast as one of ten.
 
     A question whose template does not compile, is refused or is missing is
     enqueued like the others and fails alone (its results carry the error); the
     report lists them in ``failing_questions``. ``strict=True`` rejects the
     whole job for them instead.
 
+    With ``results_to`` (a local or shared path, or an fsspec URL such as
+    ``s3://bucket/prefix``) the workers move the job's finished results out of
+    Redis into Parquet shards under ``results_to/<job id>/`` while it runs
+    (:class:`~verifleet.store.ResultDrain`); every reader of the job's results
+    reads the shards and what Redis still holds. A local path is made absolute:
+    every worker must see it at the same place (a shared file system).
+
     Raises:
-        JobRejectedError: listing every problem; nothing is stored or sent.
+        JobRejectedError: listing every problem (a weight that is not a
+            positive number, a results location that cannot be written, among
+            them); nothing is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
     descriptions: dict[str, str] = {}
     problems, failing = _job_problems(benchmark, config, descriptions)
+    if not (math.isfinite(weight) and weight > 0):
+        problems.append(f"weight: must be a positive number, got {weight}")
+    if results_to is not None:
+        results_to, problem = _results_location(results_to)
+        if problem:
+            problems.append(problem)
     if strict:
         problems, failing = problems + failing, []
     if problems:
@@ -183,14 +209,18 @@ def submit_job(
         # Each template described once for the fleet: workers take these up
         # with the unit instead of asking an executor (they still compile it).
         templates=descriptions,
+        queue=broker.queue,
+        weight=weight,
+        scheduled=True,
+        sendable=count_units(benchmark, config),
+        results_to=results_to,
     )
     for key, run in broken_runs:
         # Nothing to send: the run of a broken scenario is its failure.
         store.write_scenario_unit(job_id, key, run, [], [])
-    sent = broker.send(unit_messages(job_id, benchmark, config), batch_size=batch_size)
     return SubmitReport(
         job_id=job_id,
-        units=sent,
+        units=units,
         # Scenario turns add results beyond these: how many depends on the paths taken.
         expected_results=len(benchmark.questions)
         * len(config.answering_models)
@@ -198,6 +228,25 @@ def submit_job(
         * len(config.parsing_models),
         failing_questions=failing,
     )
+
+
+def _results_location(url: str) -> tuple[str, str | None]:
+    """The results location as workers will use it (a local path made absolute)
+    and the problem with it, if any: an unknown scheme, or a folder that cannot
+    be created here."""
+    if not url.strip():
+        return url, "results_to: empty location"
+    if "://" not in url:
+        url = str(Path(url).expanduser().resolve())
+    try:
+        import fsspec
+
+        fs, root = fsspec.core.url_to_fs(url)
+        if getattr(fs, "protocol", None) in ("file", ("file", "local")):
+            fs.makedirs(root, exist_ok=True)
+    except (ImportError, ValueError, OSError) as exc:
+        return url, f"results_to: {url!r} cannot be used: {exc}"
+    return url, None
 
 
 def resume_job(
@@ -208,7 +257,10 @@ def resume_job(
     batch_size: int = 500,
     retry_errors: bool = False,
 ) -> int:
-    """Re-enqueue only the units of ``job_id`` without results; returns how many.
+    """Re-enqueue only the units of ``job_id`` without results; returns how many
+    were sent now. A scheduled job's units not given out yet go back to its
+    schedule instead (they count in the return value too), so a resumed job
+    still shares the fleet by weight.
 
     With ``retry_errors``, the question units with an errored result lose their
     results first and run again: each result is stored once, the new one.
@@ -217,7 +269,7 @@ def resume_job(
     Raises:
         KeyError: no such job.
     """
-    from verifleet.store import JobStatus, expand_units, unit_key, unit_result_keys
+    from verifleet.store import JobStatus
 
     benchmark_json, config_json = store.load_spec(job_id)
     benchmark = Benchmark.model_validate_json(benchmark_json)
@@ -225,15 +277,23 @@ def resume_job(
     if retry_errors:
         failed = store.failed_units(job_id)
         forgotten: dict[str, list[str]] = {}
-        for unit in expand_units(benchmark, config) if failed else ():
-            key = unit_key(unit, job_id=job_id)
+        spec = JobSpec(benchmark, config)
+        for unit in spec.units() if failed else ():
+            key = unit.key(job_id)
             if key in failed:
-                forgotten[key] = unit_result_keys(unit, config.parsing_models, job_id=job_id)
+                forgotten[key] = spec.result_keys(unit, job_id)
         store.forget_units(job_id, forgotten)
     done = store.done_units(job_id)
     # Running before sending: workers drop tasks of a cancelled job.
     store.set_status(job_id, JobStatus.RUNNING)
-    sent = broker.send(unit_messages(job_id, benchmark, config, skip=done), batch_size=batch_size)
-    if sent == 0:
+    given_out, queue = store.given_out(job_id)
+    messages = unit_messages(job_id, benchmark, config, skip=done, stop=given_out)
+    sent = broker.send(messages, batch_size=batch_size, queue=queue)
+    waiting = 0
+    if given_out is not None:
+        waiting = count_units(benchmark, config) - given_out
+        if waiting > 0:
+            store.schedule.enroll(job_id, queue)
+    if sent + waiting == 0:
         store.set_status(job_id, JobStatus.DONE)
-    return sent
+    return sent + waiting

@@ -27,17 +27,12 @@ from verifleet.schemas import (
     Benchmark,
     BrokenScenario,
     CostSummary,
+    JobSpec,
     ModelConfig,
     VerificationConfig,
     VerificationResult,
 )
-from verifleet.store import (
-    ScenarioUnit,
-    Unit,
-    expand_scenario_units,
-    expand_units,
-    unit_result_keys,
-)
+from verifleet.store import ScenarioUnit, Unit, expand_scenario_units
 
 from .threads import UnitThreads
 
@@ -81,6 +76,7 @@ class LocalRunner:
     ) -> None:
         self.benchmark = benchmark
         self.config = config
+        self.spec = JobSpec(benchmark, config)
         self.resources = resources or PipelineResources(
             call_gate=LocalCallGate(max_wait=config.unit_deadline),
             call_cache=DiskCallCache() if config.cache else None,
@@ -95,7 +91,7 @@ class LocalRunner:
 
     def units(self) -> Iterator[Unit]:
         """Every unit of the job, in a stable order."""
-        return expand_units(self.benchmark, self.config)
+        return self.spec.units()
 
     def count_scenario_units(self) -> int:
         """How many scenario units the job has (a broken scenario's too: each of
@@ -309,17 +305,7 @@ class LocalRunner:
     def _run_one(self, unit: Unit) -> list[VerificationResult]:
         deadline = time.monotonic() + self.config.unit_deadline
         try:
-            return run_unit(
-                unit.question,
-                unit.answering,
-                self.config.parsing_models,
-                self.config,
-                replicate=unit.replicate,
-                rubric=self.benchmark.rubric_for(unit.question),
-                dynamic_rubric=self.benchmark.dynamic_rubric_for(unit.question),
-                resources=self.resources,
-                deadline=deadline,
-            )
+            return run_unit(unit, self.spec, self.resources, deadline=deadline)
         except Exception as exc:  # the unit fails, the job goes on
             log.exception("unit %s failed outside the pipeline", unit.question.id)
             return failed_unit_results(unit, self.config.parsing_models, self.config, exc)
@@ -339,7 +325,7 @@ def _already_done(
     done_keys: set[str] | frozenset[str],
     on_skip: Callable[[Unit], None] | None,
 ) -> bool:
-    if done_keys and all(key in done_keys for key in unit_result_keys(unit, parsing)):
+    if done_keys and all(key in done_keys for key in unit.result_keys(parsing)):
         if on_skip is not None:
             on_skip(unit)
         return True

@@ -8,6 +8,7 @@ the handlers, so ``--help`` stays instant.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -19,6 +20,7 @@ from ._cost import cost_text, job_cost, set_budget
 from ._jobflags import add_job_arguments, preflight, select
 from ._sandbox import add_sandbox_argument
 from .config import add_config_arguments
+from .worker import DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -129,6 +131,29 @@ def register(commands: Any) -> None:
         help="reject the whole job when a question's template does not compile or is refused "
         "(default: that question fails alone, with its error in its results)",
     )
+    submit.add_argument(
+        "--queue",
+        type=_queue_name,
+        default=DEFAULT_QUEUE,
+        help=f"the queue whose workers run the job (default {DEFAULT_QUEUE}; start them with "
+        "`verifleet worker --queues NAME`): a tenant's untrusted benchmarks on workers of "
+        "their own",
+    )
+    submit.add_argument(
+        "--weight",
+        type=_weight,
+        default=1.0,
+        help="the job's share of its queue's workers relative to the other jobs in flight "
+        "(default 1: a job of weight 3 gets three units started for each one of a job of "
+        "weight 1)",
+    )
+    submit.add_argument(
+        "--results-to",
+        metavar="URL",
+        help="move finished results out of Redis into Parquet shards under URL/JOB_ID/ while "
+        "the job runs (a path every worker sees, or an fsspec URL such as s3://bucket/prefix): "
+        "Redis then holds only what is in flight; `verifleet results` reads both",
+    )
     add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
@@ -204,6 +229,22 @@ def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _weight(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _queue_name(text: str) -> str:
+    if not text or any(c.isspace() or c == "," for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a queue name (no spaces or commas)")
+    return text
+
+
 def _url(args: argparse.Namespace) -> str:
     """The Redis URL of ``--redis`` / ``VERIFLEET_REDIS_URL``, checked with one PING so
     that a wrong password, CA or host is one clear line, not a traceback.
@@ -273,7 +314,7 @@ def _submit(args: argparse.Namespace) -> int:
     preflight(config, args, make_console(stderr=True))
     store = ResultStore.from_url(url)
     _purge_expired(store)
-    broker = Broker(url)
+    broker = Broker(url, queue=args.queue)
     try:
         report = submit_job(
             benchmark,
@@ -282,6 +323,8 @@ def _submit(args: argparse.Namespace) -> int:
             broker=broker,
             job_id=args.job_id,
             strict=args.strict,
+            weight=args.weight,
+            results_to=args.results_to,
         )
     finally:
         broker.close()
@@ -292,7 +335,8 @@ def _submit(args: argparse.Namespace) -> int:
     for problem in report.failing_questions:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
     print(
-        f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results expected)"
+        f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results "
+        f"expected) on queue {broker.queue}, weight {args.weight:g}"
     )
     # The URL's password stays out of the terminal (and its scrollback).
     shown = mask_password(url)
@@ -309,7 +353,7 @@ def _jobs(args: argparse.Namespace) -> int:
     store = _store(args)
     expired = _purge_expired(store)
     table = Table(title="jobs")
-    for col in ("job", "name", "status", "created", "units done", "failed"):
+    for col in ("job", "name", "status", "created", "units done", "failed", "queue", "share"):
         table.add_column(col)
     for p in store.list_jobs(limit=args.limit):
         table.add_row(
@@ -319,6 +363,8 @@ def _jobs(args: argparse.Namespace) -> int:
             p.created,
             f"{p.done_units}/{p.total_units}",
             str(p.failed_units),
+            p.queue,
+            "-" if p.share is None else f"{p.share:.0%} (weight {p.weight:g})",
         )
     console = make_console()
     console.print(table)
@@ -363,6 +409,8 @@ def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = Non
         f"failed {p.failed_units}  in flight {p.in_flight}  "
         f"rate {rate_text}  ETA {eta}"
     )
+    share = "-" if p.share is None else f"{p.share:.0%}"
+    line.append(f"\nqueue {p.queue}  weight {p.weight:g}  share {share}")
     if p.total_scenarios:
         line.append(
             f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "

@@ -97,7 +97,12 @@ def register(commands: Any) -> None:
         "adaptive window "
         "of each endpoint decides how many of them call it",
     )
-    worker.add_argument("--queues", default=DEFAULT_QUEUE, help="comma-separated queues")
+    worker.add_argument(
+        "--queues",
+        default=DEFAULT_QUEUE,
+        help=f"comma-separated queues this worker serves and feeds from their schedules "
+        f"(default {DEFAULT_QUEUE}); a tenant's jobs go to theirs with `submit --queue`",
+    )
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
     worker.add_argument(
@@ -212,6 +217,11 @@ def _celery_worker(args: argparse.Namespace) -> int:
     os.environ["VERIFLEET_REDIS_URL"] = url
     from verifleet.workers.app import app
 
+    from .._fleet.drain import start_drainer
+
+    # Results of jobs submitted with --results-to leave Redis from here: the
+    # drainer writes Parquet, which the workers' own modules never import.
+    start_drainer(app.conf.verifleet_settings)
     argv = [
         "worker",
         "-P",

@@ -1,6 +1,6 @@
 """Running one scenario × answering model × replicate, turn by turn.
 
-Each turn is one ordinary :func:`~verifleet.pipeline.run_unit` call (all 13
+Each turn is one ordinary :func:`~verifleet.pipeline.verify_question` call (all 13
 stages) for the node's question, with the conversation so far handed to the
 answering model. Routing, state and outcome criteria read the first parsing
 model's result of each turn; every parsing model's result is kept.
@@ -33,7 +33,7 @@ from verifleet.schemas import (
 
 from .._llm_protocol import Message
 from .._resources import PipelineResources
-from .._run import run_unit
+from .._run import verify_question
 from ._outcomes import evaluate_outcomes
 
 __all__ = ["ScenarioRun", "next_edge", "run_scenario"]
@@ -180,7 +180,7 @@ def run_scenario(
             execution.path.append(node_id)
             execution.state["current_node"] = node_id
             judges = [node.parsing_model] if node.parsing_model else list(parsing_models)
-            results = run_unit(
+            results = verify_question(
                 node.question,
                 node.answering_model or answering,
                 judges,

@@ -40,9 +40,10 @@ class Fleet:
         return env
 
     def start_worker(
-        self, name: str, *, concurrency: int = 8, **env: str
+        self, name: str, *, concurrency: int = 8, queues: str | None = None, **env: str
     ) -> subprocess.Popen[bytes]:
         log = (self.logdir / f"{name}.log").open("wb")
+        extra = ["--queues", queues] if queues else []
         proc = subprocess.Popen(
             [
                 *VERIFLEET,
@@ -53,6 +54,7 @@ class Fleet:
                 f"{name}@localhost",
                 "--loglevel",
                 "INFO",
+                *extra,
             ],
             env=self.env(**env),
             stdout=log,

@@ -21,7 +21,7 @@ from _support.mcp_server import McpServer, mcp_server
 
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.pipeline import PipelineResources, run_unit
+from verifleet.pipeline import PipelineResources, verify_question
 from verifleet.schemas import (
     AgenticRubricTrait,
     Benchmark,
@@ -274,7 +274,7 @@ def test_stdio_server_when_the_operator_allows_it(
     text, value = QUESTIONS["failing-tool"]
     question = Question(id="q", question=text, raw_answer="3", answer_template=_template(value))
     monkeypatch.setenv("VERIFLEET_MCP_ALLOW_STDIO", "1")
-    [result] = run_unit(
+    [result] = verify_question(
         question,
         model,
         [judge],
@@ -313,7 +313,7 @@ def test_tool_timeout_and_unit_deadline(
     resources = PipelineResources()
 
     def run(deadline: float) -> VerificationResult:
-        [result] = run_unit(
+        [result] = verify_question(
             question, model, [judge], config, replicate=None, resources=resources, deadline=deadline
         )
         return result

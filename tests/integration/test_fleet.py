@@ -19,7 +19,7 @@ from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thre
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
-from verifleet.store import JobStatus, expand_units, unit_result_keys
+from verifleet.store import JobStatus, expand_units
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def _config(ep: RunningEndpoint, **extra: object) -> VerificationConfig:
 def _expected_keys(bench: Benchmark, config: VerificationConfig, job_id: str) -> set[str]:
     keys: set[str] = set()
     for unit in expand_units(bench, config):
-        keys.update(unit_result_keys(unit, config.parsing_models, job_id=job_id))
+        keys.update(unit.result_keys(config.parsing_models, job_id))
     return keys
 
 

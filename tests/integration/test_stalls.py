@@ -18,7 +18,7 @@ from _support.jobs import capitals_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.schemas import ModelConfig, VerificationConfig
-from verifleet.store import DEFAULT_QUEUE, JobStatus, ResultStore
+from verifleet.store import DEFAULT_QUEUE, JobStatus, QueueFeeder, ResultStore
 from verifleet.workers._jobs import JobCache
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers._stalls import StallDetector
@@ -42,6 +42,16 @@ def _detector(redis_url: str, settle: float = 30.0) -> StallDetector:
     return StallDetector(store, JobCache(store), app, settle=settle, max_resends=2)
 
 
+def _submit(bench: object, config: VerificationConfig, redis_url: str) -> Job:
+    """Submit, then do what a worker's feeder does next: send the job's units
+    (a submitted job is only enrolled in its queue's schedule)."""
+    job = Job.submit(bench, config, redis_url)  # type: ignore[arg-type]
+    app = make_app(WorkerSettings(redis_url=redis_url))
+    feeder = QueueFeeder(job.store.client, app, DEFAULT_QUEUE, JobCache(job.store).get)
+    feeder.feed()
+    return job
+
+
 def _body(message: bytes) -> bytes:
     return base64.b64decode(json.loads(message)["body"])
 
@@ -52,7 +62,7 @@ def _drain(client: redis.Redis) -> list[bytes]:
 
 def test_nothing_is_suspected_while_the_queue_has_messages(redis_url: str) -> None:
     bench, _ = capitals_benchmark(3)
-    job = Job.submit(bench, _config(), redis_url)
+    job = _submit(bench, _config(), redis_url)
     detector = _detector(redis_url)
     assert detector.check(_UNACKED, now=0.0) == {}
     assert detector.check(_UNACKED, now=100.0) == {}
@@ -61,7 +71,7 @@ def test_nothing_is_suspected_while_the_queue_has_messages(redis_url: str) -> No
 
 def test_a_job_without_messages_is_resent_after_settling(redis_url: str) -> None:
     bench, _ = capitals_benchmark(3)
-    job = Job.submit(bench, _config(), redis_url)
+    job = _submit(bench, _config(), redis_url)
     client = job.store.client
     assert len(_drain(client)) == 3  # every message lost
     detector = _detector(redis_url, settle=30.0)
@@ -82,10 +92,20 @@ def test_a_job_without_messages_is_resent_after_settling(redis_url: str) -> None
     assert detector.check(_UNACKED, now=2000.0) == {}
 
 
+def test_a_job_still_giving_out_units_is_not_suspected(redis_url: str) -> None:
+    bench, _ = capitals_benchmark(3)
+    job = Job.submit(bench, _config(), redis_url)  # enrolled, nothing sent yet
+    detector = _detector(redis_url, settle=1.0)
+    assert detector.check(_UNACKED, now=0.0) == {}
+    assert detector.check(_UNACKED, now=50.0) == {}
+    assert job.store.client.llen(DEFAULT_QUEUE) == 0
+    assert job.store.schedule.scheduled(DEFAULT_QUEUE) == {job.job_id}
+
+
 def test_carried_done_and_cancelled_jobs_are_not_resent(redis_url: str) -> None:
     bench, _ = capitals_benchmark(2)
-    carried = Job.submit(bench, _config(), redis_url)
-    cancelled = Job.submit(bench, _config(), redis_url)
+    carried = _submit(bench, _config(), redis_url)
+    cancelled = _submit(bench, _config(), redis_url)
     client = carried.store.client
     messages = _drain(client)
     # One of the first job's messages is taken by a worker (kombu's unacked hash).
@@ -101,7 +121,7 @@ def test_carried_done_and_cancelled_jobs_are_not_resent(redis_url: str) -> None:
 def test_a_worker_sends_lost_units_again_on_its_own(fleet: Fleet, redis_url: str) -> None:
     bench, answers = capitals_benchmark(6)
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
-        job = Job.submit(bench, _config(ep.base_url), redis_url)
+        job = _submit(bench, _config(ep.base_url), redis_url)
         client = job.store.client
         lost = client.rpop(DEFAULT_QUEUE, 2)  # two messages vanish before any worker runs
         assert isinstance(lost, list) and len(lost) == 2

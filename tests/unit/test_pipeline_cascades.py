@@ -15,7 +15,7 @@ from test_pipeline_fakes import (
     make_resources,
 )
 
-from verifleet.pipeline import CachedAnswer, ModelCallError, run_unit
+from verifleet.pipeline import CachedAnswer, ModelCallError, verify_question
 from verifleet.schemas import (
     ModelConfig,
     RegexTrait,
@@ -42,7 +42,7 @@ def _run(
     **config: Any,
 ) -> tuple[VerificationResult, ScriptedModels]:
     script = ScriptedModels({answering.model_name: {"answer_generation": [answer]}, "judge": judge})
-    [result] = run_unit(
+    [result] = verify_question(
         make_question(),
         answering,
         [JUDGE],
@@ -272,7 +272,7 @@ def test_embedding_overrides_field_failure_but_never_regex(answer: str, verified
             },
         }
     )
-    [result] = run_unit(
+    [result] = verify_question(
         make_question(REGEX_TEMPLATE),
         ANSWERING,
         [JUDGE],

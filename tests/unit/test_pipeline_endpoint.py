@@ -17,7 +17,7 @@ from verifleet.pipeline import (
     ModelCallError,
     PipelineResources,
     UsageTracker,
-    run_unit,
+    verify_question,
 )
 from verifleet.schemas import ModelConfig, RetryPolicy, VerificationConfig
 
@@ -101,7 +101,7 @@ def test_run_unit_end_to_end_over_http(healthy: RunningEndpoint) -> None:
     config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
     resources = PipelineResources()
     healthy.reset()
-    results = run_unit(
+    results = verify_question(
         make_question(TEMPLATE),
         config.answering_models[0],
         [config.parsing_models[0], config.parsing_models[0]],
@@ -123,7 +123,7 @@ def test_unit_deadline_stops_model_calls(healthy: RunningEndpoint) -> None:
 
     answering = _model(healthy, "answerer")
     config = VerificationConfig(answering_models=[answering], parsing_models=[answering])
-    [result] = run_unit(
+    [result] = verify_question(
         make_question(TEMPLATE),
         config.answering_models[0],
         config.parsing_models,

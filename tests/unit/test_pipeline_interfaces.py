@@ -18,7 +18,7 @@ from verifleet.pipeline import (
     PipelineResources,
     register_interface,
     registered_interfaces,
-    run_unit,
+    verify_question,
 )
 from verifleet.pipeline._llm import _route
 from verifleet.schemas import ModelConfig, VerificationConfig, interface_names
@@ -63,7 +63,7 @@ def test_a_registered_interface_serves_a_run(gateway: list[str], endpoint: Runni
     judge = ModelConfig(model_name="judge", interface="gateway")
     config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
     endpoint.reset()
-    [result] = run_unit(
+    [result] = verify_question(
         make_question(TEMPLATE),
         answering,
         [judge],

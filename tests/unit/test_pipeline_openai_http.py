@@ -31,7 +31,7 @@ from verifleet.pipeline import (
     PipelineResources,
     UsageTracker,
     make_chat_caller,
-    run_unit,
+    verify_question,
 )
 from verifleet.pipeline._llm import direct_http_applies
 from verifleet.pipeline._llm._http import Sender
@@ -444,7 +444,7 @@ def test_run_unit_gives_equal_results_through_either_path(healthy: RunningEndpoi
         kind = type(resources.caller(judge, tracker=UsageTracker(), config=config))
         assert kind is (OpenAIHttpChatCaller if path == "direct" else LangchainChatCaller)
         healthy.reset()
-        results = run_unit(
+        results = verify_question(
             make_question(TEMPLATE),
             answering,
             [judge],

@@ -24,7 +24,7 @@ from verifleet.pipeline import (
     ManualAnswerStore,
     ModelCallError,
     StructuredOutputError,
-    run_unit,
+    verify_question,
 )
 from verifleet.schemas import (
     FewShotConfig,
@@ -50,7 +50,7 @@ def _run(
     script: ScriptedModels, parsing: list[ModelConfig] | None = None, **kw: Any
 ) -> list[VerificationResult]:
     config = kw.pop("config", None) or make_config(parsing_models=parsing or [JUDGE])
-    return run_unit(
+    return verify_question(
         kw.pop("question", None) or make_question(),
         kw.pop("answering", config.answering_models[0]),
         parsing or [JUDGE],
@@ -328,7 +328,7 @@ def test_missing_api_key_is_reported_in_the_result(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
     model = ModelConfig(model_name="some/model", interface="openrouter")
     config = VerificationConfig(answering_models=[model], parsing_models=[model])
-    [result] = run_unit(
+    [result] = verify_question(
         make_question(),
         config.answering_models[0],
         config.parsing_models,
@@ -378,7 +378,7 @@ def test_concurrent_units_share_resources_without_mixing() -> None:
     def one(gene: str) -> VerificationResult:
         template = TEMPLATE.replace('"BCL2"', f'"{gene}"')
         question = Question(id=gene, text=f"Name {gene}", answer_template=template)
-        [result] = run_unit(
+        [result] = verify_question(
             question,
             config.answering_models[0],
             config.parsing_models,

@@ -1,0 +1,104 @@
+"""What one unit costs Redis: server CPU and commands per unit on a real fleet.
+
+Usage::
+
+    .venv/bin/python bench/redis_cost.py                       # 3,000 units, 2 workers, 20 ms
+    .venv/bin/python bench/redis_cost.py --n 6000 --latency-ms 5 --workers 2 --threads 32
+
+Runs a private redis-server (no persistence), the scripted endpoint of
+``bench/endpoint.py`` with latency L, and ``--workers`` worker processes with
+default settings. After a warm-up job it resets Redis's statistics (``CONFIG
+RESETSTAT``), runs the measured job and prints, per unit:
+
+- the redis-server process's CPU time (user + system, from ``/proc``; it includes
+  the server's own housekeeping over the run, so an idle second counts too);
+- commands executed (the sum of ``INFO commandstats`` calls: a Lua script is one
+  ``evalsha`` plus the commands it runs, which are listed as well);
+- the commands that took most of the server's time (``usec`` per unit).
+
+One Redis core serves about 1,000,000 / (CPU µs per unit) units/s whatever the
+number of workers: that is the fleet's ceiling. Nothing is asserted; the script
+prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python bench/redis_cost.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    EndpointProc,
+    RedisProc,
+    WorkerProcs,
+    capitals,
+    cpu_seconds,
+    fleet_config,
+    machine_line,
+)
+from verifleet.orchestrator._fleet.job import Job
+
+
+def _commandstats(client: object) -> dict[str, tuple[int, int]]:
+    """``{command: (calls, usec)}`` from INFO commandstats."""
+    stats = client.info("commandstats")  # type: ignore[attr-defined]
+    return {
+        name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
+        for name, v in stats.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the warm-up and the measured job; print the figures."""
+    parser = argparse.ArgumentParser(prog="bench/redis_cost.py", description=__doc__)
+    parser.add_argument("--n", type=int, default=3000, help="units of the measured job")
+    parser.add_argument("--latency-ms", type=float, default=20.0, help="endpoint latency")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--threads", type=int, default=32, help="threads per worker")
+    parser.add_argument("--replicates", type=int, default=10, help="units per question")
+    parser.add_argument("--top", type=int, default=12, help="commands listed")
+    args = parser.parse_args(argv)
+    print(machine_line())
+    warm_n = 64
+    questions = max(1, args.n // args.replicates)
+    everything, answers = capitals(questions + warm_n)
+    bench = everything.model_copy(update={"questions": everything.questions[:questions]})
+    warm = everything.model_copy(update={"questions": everything.questions[questions:]})
+    with (
+        RedisProc() as server,
+        EndpointProc(answers, ["--latency-ms", str(args.latency_ms)]) as endpoint,
+        WorkerProcs(server.url, args.workers, concurrency=args.threads),
+    ):
+        config = fleet_config(endpoint.base_url, replicate_count=args.replicates)
+        Job.submit(warm, fleet_config(endpoint.base_url), server.url).wait(poll=0.1)
+        client = server.client()
+        assert server.proc is not None
+        client.config_resetstat()
+        cpu0, start = cpu_seconds(server.proc.pid), time.perf_counter()
+        progress = Job.submit(bench, config, server.url).wait(poll=0.1)
+        wall = time.perf_counter() - start
+        cpu = cpu_seconds(server.proc.pid) - cpu0
+        stats = _commandstats(client)
+    n = progress.done_units
+    calls = sum(c for c, _u in stats.values())
+    usec = sum(u for _c, u in stats.values())
+    print(
+        f"{n} units in {wall:.1f}s ({n / wall:.0f} units/s), {args.workers} workers x "
+        f"{args.threads} threads, L={args.latency_ms:g} ms"
+    )
+    print(
+        f"redis-server CPU {cpu / n * 1e6:7.0f} us/unit  (-> ~{n / cpu:,.0f} units/s per Redis "
+        f"core)  commands {calls / n:6.1f}/unit  command time {usec / n:6.0f} us/unit"
+    )
+    print(f"{'command':<22} {'calls/unit':>10} {'us/unit':>9} {'us/call':>8}")
+    for name, (c, u) in sorted(stats.items(), key=lambda kv: -kv[1][1])[: args.top]:
+        print(f"{name:<22} {c / n:10.2f} {u / n:9.1f} {u / max(c, 1):8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""Result shards: finished results drained out of Redis into Parquet files.
+
+A job submitted with ``--results-to URL`` has its results moved, while it runs,
+from its Redis hash into Parquet shards under ``URL/<job id>/`` (a local or
+shared path, or any fsspec URL such as ``s3://bucket/prefix``). A shard has two
+columns, ``result_key`` and ``result`` (the result's JSON, as stored in Redis),
+zstd-compressed; ``verifleet results`` turns shards and what is still in Redis
+into the typed Parquet export.
+
+What makes it exactly once: a shard is written completely (and flushed to disk
+for a local path) *before* it is recorded in the job's shard list and its
+results are removed from Redis, both in one script
+(:meth:`~verifleet.store.ResultStore.record_shard`). Readers read only recorded
+shards, so a shard half-written by a killed process, or written and never
+recorded, is never read: its results are still in Redis and go into a later
+shard. Two drainers that drained the same results (a lock that expired under a
+slow write) record two shards holding the same keys; readers keep each key once.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["read_shard", "shard_keys", "write_shard"]
+
+_KEY, _RESULT = "result_key", "result"
+
+
+def _fs(url: str) -> tuple[Any, str]:
+    try:
+        import fsspec
+    except ImportError as exc:  # pragma: no cover - fsspec comes with the install
+        raise RuntimeError(
+            "--results-to needs fsspec (pip install fsspec, plus s3fs, gcsfs... for object stores)"
+        ) from exc
+    return fsspec.core.url_to_fs(url)
+
+
+def write_shard(url: str, job_id: str, items: Sequence[tuple[str, bytes]]) -> str:
+    """Write one shard of ``(result key, result JSON)`` items under
+    ``url/<job_id>/``; returns the shard's URL once it is complete (and, on a
+    local disk, synced).
+
+    Raises:
+        OSError: the location cannot be written (the caller keeps the results
+            in Redis and tries again later).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fs, root = _fs(url)
+    folder = f"{root.rstrip('/')}/{job_id}"
+    fs.makedirs(folder, exist_ok=True)
+    path = f"{folder}/part-{time.time_ns():020d}-{secrets.token_hex(4)}.parquet"
+    table = pa.table(
+        {
+            _KEY: pa.array([key for key, _ in items], pa.string()),
+            _RESULT: pa.array([blob.decode() for _, blob in items], pa.large_string()),
+        }
+    )
+    with fs.open(path, "wb") as handle:
+        pq.write_table(table, handle, compression="zstd")
+        fileno = getattr(handle, "fileno", None)
+        if callable(fileno):
+            try:
+                handle.flush()
+                os.fsync(fileno())
+            except (OSError, ValueError, AttributeError):
+                pass  # not a local file: the store makes it durable on close
+    written: str = fs.unstrip_protocol(path)
+    return written
+
+
+def read_shard(url: str) -> Iterator[tuple[str, bytes]]:
+    """The ``(result key, result JSON)`` items of one shard, in its order.
+
+    Raises:
+        OSError: the shard cannot be read.
+    """
+    import pyarrow.parquet as pq
+
+    fs, path = _fs(url)
+    with fs.open(path, "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        for batch in parquet.iter_batches(batch_size=1000, columns=[_KEY, _RESULT]):
+            keys = batch.column(0).to_pylist()
+            results = batch.column(1).to_pylist()
+            for key, result in zip(keys, results, strict=True):
+                yield key, result.encode()
+
+
+def shard_keys(url: str) -> list[str]:
+    """The result keys in one shard (its key column only).
+
+    Raises:
+        OSError: the shard cannot be read.
+    """
+    import pyarrow.parquet as pq
+
+    fs, path = _fs(url)
+    with fs.open(path, "rb") as handle:
+        keys: list[str] = pq.read_table(handle, columns=[_KEY]).column(0).to_pylist()
+    return keys

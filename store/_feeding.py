@@ -1,0 +1,138 @@
+"""Keeping a queue fed from its schedule (see :mod:`._schedule`).
+
+Every worker process runs a feeder for each queue it consumes; one at a time per
+queue (a lock in Redis) tops the queue up to its depth with the next units the
+schedule gives out, so the broker holds a few seconds of work, not whole jobs.
+The depth follows the rate at which the fleet drains the queue (units ever given
+out minus those still queued, both in Redis, so every feeder sees the whole
+fleet's rate), so a fleet of any size neither starves nor queues more than about
+``horizon`` seconds of work in front of a new job.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ._schedule import Schedule, unit_ref_at
+from ._sending import send_units
+
+if TYPE_CHECKING:
+    import redis
+    from celery import Celery
+
+    from verifleet.schemas import JobSpec
+
+__all__ = ["QueueFeeder"]
+
+log = logging.getLogger(__name__)
+
+# KEYS: lock. ARGV: token. Release only a lock this feeder still holds.
+_UNLOCK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class QueueFeeder:
+    """Tops one queue up from its schedule.
+
+    Args:
+        client: The store's Redis client (the broker is on the same server).
+        app: The Celery app to send tasks with.
+        queue: The queue (its Redis list has the queue's name).
+        specs: A job's spec by id (a worker's cache).
+        prefix: The store's key prefix.
+        min_depth: The fewest messages kept queued.
+        max_depth: The most messages kept queued.
+        horizon: Seconds of work kept queued at the measured drain rate.
+
+    Raises:
+        redis.RedisError: Redis is unreachable (:meth:`feed`).
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        app: Celery,
+        queue: str,
+        specs: Callable[[str], JobSpec],
+        *,
+        prefix: str = "vf",
+        min_depth: int = 32,
+        max_depth: int = 20_000,
+        horizon: float = 2.0,
+    ) -> None:
+        self.client = client
+        self.app = app
+        self.queue = queue
+        self.specs = specs
+        self.schedule = Schedule(client, prefix=prefix)
+        self.min_depth = min_depth
+        self.max_depth = max_depth
+        self.horizon = horizon
+        self.rate = 0.0
+        """Messages taken from the queue per second (smoothed)."""
+        self._lock = f"{prefix}:sched:{queue}:lock"
+        self._unlock = client.register_script(_UNLOCK)
+        self._given = self.schedule.given_out_key(queue)
+        self._last: tuple[float, int] | None = None  # (when, units taken by then)
+
+    @property
+    def depth(self) -> int:
+        """How many messages to keep queued now."""
+        wanted = int(self.rate * self.horizon)
+        return max(self.min_depth, min(self.max_depth, wanted))
+
+    def _observe(self, taken: int) -> None:
+        now = time.monotonic()
+        if self._last is not None:
+            when, before = self._last
+            elapsed = now - when
+            if elapsed > 0.05:
+                self.rate = 0.7 * self.rate + 0.3 * (max(0, taken - before) / elapsed)
+                self._last = (now, taken)
+        else:
+            self._last = (now, taken)
+
+    def feed(self) -> int:
+        """Top the queue up if it is below half its depth; returns units sent.
+
+        A job the schedule names whose spec is gone (deleted) is skipped; its
+        claims are dropped with it.
+        """
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(self._given)
+        pipe.llen(self.queue)
+        given, backlog = pipe.execute()
+        backlog = int(backlog)
+        self._observe(int(given or 0) - backlog)
+        depth = self.depth
+        if backlog >= depth // 2:
+            return 0
+        token = secrets.token_hex(8)
+        if not self.client.set(self._lock, token, nx=True, px=10_000):
+            return 0
+        try:
+            # The shares before the claim: a job whose last units go out now is
+            # still in it. They label each message, so Flower shows them.
+            shares = self.schedule.shares(self.queue)
+            claims = self.schedule.claim(self.queue, depth - backlog)
+            refs = []
+            for job_id, position in claims:
+                try:
+                    spec = self.specs(job_id)
+                except KeyError:
+                    log.warning("scheduled job %s has no spec; its units are dropped", job_id)
+                    continue
+                ref, labels = unit_ref_at(job_id, spec.benchmark, spec.config, position)
+                weight, share = shares.get(job_id, (1.0, 1.0))
+                labels["share"] = f"{share:.0%} of queue {self.queue} (weight {weight:g})"
+                refs.append((ref, labels))
+            sent = send_units(self.app, refs, queue=self.queue)
+        finally:
+            self._unlock(keys=[self._lock], args=[token])
+        return sent

@@ -1,0 +1,46 @@
+"""The thread that keeps this worker's queues fed from their schedules."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from verifleet.store import QueueFeeder
+
+__all__ = ["FeederThread"]
+
+log = logging.getLogger(__name__)
+
+
+class FeederThread(threading.Thread):
+    """Every ``interval`` seconds, tops each of this worker's queues up from its
+    schedule (:class:`~verifleet.store.QueueFeeder`); at once again while a
+    queue is being drained faster than it is fed.
+
+    Redis errors are logged and retried at the next turn: feeding must not kill
+    the worker during a Redis restart; what was claimed and not sent is found by
+    the stall detector.
+    """
+
+    def __init__(self, feeders: list[QueueFeeder], *, interval: float = 0.2) -> None:
+        super().__init__(name="verifleet-feeder", daemon=True)
+        self.feeders = feeders
+        self.interval = interval
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            for feeder in self.feeders:
+                try:
+                    feeder.feed()
+                except redis.RedisError as exc:
+                    log.warning("feeder %s: redis unavailable (%s); retrying", feeder.queue, exc)
+                except Exception:  # a bug must not stop the feeding for good
+                    log.exception("feeder %s failed; retrying", feeder.queue)
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        """Stop after the current turn."""
+        self._stop_event.set()
