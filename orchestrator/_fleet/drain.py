@@ -147,8 +147,8 @@ def start_drainer(settings: WorkerSettingsLike) -> DrainerThread:
 
 
 class StoredResults:
-    """A job's results wherever they are: its recorded shards, then Redis, each
-    result key once.
+    """A job's results wherever they are: Redis, then its recorded shards, each
+    result key once (the newest copy).
 
     Args:
         store: The result store.
@@ -164,17 +164,18 @@ class StoredResults:
         return self.store.shard_urls(self.job_id)
 
     def pages(self, batch: int = 1000) -> Iterator[list[tuple[str, bytes]]]:
-        """Pages of ``(result key, result JSON)``: the shards' first, then what
-        Redis still holds, then any shard recorded meanwhile; a key seen once is
-        skipped after (the first recorded shard wins).
+        """Pages of ``(result key, result JSON)``: what Redis holds first, then
+        the shards, newest first; a key seen once is skipped after.
+
+        The newest copy of a result wins: a shard recorded twice holds the same
+        results, and a unit run again (``resume --retry-errors``) after its old
+        results were drained has its new ones in Redis or in a later shard.
 
         Raises:
             OSError: a recorded shard cannot be read.
             redis.RedisError: Redis is unreachable.
         """
         seen: set[str] = set()
-        read: set[str] = set()
-        yield from self._shard_pages(read, seen, batch)
         keys = self.store.keys(self.job_id).results
         cursor = 0
         while True:
@@ -186,18 +187,10 @@ class StoredResults:
             yield fresh
             if cursor == 0:
                 break
-        # A result drained while the scan ran may have been missed by it (HSCAN
-        # promises only what stays): it is in a shard recorded since.
-        yield from self._shard_pages(read, seen, batch)
-
-    def _shard_pages(
-        self, read: set[str], seen: set[str], batch: int
-    ) -> Iterator[list[tuple[str, bytes]]]:
+        # Listed after the scan: a result drained while it ran (HSCAN promises
+        # only what stays) is in one of these.
         page: list[tuple[str, bytes]] = []
-        for shard in self.shards():
-            if shard in read:
-                continue
-            read.add(shard)
+        for shard in reversed(self.shards()):
             for key, data in read_shard(shard):
                 if key not in seen:
                     seen.add(key)
@@ -238,7 +231,7 @@ class StoredResults:
         """
         out = self.store.get_results(self.job_id, keys)
         missing = {k: i for i, k in enumerate(keys) if out[i] is None}
-        for shard in self.shards() if missing else []:
+        for shard in reversed(self.shards()) if missing else []:
             for key, data in read_shard(shard):
                 index = missing.pop(key, None)
                 if index is not None:

@@ -10,7 +10,7 @@ import redis
 from _support.factories import make_result
 
 from verifleet.orchestrator._fleet.drain import ResultDrain, StoredResults
-from verifleet.orchestrator._fleet.shards import write_shard
+from verifleet.orchestrator._fleet.shards import read_shard, write_shard
 from verifleet.store import JobStatus, ResultStore, result_key
 
 
@@ -55,10 +55,9 @@ def test_drained_results_are_read_once_from_shards_and_redis(
     write_shard(str(tmp_path), "j", [(next(iter(expected)), b'{"not": "read"}')])
     # Two drainers that drained the same results recorded two shards of them.
     shards = sorted(store.client.hkeys(store.keys("j").shards))
-    again = write_shard(
-        str(tmp_path), "j", [(k, b"") for k in list(expected)[:2]]
-    )  # same keys, other content: the first recorded wins
-    store.client.hset(store.keys("j").shards, again, 2)
+    first = StoredResults(store, "j").shards()[0]
+    again = write_shard(str(tmp_path), "j", list(read_shard(first)))
+    store.client.hset(store.keys("j").shards, again, 5)
 
     assert sorted(_read(store)) == sorted(expected.values())
     stored = StoredResults(store, "j")
