@@ -6,6 +6,7 @@ model's calls cannot be counted from outside)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,48 @@ def test_agent_steps_are_cached_and_replayed(tmp_path: Path, mcp_server: McpServ
     assert b.template.trace_messages == a.template.trace_messages
     assert b.template.agent_metrics == a.template.agent_metrics
     assert b.template.usage_metadata["answer_generation"]["cache_hits"] == 2
+
+
+def test_reward_scoring_with_cache_pays_once(tmp_path: Path) -> None:
+    """``verifleet reward --cache``: a second scoring of the same rollouts (another
+    process, another output) asks the judge nothing and gives the same rewards."""
+    import json
+
+    from _support.reward import CORRECT, JUDGE_ANSWERS, WRONG, geo_benchmark, nemo_request
+
+    from verifleet.schemas import dump_benchmark
+
+    bench, rollouts = tmp_path / "geo.yaml", tmp_path / "r.jsonl"
+    dump_benchmark(geo_benchmark(), bench)
+    rollouts.write_text(
+        json.dumps(nemo_request(CORRECT, rollout_id=1))
+        + "\n"
+        + json.dumps(nemo_request(WRONG, rollout_id=2))
+        + "\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "VERIFLEET_REDIS_URL"}
+    env["VERIFLEET_CACHE_DIR"] = str(tmp_path / "cache")
+    rewards = []
+    with run_endpoint_in_thread(EndpointConfig(answers=JUDGE_ANSWERS)) as judge:
+        for run in (1, 2):
+            out = tmp_path / f"scored-{run}.jsonl"
+            proc = run_cli(
+                "reward",
+                str(rollouts),
+                "--benchmark",
+                str(bench),
+                "--parsing",
+                f"{judge.base_url}#judge",
+                "--out",
+                str(out),
+                "--cache",
+                env=env,
+                timeout=300,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            rewards.append([json.loads(line)["reward"] for line in out.read_text().splitlines()])
+            if run == 1:
+                first_calls = judge.stats().calls
+                assert first_calls > 0
+        assert judge.stats().calls == first_calls, "the second scoring asked the judge nothing"
+    assert rewards[0] == rewards[1]
