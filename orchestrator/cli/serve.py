@@ -222,7 +222,11 @@ def _with_cost_and_cache(
     if data.get("cache"):
         scorer.resources.call_cache = open_cache(redis_url)
     if data:
+        import dataclasses
+
         scorer.config = scorer.config.model_copy(update=data)
+        # Units run against the scorer's spec: it must carry the same config.
+        scorer.spec = dataclasses.replace(scorer.spec, config=scorer.config)
 
 
 def register(commands: Any) -> None:
