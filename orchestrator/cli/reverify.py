@@ -89,6 +89,8 @@ def _source(args: argparse.Namespace) -> tuple[str, list[VerificationResult], An
         )
     from verifleet.store import RedisTarget, ResultStore
 
+    from .._fleet.job import Job
+
     RedisTarget.parse(url).check()
     store = ResultStore.from_url(url)
     try:
@@ -97,7 +99,8 @@ def _source(args: argparse.Namespace) -> tuple[str, list[VerificationResult], An
         raise ConfigError(f"{args.results}: no such results file or fleet job") from None
     return (
         f"job:{args.results}",
-        list(store.iter_results(args.results)),
+        # Those drained to Parquet shards too, not only those still in Redis.
+        list(Job(args.results, url).iter_results()),
         Benchmark.model_validate_json(benchmark_json),
         VerificationConfig.model_validate_json(config_json),
     )
