@@ -164,56 +164,89 @@ def _serve(slot: Slot, line: bytes, limits: Limits) -> None:
 def _template_main(
     slot: Slot, first: DescribeRequest | EvaluateRequest, line: bytes, limits: Limits
 ) -> None:
-    """Compile the template (its class body runs here), then serve its calls,
-    each in a fresh child, until the router kills this process."""
+    """Serve the template requests of one scope (a job's templates, or one
+    template of the unscoped callers): compile each template once, here (its
+    class body runs in this process), and run each call in a fresh child (or
+    here, in ``template`` mode), until the router kills this process."""
+    global _COMPILED, _UNIT_PROGRAM
     if limits.seccomp:
         from ._seccomp import install_filter
 
         install_filter("template")
     become_subreaper()
-    # The class body gets the call's CPU allowance; the process itself then
-    # lives on (its own work is forking and forwarding), so only the soft
-    # limit is lowered, and raised again after.
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    soft = int(used.ru_utime + used.ru_stime) + 1 + limits.cpu_seconds
-    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard < 0 else min(soft, hard), hard))
-    try:
-        cls = compile_template(first.source or "", first.question_id)
-    except RequestError as exc:
-        write_all(slot.answer_w, encode(Reply.failure(first.id, exc.kind, exc.message)))
-        return
-    except (MemoryError, RecursionError) as exc:
-        message = f"compiling the template: {type(exc).__name__}"
-        write_all(slot.answer_w, encode(Reply.failure(first.id, "crash", message)))
-        return
-    if _has_children():
-        message = "the template's code started a process while compiling; it is refused"
-        write_all(slot.answer_w, encode(Reply.failure(first.id, "template", message)))
-        return
-    resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
-    global _COMPILED, _UNIT_PROGRAM
-    _COMPILED = cls
-    if not limits.fork_per_call:
-        # Calls run here, one after the other: this process is their sandbox.
-        _enter_unit(limits, collect=True)
-    elif limits.seccomp:
+    if limits.fork_per_call and limits.seccomp:
         from ._pipes import libc
         from ._seccomp import unit_program
 
         _UNIT_PROGRAM = unit_program()
         libc()  # loaded here once, not in every call's process
-    gc.freeze()
-    if not limits.fork_per_call:
-        _serve(slot, line, limits)
-    request_id: int | None = first.id
+    compiled: dict[str, type[BaseAnswer]] = {}
+    request: DescribeRequest | EvaluateRequest = first
+    entered = False
     while True:
-        write_all(slot.answer_w, _call_in_child(line, request_id, limits))
+        cls = compiled.get(request.digest)
+        failure = None
+        if cls is None:
+            cls, failure = _compile(request, limits)
+            if cls is not None:
+                compiled[request.digest] = cls
+                gc.freeze()
+        if failure is not None:
+            reply = failure
+            if _has_children():
+                # Whatever the class body started dies with this process.
+                write_all(slot.answer_w, reply)
+                os._exit(71)
+        else:
+            _COMPILED = cls
+            if limits.fork_per_call:
+                reply = _call_in_child(line, request.id, limits)
+            else:
+                if not entered:
+                    # Calls run here, one after the other: this process is their sandbox.
+                    _enter_unit(limits, collect=True)
+                    entered = True
+                _arm_cpu(limits.cpu_seconds, keep_hard=True)
+                reply = _answer(line)
+        write_all(slot.answer_w, reply)
         line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
         try:
-            request_id = decode_request(line).id
-        except ValidationError:
-            request_id = None  # the child answers the protocol error
+            decoded = decode_request(line)
+        except ValidationError as exc:
+            write_all(slot.answer_w, encode(Reply.failure(None, "protocol", str(exc)[:500])))
+            continue
+        if not isinstance(decoded, DescribeRequest | EvaluateRequest):
+            message = "a template process serves template requests only"
+            write_all(slot.answer_w, encode(Reply.failure(decoded.id, "protocol", message)))
+            continue
+        request = decoded
+
+
+def _compile(
+    request: DescribeRequest | EvaluateRequest, limits: Limits
+) -> tuple[type[BaseAnswer] | None, bytes | None]:
+    """Compile the request's template here: (class, None), or (None, the
+    failure reply). The class body gets a call's CPU allowance (soft limit only:
+    this process lives on)."""
+    if request.source is None:
+        return None, encode(Reply.failure(request.id, "need_source", "template source unknown"))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime) + 1 + limits.cpu_seconds
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard < 0 else min(soft, hard), hard))
+    try:
+        cls = compile_template(request.source, request.question_id)
+    except RequestError as exc:
+        return None, encode(Reply.failure(request.id, exc.kind, exc.message))
+    except (MemoryError, RecursionError) as exc:
+        message = f"compiling the template: {type(exc).__name__}"
+        return None, encode(Reply.failure(request.id, "crash", message))
+    finally:
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+    if _has_children():
+        message = "the template's code started a process while compiling; it is refused"
+        return None, encode(Reply.failure(request.id, "template", message))
+    return cls, None
 
 
 #: The compiled class of this template process (set once it compiled).

@@ -60,7 +60,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--template-processes", type=int, default=16)
     parser.add_argument("--max-templates", type=int, default=1024)
-    parser.add_argument("--fresh-state", choices=("call", "template"), default="call")
+    parser.add_argument("--fresh-state", choices=("call", "template"), default="template")
     return parser.parse_args(argv)
 
 

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._children import MAX_ANSWER_BYTES, Limits, Slot
 from ._errors import SandboxError
@@ -30,7 +30,6 @@ from ._protocol import (
     Reply,
     Request,
     TraitRequest,
-    decode_reply,
     encode,
     source_digest,
 )
@@ -48,16 +47,11 @@ _MARGIN = 2.0
 class _Child:
     slot: Slot
     pid: int
+    #: Template digests whose source this child was sent.
+    digests: set[str] = field(default_factory=set)
 
     def alive(self) -> bool:
         return not process_gone(self.pid)
-
-
-def _succeeded(answer: bytes) -> bool:
-    try:
-        return decode_reply(answer).ok
-    except ValueError:
-        return False
 
 
 class SpawnerDied(SandboxError):
@@ -124,6 +118,9 @@ class Router:
         return child
 
     def _template_call(self, request: DescribeRequest | EvaluateRequest, line: bytes) -> bytes:
+        """A template request goes to the template process of its scope: one per
+        job (its templates compiled side by side, each call in a fresh child), or,
+        for unscoped callers (``/verify``), one per template."""
         if request.source is not None:
             if source_digest(request.source) != request.digest:
                 return encode(Reply.failure(request.id, "protocol", "source and digest differ"))
@@ -131,9 +128,9 @@ class Router:
             self._sources.move_to_end(request.digest)
             while len(self._sources) > self._max_sources:
                 self._sources.popitem(last=False)
-        key = (request.scope, request.digest)
+        key = (request.scope, "*") if request.scope else ("", request.digest)
         child = self._templates.get(key)
-        if child is not None:
+        if child is not None and request.digest in child.digests:
             self._templates.move_to_end(key)
             return self._exchange(child, request.id, line, self._limits.timeout + _MARGIN, key)
         source = self._sources.get(request.digest)
@@ -141,10 +138,14 @@ class Router:
             return encode(Reply.failure(request.id, "need_source", "template source unknown here"))
         if request.source is None:
             line = encode(request.model_copy(update={"source": source}))
-        child = self._new_keyed(key)
+        if child is None:
+            child = self._new_keyed(key)
+        else:
+            self._templates.move_to_end(key)
+        child.digests.add(request.digest)
         # The class body runs first, under the same limits as a call.
         budget = 2 * (self._limits.timeout + _MARGIN)
-        return self._exchange(child, request.id, line, budget, key, first=True)
+        return self._exchange(child, request.id, line, budget, key)
 
     def _exchange(
         self,
@@ -153,8 +154,6 @@ class Router:
         line: bytes,
         budget: float,
         key: tuple[str, str] | None = None,
-        *,
-        first: bool = False,
     ) -> bytes:
         slot = child.slot
         try:
@@ -171,10 +170,6 @@ class Router:
             self._drop(child, key)
             message = "the template's process died (its code killed or exhausted it)"
             return encode(Reply.failure(request_id, "crash", message))
-        if first and not _succeeded(answer):
-            # A template that does not compile leaves its process on its own;
-            # a call that failed first costs only a compile next time.
-            self._drop(child, key)
         return answer + b"\n"
 
     def _drop(self, child: _Child, key: tuple[str, str] | None) -> None:

@@ -14,10 +14,11 @@ Environment variables (all optional):
 - ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
 - ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
   result (:class:`~verifleet.schemas.ResultLimits`).
-- ``VERIFLEET_SANDBOX_FRESH``: ``call`` (default: every call runs in a process
-  forked for it, so nothing one unit's code changes reaches another unit) or
-  ``template`` (calls of one job's template share that template's process: other
-  jobs and templates are still apart; cheaper where forking is expensive).
+- ``VERIFLEET_SANDBOX_FRESH``: ``template`` (default: the calls of one job (or
+  run) run in that job's template process; other jobs never share it) or
+  ``call`` (every call runs in a process forked for it, so nothing one unit's
+  code changes reaches another unit even within a job; a fork per call costs
+  several ms of CPU on small VMs, see bench/README.md).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class SandboxSettings(BaseModel):
     max_templates: int = Field(default=1024, ge=1)
     result_limits: ResultLimits = Field(default_factory=ResultLimits)
     template_processes: int = Field(default=16, ge=1, le=256)
-    fresh_state: FreshState = "call"
+    fresh_state: FreshState = "template"
 
     @property
     def cpu_per_call(self) -> int:
@@ -135,7 +136,7 @@ class SandboxSettings(BaseModel):
             choices = ", ".join(m.value for m in SandboxMode)
             raise ConfigError(f"sandbox mode {raw_mode!r} is unknown (choose {choices})") from None
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
-        fresh = os.environ.get(ENV_FRESH, "").strip() or "call"
+        fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
         if fresh not in ("call", "template"):
             raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call or template)")
         return cls(

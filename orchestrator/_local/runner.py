@@ -10,6 +10,7 @@ import functools
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, TypeVar
@@ -82,6 +83,7 @@ class LocalRunner:
             call_cache=DiskCallCache() if config.cache else None,
         )
         self._stop = threading.Event()
+        self._scope = f"run-{uuid.uuid4().hex}"
         #: Cost of the results already in the output (a resumed run's budget counts it).
         self.spent_before = 0.0
         self._spent = 0.0
@@ -305,7 +307,10 @@ class LocalRunner:
     def _run_one(self, unit: Unit) -> list[VerificationResult]:
         deadline = time.monotonic() + self.config.unit_deadline
         try:
-            return run_unit(unit, self.spec, self.resources, deadline=deadline)
+            # This run's own template processes: its templates are compiled side
+            # by side there, no other run's (or caller's) requests reach them.
+            with self.resources.sandbox.scoped(self._scope):
+                return run_unit(unit, self.spec, self.resources, deadline=deadline)
         except Exception as exc:  # the unit fails, the job goes on
             log.exception("unit %s failed outside the pipeline", unit.question.id)
             return failed_unit_results(unit, self.config.parsing_models, self.config, exc)
