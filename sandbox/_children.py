@@ -206,7 +206,9 @@ def _template_main(
                     # Calls run here, one after the other: this process is their sandbox.
                     _enter_unit(limits, collect=True)
                     entered = True
-                _arm_cpu(limits.cpu_seconds, keep_hard=True)
+                # More CPU than the router's wall clock allows: its kill comes
+                # first and names the cause.
+                _arm_cpu(2 * limits.cpu_seconds + 1, keep_hard=True)
                 reply = _answer(line)
         write_all(slot.answer_w, reply)
         line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)

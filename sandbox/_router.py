@@ -101,6 +101,14 @@ class Router:
             return (request.scope, "trait:" + hashlib.sha256(trait.encode()).hexdigest())
         return None
 
+    def _call_budget(self) -> float:
+        """Seconds to wait for a template process's answer to a call: its own
+        limit plus forwarding when it forks the call (it enforces the limit
+        itself); the limit itself when the call runs in it."""
+        if self._limits.fork_per_call:
+            return self._limits.timeout + _MARGIN
+        return self._limits.timeout
+
     def _keyed_call(self, key: tuple[str, str], request_id: int, line: bytes) -> bytes:
         child = self._templates.get(key)
         if child is not None:
@@ -132,7 +140,7 @@ class Router:
         child = self._templates.get(key)
         if child is not None and request.digest in child.digests:
             self._templates.move_to_end(key)
-            return self._exchange(child, request.id, line, self._limits.timeout + _MARGIN, key)
+            return self._exchange(child, request.id, line, self._call_budget(), key)
         source = self._sources.get(request.digest)
         if source is None:
             return encode(Reply.failure(request.id, "need_source", "template source unknown here"))
@@ -144,8 +152,7 @@ class Router:
             self._templates.move_to_end(key)
         child.digests.add(request.digest)
         # The class body runs first, under the same limits as a call.
-        budget = 2 * (self._limits.timeout + _MARGIN)
-        return self._exchange(child, request.id, line, budget, key)
+        return self._exchange(child, request.id, line, 2 * self._call_budget(), key)
 
     def _exchange(
         self,
