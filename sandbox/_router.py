@@ -111,10 +111,10 @@ class Router:
 
     def _keyed_call(self, key: tuple[str, str], request_id: int, line: bytes) -> bytes:
         child = self._templates.get(key)
-        if child is not None:
+        if child is None:
+            child = self._new_keyed(key)
+        else:
             self._templates.move_to_end(key)
-            return self._exchange(child, request_id, line, self._limits.timeout + _MARGIN, key)
-        child = self._new_keyed(key)
         return self._exchange(child, request_id, line, self._limits.timeout + _MARGIN, key)
 
     def _new_keyed(self, key: tuple[str, str]) -> _Child:
