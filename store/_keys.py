@@ -80,7 +80,9 @@ class JobKeys:
     def attempts(self) -> str:
         """Hash: unit → how many times it was started again before its first
         start finished (a worker running it died or froze); only such units have
-        an entry. What quarantines a unit that kills its workers."""
+        an entry; ``<unit>#alone`` fields count its starts that ran with no
+        other unit in their process (what quarantines a unit that kills its
+        workers)."""
         return self._k("attempts")
 
     @property

@@ -345,6 +345,18 @@ class ResultStore:
         tries = int(reply[3]) if len(reply) > 3 else 1
         return UnitStart(JobStatus(text) if text else None, bool(int(reply[1])), template, tries)
 
+    def begin_lone_run(self, job_id: str, unit_key: str) -> int:
+        """Record that a unit starts a run alone in its worker process (a suspect:
+        an earlier start never finished); returns how many such runs it had
+        before this one, all of which, since they never finished, ended with
+        their process dying or freezing.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        field = f"{unit_key}#alone"
+        return int(self.client.hincrby(self.keys(job_id).attempts, field, 1)) - 1
+
     def write_unit(
         self,
         job_id: str,

@@ -2,12 +2,16 @@
 
 Each start of a unit is counted in Redis as the unit is taken up
 (``ResultStore.begin_unit``): a start while an earlier one of the same unit never
-finished is a further try. A unit that killed its worker (the OOM killer, a
-crash) or froze it (no heartbeat: the reaper hands its message on, the
-supervisor replaces the process) comes back that way; once it has had
-``unit_tries`` tries (``VERIFLEET_UNIT_TRIES``, default 3) the next start does
-not run it: it stores one errored result per parsing model saying what
-happened, counted once like any result, and the job goes on.
+finished makes it a *suspect*. A process runs many units at once, so a death
+does not say which of them caused it: a suspect therefore runs alone in its
+process (:mod:`._isolation`), and only those lone runs are counted against it
+(``ResultStore.begin_lone_run``). A unit that killed its worker (the OOM killer,
+a crash) or froze it (no heartbeat: the reaper hands its message on, the
+supervisor replaces the process) in its first try and in ``unit_tries - 1`` lone
+runs after it (``VERIFLEET_UNIT_TRIES``, default 3 tries in all) is not run
+again: its next start stores one errored result per parsing model saying what
+happened, counted once like any result, and the job goes on. A unit that only
+shared a process with a poison unit runs alone next time and finishes.
 
 A unit only ever slow is not a poison unit: its worker beats, nobody hands it
 on, and it ends at the unit deadline like any other.
@@ -30,11 +34,14 @@ TEST_FAULT_ENV = "VERIFLEET_TEST_FAULT"
 
 
 def quarantine_error(tries: int) -> str:
-    """The ``metadata.error`` of a quarantined unit's results."""
+    """The ``metadata.error`` of a quarantined unit's results: ``tries`` runs,
+    all but the first alone in their worker process, each ended by that
+    process dying or freezing."""
     return (
         f"unit quarantined: it was started {tries} times and each time the worker process "
-        "running it was killed or stopped answering (no heartbeat) before it finished; "
-        "it is not run again"
+        "running it was killed or stopped answering (no heartbeat) before it finished "
+        f"({tries - 1} of them with no other unit running in that process, so the unit "
+        "itself was the cause); it is not run again"
     )
 
 

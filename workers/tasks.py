@@ -48,6 +48,7 @@ from verifleet.store import (
 
 from ._budget import account_unit, admit_unit
 from ._feeder import FeederThread
+from ._isolation import UnitGate
 from ._jobs import JobCache, JobSpec
 from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
@@ -74,6 +75,7 @@ class _ProcessState:
     resources: PipelineResources
     owner: str
     liveness: LivenessThread
+    unit_gate: UnitGate
 
 
 _state_lock = threading.Lock()
@@ -124,6 +126,7 @@ def _process_state() -> _ProcessState:
                 ),
                 owner=owner,
                 liveness=liveness,
+                unit_gate=UnitGate(),
             )
         return _state
 
@@ -200,7 +203,7 @@ def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | N
 
 def _begin(
     state: _ProcessState, job_id: str, key: str, deadline: float, template: str | None = None
-) -> str | None:
+) -> str | bool:
     """Take the unit up: status, already done and mark started in one round trip,
     which also brings the description of the unit's ``template`` (stored at
     submission) when this process has none, so no executor is asked for it. The
@@ -209,9 +212,8 @@ def _begin(
 
     Returns:
         What the task returns when it has nothing to run (``"unknown-job"``,
-        ``"cancelled"``, ``"already-done"``), ``"quarantined"`` for a unit to
-        fail instead of running (its earlier tries killed or froze their
-        workers), or None to run the unit.
+        ``"cancelled"``, ``"already-done"``), else whether the unit is a suspect
+        (an earlier start never finished: it runs alone, see :mod:`._isolation`).
     """
     sandbox = state.resources.sandbox
     wanted = None
@@ -229,10 +231,33 @@ def _begin(
         return "cancelled"
     if start.done:
         return "already-done"
-    if start.tries > state.settings.unit_tries:
-        log.warning("unit %s of job %s quarantined after %d tries", key, job_id, start.tries - 1)
-        return QUARANTINED
-    return None
+    return start.tries > 1
+
+
+def _guarded(
+    state: _ProcessState,
+    job_id: str,
+    key: str,
+    suspect: bool,
+    deadline: float,
+    work: Callable[[float], str],
+    quarantine: Callable[[int], str],
+) -> str:
+    """Run ``work(deadline)``; a suspect unit runs alone in this process with a
+    deadline of its own from then on, unless its earlier lone runs already used
+    its tries: then ``quarantine(tries)`` stores its failure instead."""
+    if not suspect:
+        return work(deadline)
+    settings = state.settings
+    with state.unit_gate.alone():
+        deadline = time.monotonic() + settings.unit_deadline
+        lone = _until_redis_answers(
+            lambda: state.store.begin_lone_run(job_id, key), deadline=deadline
+        )
+        if lone + 1 >= settings.unit_tries:
+            log.warning("unit %s of job %s quarantined after %d tries", key, job_id, lone + 1)
+            return quarantine(lone + 1)
+        return work(deadline)
 
 
 def _admitted(state: _ProcessState, spec: JobSpec, job_id: str, key: str, deadline: float) -> bool:
@@ -269,10 +294,18 @@ def run_unit_task(
     find the task in Flower.
 
     Returns:
-        ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"`` or
-        ``"quarantined"`` (not run: its earlier tries killed or froze their workers).
+        ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"``,
+        ``"over-budget"`` or ``"quarantined"`` (not run: its earlier tries killed
+        or froze their workers).
     """
     state = _process_state()
+    with state.unit_gate.shared():
+        return _run_unit(state, job_id, question_index, answering_index, replicate)
+
+
+def _run_unit(
+    state: _ProcessState, job_id: str, question_index: int, answering_index: int, replicate: int
+) -> str:
     store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
     spec = _job_spec(state, job_id, deadline)
@@ -282,37 +315,49 @@ def run_unit_task(
     key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
-    skip = _begin(state, job_id, key, deadline, unit.question.answer_template)
-    if skip == QUARANTINED:
-        return _quarantine(state, job_id, key, unit, spec)
-    if skip is not None:
-        return skip
-    fault_for_tests(unit.question.id)
-    # Descriptions primed for this job count inside this block only.
-    with state.resources.sandbox.scoped(job_id):
-        if spec.config.reverify_of:
-            results = _until_redis_answers(
-                lambda: reverify_fleet_unit(
-                    store, state.jobs, spec, unit, resources=state.resources, deadline=deadline
-                ),
-                deadline=deadline,
-            )
-        else:
-            results = run_unit(unit, spec, state.resources, deadline=deadline)
-    keys = spec.result_keys(unit, job_id)
-    # Writing gets its own deadline: the unit's work is done and must not be lost.
-    _until_redis_answers(
-        lambda: store.write_unit(job_id, key, results, keys),
-        deadline=time.monotonic() + settings.unit_deadline,
+    begun = _begin(state, job_id, key, deadline, unit.question.answer_template)
+    if isinstance(begun, str):
+        return begun
+
+    def work(deadline: float) -> str:
+        fault_for_tests(unit.question.id)
+        # Descriptions primed for this job count inside this block only.
+        with state.resources.sandbox.scoped(job_id):
+            if spec.config.reverify_of:
+                results = _until_redis_answers(
+                    lambda: reverify_fleet_unit(
+                        store, state.jobs, spec, unit, resources=state.resources, deadline=deadline
+                    ),
+                    deadline=deadline,
+                )
+            else:
+                results = run_unit(unit, spec, state.resources, deadline=deadline)
+        keys = spec.result_keys(unit, job_id)
+        # Writing gets its own deadline: the unit's work is done and must not be lost.
+        _until_redis_answers(
+            lambda: store.write_unit(job_id, key, results, keys),
+            deadline=time.monotonic() + settings.unit_deadline,
+        )
+        _account(state, spec, job_id, key, results)
+        return "done"
+
+    return _guarded(
+        state,
+        job_id,
+        key,
+        begun,
+        deadline,
+        work,
+        lambda tries: _quarantine(state, job_id, key, unit, spec, tries),
     )
-    _account(state, spec, job_id, key, results)
-    return "done"
 
 
-def _quarantine(state: _ProcessState, job_id: str, key: str, unit: Unit, spec: JobSpec) -> str:
+def _quarantine(
+    state: _ProcessState, job_id: str, key: str, unit: Unit, spec: JobSpec, tries: int
+) -> str:
     """Store the errored results of a unit that is not run again (see
     :mod:`._quarantine`); returns what the task returns."""
-    error = quarantine_error(state.settings.unit_tries)
+    error = quarantine_error(tries)
     config = spec.config
     results = failed_results(
         unit.question,
@@ -348,9 +393,17 @@ def run_scenario_task(
     store it) adds nothing.
 
     Returns:
-        ``"done"``, ``"already-done"``, ``"cancelled"`` or ``"unknown-job"``.
+        ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"``,
+        ``"over-budget"`` or ``"quarantined"``.
     """
     state = _process_state()
+    with state.unit_gate.shared():
+        return _run_scenario(state, job_id, scenario_index, answering_index, replicate)
+
+
+def _run_scenario(
+    state: _ProcessState, job_id: str, scenario_index: int, answering_index: int, replicate: int
+) -> str:
     store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
     spec = _job_spec(state, job_id, deadline)
@@ -364,13 +417,16 @@ def run_scenario_task(
     key = scenario_unit_key(unit, job_id=job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
-    skip = _begin(state, job_id, key, deadline)
-    if skip == QUARANTINED:
+    begun = _begin(state, job_id, key, deadline)
+    if isinstance(begun, str):
+        return begun
+
+    def quarantine(tries: int) -> str:
         failed = ScenarioExecutionResult(
             scenario_id=unit.scenario.id,
             status="error",
             terminal_failure=ScenarioTerminalFailure(
-                stage="execution", reason=quarantine_error(settings.unit_tries)
+                stage="execution", reason=quarantine_error(tries)
             ),
             answering_model=unit.answering.identity().display_string,
             replicate=replicate,
@@ -381,26 +437,28 @@ def run_scenario_task(
             deadline=time.monotonic() + settings.unit_deadline,
         )
         return QUARANTINED
-    if skip is not None:
-        return skip
-    with state.resources.sandbox.scoped(job_id):
-        run = run_scenario(
-            unit.scenario,
-            unit.answering,
-            spec.config.parsing_models,
-            spec.config,
-            replicate=replicate,
-            global_rubric=spec.benchmark.global_rubric,
-            global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
-            resources=state.resources,
-            deadline=deadline,
+
+    def work(deadline: float) -> str:
+        with state.resources.sandbox.scoped(job_id):
+            run = run_scenario(
+                unit.scenario,
+                unit.answering,
+                spec.config.parsing_models,
+                spec.config,
+                replicate=replicate,
+                global_rubric=spec.benchmark.global_rubric,
+                global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
+                resources=state.resources,
+                deadline=deadline,
+            )
+        outcome = run.scenario_result
+        assert outcome is not None  # run_scenario always sets it
+        keys = scenario_result_keys(run.results, job_id=job_id)
+        _until_redis_answers(
+            lambda: store.write_scenario_unit(job_id, key, outcome, run.results, keys),
+            deadline=time.monotonic() + settings.unit_deadline,
         )
-    outcome = run.scenario_result
-    assert outcome is not None  # run_scenario always sets it
-    keys = scenario_result_keys(run.results, job_id=job_id)
-    _until_redis_answers(
-        lambda: store.write_scenario_unit(job_id, key, outcome, run.results, keys),
-        deadline=time.monotonic() + settings.unit_deadline,
-    )
-    _account(state, spec, job_id, key, run.results)
-    return "done"
+        _account(state, spec, job_id, key, run.results)
+        return "done"
+
+    return _guarded(state, job_id, key, begun, deadline, work, quarantine)
