@@ -17,18 +17,29 @@ from verifleet.schemas import Benchmark, Question, VerificationResult
 
 __all__ = [
     "ATTACKS",
+    "PLANTED_COPY",
     "VICTIM_MARK",
     "attack_source",
     "attacker_benchmark",
     "check_victim",
     "leaks",
+    "planting_benchmark",
     "victim_benchmark",
 ]
 
 CROSS_DIR = Path(__file__).resolve().parent.parent / "hostile" / "cross_job"
 
 #: The attacker templates, by file stem.
-ATTACKS = ("poison_model_validate", "poison_builtins", "read_other_jobs")
+ATTACKS = (
+    "poison_model_validate",
+    "poison_builtins",
+    "poison_judge_schema",
+    "read_other_jobs",
+)
+
+#: The attacker's copy of the victim's template, described after the attack
+#: that forges judge schemas (:func:`planting_benchmark`).
+PLANTED_COPY = "copy_of_victim"
 
 #: What marks the victim's data.
 VICTIM_MARK = "VICTIM-"
@@ -64,6 +75,20 @@ def attacker_benchmark() -> tuple[Benchmark, dict[str, Any]]:
         questions.append(Question(id=stem, text=text, answer_template=attack_source(stem)))
         answers[text] = {"text": "attacker response", "fields": {"value": "attacker"}}
     return Benchmark(name="attacker", questions=questions), answers
+
+
+def planting_benchmark() -> tuple[Benchmark, dict[str, Any]]:
+    """An attacker job whose first question forges every later judge schema of
+    its process (``poison_judge_schema``) and whose second is a byte-identical
+    copy of the victim's template: described there, the copy's judge schema
+    asks for "Paris" whatever the response says. Run it with one unit at a time
+    so that the forging class body is compiled first."""
+    questions, answers = [], {}
+    for qid, stem in (("poison_judge_schema", "poison_judge_schema"), (PLANTED_COPY, "victim")):
+        text = f"Planting {qid}?"
+        questions.append(Question(id=qid, text=text, answer_template=attack_source(stem)))
+        answers[text] = {"text": "It is Rome.", "fields": {"value": "Rome"}}
+    return Benchmark(name="planter", questions=questions), answers
 
 
 def check_victim(results: list[VerificationResult]) -> None:

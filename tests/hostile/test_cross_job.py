@@ -20,11 +20,13 @@ import pytest
 from _support.asgi_thread import serve_in_thread
 from _support.cross_job import (
     ATTACKS,
+    PLANTED_COPY,
     VICTIM_CASES,
     attack_source,
     attacker_benchmark,
     check_victim,
     leaks,
+    planting_benchmark,
     victim_benchmark,
 )
 from _support.fleet import Fleet
@@ -42,11 +44,11 @@ from verifleet.store import JobStatus
 pytestmark = pytest.mark.integration
 
 
-def _config(base_url: str) -> VerificationConfig:
+def _config(base_url: str, concurrency: int = 2) -> VerificationConfig:
     return VerificationConfig.build(
         answering_models=[ModelConfig.parse(f"{base_url}#answerer")],
         parsing_models=[ModelConfig.parse(f"{base_url}#judge")],
-        max_concurrency=2,
+        max_concurrency=concurrency,
     )
 
 
@@ -54,12 +56,26 @@ def _answers() -> dict[str, object]:
     answers: dict[str, object] = {}
     answers.update(victim_benchmark()[1])
     answers.update(attacker_benchmark()[1])
+    answers.update(planting_benchmark()[1])
     return answers
 
 
-def _local(bench: Benchmark, base_url: str, pool: SandboxPool) -> list[VerificationResult]:
-    runner = LocalRunner(bench, _config(base_url), resources=PipelineResources(sandbox=pool))
+def _local(
+    bench: Benchmark, base_url: str, pool: SandboxPool, concurrency: int = 2
+) -> list[VerificationResult]:
+    config = _config(base_url, concurrency)
+    runner = LocalRunner(bench, config, resources=PipelineResources(sandbox=pool))
     return [r for _unit, rs in runner.run() for r in rs]
+
+
+def _check_plant_took(results: list[VerificationResult]) -> None:
+    """The attacker's copy of the victim's template was described beside the
+    schema-forging code: its judge was asked for "Paris" and its wrong answer
+    passed. (Were it not, the attack would not have been tried at all.)"""
+    copy = next(r for r in results if r.metadata.question_id == PLANTED_COPY)
+    assert copy.template is not None, copy.metadata.error
+    assert copy.template.parsed_llm_response == {"value": "Paris"}
+    assert copy.template.verify_result is True
 
 
 @pytest.mark.parametrize("fresh_state", ["call", "template"])
@@ -79,6 +95,25 @@ def test_attacks_in_local_mode(fresh_state: str) -> None:
     reader = next(r for r in stolen if r.metadata.question_id == "read_other_jobs")
     assert reader.template is not None
     assert "LEAK[]" in reader.model_dump_json()
+
+
+@pytest.mark.parametrize("fresh_state", ["call", "template"])
+def test_a_description_made_beside_another_jobs_code_serves_that_job_only(
+    fresh_state: str,
+) -> None:
+    # Before descriptions were held per job, the victim's run took the
+    # attacker's forged judge schema from the process's shared table: its
+    # judge answered "Paris" to "Rome" and the wrong answer passed.
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state=fresh_state))
+    planter, victim = planting_benchmark()[0], victim_benchmark()[0]
+    try:
+        with run_endpoint_in_thread(EndpointConfig(answers=_answers())) as ep:
+            planted = _local(planter, ep.base_url, pool, concurrency=1)
+            after = _local(victim, ep.base_url, pool)
+    finally:
+        pool.close()
+    _check_plant_took(planted)
+    check_victim(after)
 
 
 @pytest.fixture
@@ -104,6 +139,26 @@ def test_attacks_on_a_two_worker_fleet(fleet: Fleet, redis_url: str, endpoint: s
     check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
     assert leaks([r.model_dump_json() for r in stolen]) == []
     assert sorted(r.metadata.question_id for r in stolen) == sorted(ATTACKS)
+
+
+def test_a_description_made_beside_another_jobs_code_serves_that_job_only_on_a_fleet(
+    fleet: Fleet, redis_url: str, endpoint: str
+) -> None:
+    """The attacker submits its job, then (with its own Redis client, as a
+    tenant submits with one) deletes the description stored for its copy of
+    the victim's template, so that the one worker process describes the copy
+    in the attacker's template process, after the forging class body. The
+    victim's job after it on that process gets its own verdicts."""
+    planter = Job.submit(planting_benchmark()[0], _config(endpoint, 1), redis_url)
+    copy = next(q for q in planting_benchmark()[0].questions if q.id == PLANTED_COPY)
+    stored = planter.store.keys(planter.job_id).templates
+    assert planter.store.client.hdel(stored, copy.template_id) == 1
+    env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
+    fleet.start_worker("w1", concurrency=1, **env)
+    fleet.wait_ready(["w1"])
+    assert planter.wait(timeout=180).status == JobStatus.DONE
+    _check_plant_took(list(planter.result_set()))
+    check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
 
 
 def test_attacks_through_verify(endpoint: str) -> None:
