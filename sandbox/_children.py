@@ -5,15 +5,19 @@ The tree inside one executor::
 
     router (reads the host's requests; never runs untrusted code, never forks)
      └─ spawner (forked before the first request: holds no request data)
-         ├─ template process, one per (scope, template): compiles the template
-         │   └─ call child, one per request: runs the template's code, answers, exits
+         ├─ template process, one per scope (a job's templates side by side;
+         │   one per template for unscoped callers): compiles its templates
+         │   └─ call child, one per request (``call`` mode): runs the template's
+         │      code, answers, exits
          └─ one-shot child per trait call: runs the trait, answers, exits
 
 A call child is a fresh copy of its template process: nothing the template's
 ``verify()``, validators or a trait change (pydantic's classes, builtins, module
-state) outlives the call. A template process holds only its own template's class
-body and its own scope's requests; the spawner holds no request at all, so
-nothing one job sent is in the memory of a process that runs another job's code.
+state) outlives the call. A template process holds only its own scope's class
+bodies and requests (what it describes can have been changed by the class bodies
+compiled there before: the host keeps such a description for that scope alone);
+the spawner holds no request at all, so nothing one job sent is in the memory of
+a process that runs another job's code.
 Every child closes every descriptor but its own pipe ends and stderr, dies with
 its parent, and installs its seccomp layer before untrusted code runs.
 """

@@ -141,8 +141,13 @@ class SandboxPool:
         self._idle: list[ExecutorProcess] = []
         self._running = 0
         self._closed = False
-        # Descriptions by source digest: those this process's executors made ...
-        self._handles: OrderedDict[str, TemplateHandle | TemplateValidationError] = OrderedDict()
+        # Descriptions by (scope, source digest) that this process's executors
+        # made: scope "" for those made in a process of that source alone (kept
+        # for everyone), a job's scope for those made in its template process,
+        # beside its other templates' code (kept for that job alone) ...
+        self._handles: OrderedDict[tuple[str, str], TemplateHandle | TemplateValidationError] = (
+            OrderedDict()
+        )
         # ... and those primed by (scope, source digest): another process's word.
         self._primed: OrderedDict[tuple[str, str], TemplateHandle | TemplateValidationError] = (
             OrderedDict()
@@ -323,9 +328,13 @@ class SandboxPool:
         Descriptions (and refusals) are cached per exact source (its SHA-256, not
         the MD5 template id): nothing in them depends on the question (answers
         get their question id when they are built), so a question new to this
-        process whose template is known costs no executor call. Inside
-        :meth:`scoped`, a description :meth:`prime`-d for that scope is used too;
-        one primed for another scope never is.
+        process whose template is known costs no executor call. One made inside
+        :meth:`scoped` comes from the job's template process, where the job's
+        other templates' code ran first and could have changed it: it is used
+        for that scope alone; one made outside (in a process of that source
+        alone) serves every scope. Inside :meth:`scoped`, a description
+        :meth:`prime`-d for that scope is used too; one primed for another scope
+        never is.
 
         Raises:
             TemplateValidationError: The template is invalid, its code crashed
@@ -339,9 +348,11 @@ class SandboxPool:
         if source is None or not source.strip():
             raise TemplateValidationError("template source is empty", question_id=question_id)
         digest = source_digest(source)
-        cached = self._held(digest, _SCOPE.get())
+        scope = _SCOPE.get()
+        cached = self._held(digest, scope)
         if cached is None:
-            cached = self._remember(digest, self._describe(source, digest, question_id))
+            described = self._describe(source, digest, question_id)
+            cached = self._remember((scope or "", digest), described)
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
         if cached.question_id != question_id:
@@ -351,19 +362,29 @@ class SandboxPool:
     def _held(
         self, digest: str, scope: str | None
     ) -> TemplateHandle | TemplateValidationError | None:
-        """What this process's executors said of a source, else what was primed
-        for ``scope``; None when neither is held."""
+        """What this process's executors said of a source for ``scope`` or for
+        everyone, else what was primed for ``scope``; None when none is held."""
         with self._handles_lock:
-            cached = self._handles.get(digest)
-            if cached is not None:
-                self._handles.move_to_end(digest)
+            cached = self._own(digest, scope)
+            if cached is not None or scope is None:
                 return cached
-            if scope is None:
-                return None
             primed = self._primed.get((scope, digest))
             if primed is not None:
                 self._primed.move_to_end((scope, digest))
             return primed
+
+    def _own(
+        self, digest: str, scope: str | None
+    ) -> TemplateHandle | TemplateValidationError | None:
+        """What this process's executors said of a source in ``scope``'s
+        template process, else in a process of its own; the caller holds
+        ``_handles_lock``."""
+        for key in ((scope, digest), ("", digest)) if scope else (("", digest),):
+            cached = self._handles.get(key)
+            if cached is not None:
+                self._handles.move_to_end(key)
+                return cached
+        return None
 
     def _describe(
         self, source: str, digest: str, question_id: str
@@ -399,16 +420,18 @@ class SandboxPool:
 
     def knows(self, source: str, *, scope: str | None = None) -> bool:
         """Whether :meth:`load_template` of ``source`` (inside :meth:`scoped`
-        with ``scope``) would ask no executor: a description or refusal of it is held."""
+        with ``scope``; outside any when None) would ask no executor: a
+        description or refusal of it is held for that scope."""
         return self._held(source_digest(source), scope) is not None
 
     def description(self, source: str) -> dict[str, Any] | None:
         """What this process's executors said of ``source`` as JSON-safe data
         (:meth:`TemplateHandle.description`, or ``{"problem": ...}`` for a
-        refused template), None when they have not described it. Primed
-        descriptions are never returned: they are someone else's word."""
+        refused template), None when they have not described it for the
+        current scope (:meth:`scoped`) or for everyone. Primed descriptions are
+        never returned: they are someone else's word."""
         with self._handles_lock:
-            cached = self._handles.get(source_digest(source))
+            cached = self._own(source_digest(source), _SCOPE.get())
         if cached is None:
             return None
         if isinstance(cached, TemplateValidationError):
@@ -463,13 +486,13 @@ class SandboxPool:
             _SCOPE.reset(token)
 
     def _remember(
-        self, digest: str, entry: TemplateHandle | TemplateValidationError
+        self, key: tuple[str, str], entry: TemplateHandle | TemplateValidationError
     ) -> TemplateHandle | TemplateValidationError:
-        """Hold ``entry`` for the source with ``digest`` unless one is held
+        """Hold ``entry`` for ``key`` (scope, source digest) unless one is held
         already (a concurrent describe); returns the one held. The table is LRU-bounded."""
         with self._handles_lock:
-            held = self._handles.setdefault(digest, entry)
-            self._handles.move_to_end(digest)
+            held = self._handles.setdefault(key, entry)
+            self._handles.move_to_end(key)
             while len(self._handles) > _MAX_HANDLES:
                 self._handles.popitem(last=False)
             return held

@@ -74,13 +74,20 @@ def test_a_primed_description_counts_only_for_the_job_that_stored_it(pool: Sandb
         handle = pool.load_template(VICTIM, "q1")
     assert handle.description() == truth and handle.ground_truth() == {"city": "Paris"}
     assert pool.stats().described == 1
+    # Described in the victim's template process, after whatever the victim's
+    # other templates' code did there: the victim's word only.
+    assert pool.knows(VICTIM, scope="victim") and not pool.knows(VICTIM)
+    assert not pool.knows(VICTIM, scope="third") and pool.description(VICTIM) is None
+    with pool.scoped("victim"):
+        assert pool.description(VICTIM) == truth
     assert pool.load_template(VICTIM, "q2").description() == truth
+    assert pool.stats().described == 2
     assert pool.description(VICTIM) == truth
-    # What this process described itself is shared by every scope, the
-    # attacker's included: it is the template's own word.
+    # What this process described in a process of that source alone is shared
+    # by every scope, the attacker's included: it is the template's own word.
     with pool.scoped("attacker"):
         assert pool.load_template(VICTIM, "q").description() == truth
-    assert pool.stats().described == 1
+    assert pool.stats().described == 2
 
 
 def test_two_sources_with_one_template_id_share_nothing(pool: SandboxPool) -> None:
