@@ -37,7 +37,6 @@ from verifleet.sandbox import (
     TemplateHandle,
     default_pool,
 )
-from verifleet.schemas import compute_template_id
 
 __all__ = [
     "BridgedSandbox",
@@ -171,8 +170,6 @@ class BridgedSandbox:
         self.pool = pool if pool is not None else default_pool()
         self.on_failure = on_failure
         self._limiters: dict[int, anyio.CapacityLimiter] = {}
-        # Template ids by source: hashing the source was a visible part of a request.
-        self._ids: dict[str, str] = {}
 
     def _limiter(self) -> anyio.CapacityLimiter:
         # One thread per executor: more would only wait in the pool for one, and
@@ -197,12 +194,9 @@ class BridgedSandbox:
 
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
         """:meth:`SandboxPool.load_template`; a template described before costs no hop."""
-        template_id = self._ids.get(source)
-        if template_id is None:
-            if len(self._ids) >= 4096:
-                self._ids.clear()
-            template_id = self._ids[source] = compute_template_id(source)
-        if self.pool.knows(template_id):
+        # ``knows`` takes the source (it was handed the MD5 template id, which
+        # is never a known source: every load hopped to a thread).
+        if self.pool.knows(source):
             return self.pool.load_template(source, question_id)
         return self._call(self.pool.load_template, source, question_id)
 

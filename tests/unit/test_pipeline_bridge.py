@@ -11,6 +11,7 @@ import pytest
 
 from verifleet.errors import TemplateValidationError
 from verifleet.pipeline import (
+    BridgedSandbox,
     bridged_sleep,
     call_blocking,
     in_bridge,
@@ -18,7 +19,21 @@ from verifleet.pipeline import (
     sandbox_failure,
     wait_for,
 )
-from verifleet.sandbox import ExecutorCrashed
+from verifleet.sandbox import ExecutorCrashed, SandboxPool, SandboxSettings
+
+TEMPLATE = """
+from verifleet.templates import BaseAnswer
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "NAME"}
+
+    def verify(self) -> bool:
+        return self.value == self.correct["value"]
+"""
 
 
 async def _double(value: int) -> int:
@@ -122,3 +137,23 @@ def test_sandbox_failures_are_told_from_verdicts_on_the_code() -> None:
     select_bug = ValueError("filedescriptor out of range in select()")
     assert sandbox_failure(select_bug) is select_bug
     assert sandbox_failure(KeyboardInterrupt()) is None
+
+
+def test_a_described_template_loads_in_a_bridge_without_a_hop() -> None:
+    # A hop creates the bridge's thread limiter for the loop: none may exist
+    # after loading a template this process has described (the check used to
+    # be handed the template id instead of the source and never matched).
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
+    bridged = BridgedSandbox(pool)
+    known, new = TEMPLATE.replace("NAME", "known"), TEMPLATE.replace("NAME", "new")
+    try:
+        pool.load_template(known, "q1")
+        handle = anyio.run(run_bridged, bridged.load_template, known, "q2")
+        assert handle.question_id == "q2" and handle.ground_truth() == {"value": "known"}
+        assert bridged._limiters == {}
+        # A template not described yet is, in a thread: the check sees hops.
+        handle = anyio.run(run_bridged, bridged.load_template, new, "q3")
+        assert handle.ground_truth() == {"value": "new"}
+        assert len(bridged._limiters) == 1
+    finally:
+        pool.close()
