@@ -27,9 +27,28 @@ def register(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="llm_action", metavar="ACTION", required=True)
-    build = actions.add_parser("build", help="build llama-server (cached; a no-op when built)")
+    build = actions.add_parser(
+        "build",
+        help="build llama-server (cached; a no-op when built)",
+        description="Make the bundled model's llama-server ready in the user's cache\n"
+        "directory (a no-op when it is there), check once that it answers a\n"
+        "completion on this machine, and print its path and the runtime options\n"
+        "it needs.",
+        epilog="example:\n  verifleet llm build",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     build.set_defaults(handler=_build)
-    serve = actions.add_parser("serve", help="serve the local model until interrupted")
+    serve = actions.add_parser(
+        "serve",
+        help="serve the local model until interrupted",
+        description="Start llama-server with SmolLM2-135M-Instruct on 127.0.0.1, print\n"
+        "its OpenAI-compatible address and the model spec for --answering /\n"
+        "--parsing, and serve until interrupted (Ctrl-C, SIGTERM): the server\n"
+        "stops with it.",
+        epilog="example:\n  verifleet llm serve --port 8000   "
+        "# then --answering http://127.0.0.1:8000/v1#SmolLM2-135M-Instruct",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: free)")
     serve.set_defaults(handler=_serve)
 

@@ -7,9 +7,12 @@ heavy libraries other commands need.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -68,6 +71,26 @@ def test_every_command_has_a_description_and_an_example(command: str) -> None:
     assert description and len(description) > 40, f"{command}: no description"
     assert "example" in help_text, f"{command}: no example in --help"
     assert f"verifleet {command}" in help_text, f"{command}: the example does not run it"
+
+
+def _nested(parser: argparse.ArgumentParser, path: str) -> Iterator[tuple[str, Any]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{path} {name}", sub
+                yield from _nested(sub, f"{path} {name}")
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_sub_action_has_a_description_and_an_example(command: str) -> None:
+    # ``verifleet llm build`` / ``llm serve``: actions under a command have
+    # their own --help, which must say as much as a command's.
+    sub = next(a for a in build_parser(command)._actions if a.dest == "command")
+    for path, parser in _nested(sub.choices[command], f"verifleet {command}"):
+        help_text = parser.format_help()
+        assert parser.description and len(parser.description) > 40, f"{path}: no description"
+        assert "example" in help_text, f"{path}: no example in --help"
+        assert path in help_text, f"{path}: the example does not run it"
 
 
 def test_an_unknown_command_lists_the_commands_and_imports_none() -> None:
