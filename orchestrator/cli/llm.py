@@ -68,8 +68,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     # die_with_parent: a SIGKILLed `llm serve` must not leave the server holding its port.
     with LocalLLMServer(port=args.port or None, die_with_parent=True) as server:
-        print(f"serving {server.model_name} at {server.base_url}")
-        print(f"model spec: {server.spec}")
+        # Flushed: whoever reads this through a pipe (`| tee`, `> log`) needs
+        # the address now, not when the server stops.
+        print(f"serving {server.model_name} at {server.base_url}", flush=True)
+        print(f"model spec: {server.spec}", flush=True)
         try:
             while True:
                 time.sleep(3600)
