@@ -196,6 +196,17 @@ def test_attacks_through_verify(endpoint: str) -> None:
                 )
                 assert reply.status_code in (200, 422), reply.text
                 bodies.append(reply.text)
+            # The forging template, then the caller's copy of the served
+            # template right after it (its reply holds the victim's own
+            # marker: it is the victim's source, sent by this caller).
+            for question in planting_benchmark()[0].questions:
+                inline = {
+                    "id": question.id,
+                    "text": question.text,
+                    "answer_template": question.answer_template,
+                }
+                reply = client.post("/verify", json={"question": inline, "response": "Rome"})
+                assert reply.status_code in (200, 422), reply.text
             assert rewards(client) == expected
     finally:
         resources.sandbox.close()
