@@ -60,6 +60,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--template-processes", type=int, default=16)
     parser.add_argument("--max-templates", type=int, default=1024)
+    parser.add_argument("--templates-per-process", type=int, default=512)
     parser.add_argument("--fresh-state", choices=("call", "template"), default="template")
     return parser.parse_args(argv)
 
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             spawner,
             limits,
             max_sources=args.max_templates,
+            max_classes=args.templates_per_process,
         )
     except Exception as exc:
         write_all(answers, encode(Hello(fatal=f"{type(exc).__name__}: {exc}")))

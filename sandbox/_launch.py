@@ -136,6 +136,8 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         str(settings.timeout),
         "--template-processes",
         str(settings.template_processes),
+        "--templates-per-process",
+        str(settings.templates_per_process),
         "--fresh-state",
         settings.fresh_state,
     ]

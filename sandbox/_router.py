@@ -1,7 +1,8 @@
 """The router: which child of the spawner answers which request.
 
-Template requests go to the template process of their ``(scope, digest)``,
-started on first use (the spawner forks it into a free slot; the least recently
+Template requests go to the template process of their scope (one per job; one
+per digest for unscoped callers), started on first use (and replaced by a fresh
+one once it has compiled ``max_classes`` templates, since it keeps each class) (the spawner forks it into a free slot; the least recently
 used one is stopped when none is free). Trait requests go to a one-shot child.
 The router enforces every child's wall clock: a template process that does not
 answer in time (its own per-call limit failed, or its class body hung the
@@ -62,7 +63,13 @@ class Router:
     """Routes requests to children (single-threaded, inside the executor)."""
 
     def __init__(
-        self, slots: list[Slot], control_w: int, spawner: int, limits: Limits, max_sources: int
+        self,
+        slots: list[Slot],
+        control_w: int,
+        spawner: int,
+        limits: Limits,
+        max_sources: int,
+        max_classes: int = 512,
     ) -> None:
         for slot in slots:
             for fd in (slot.request_w, slot.request_r, slot.answer_r):
@@ -74,6 +81,9 @@ class Router:
         self._templates: OrderedDict[tuple[str, str], _Child] = OrderedDict()
         self._sources: OrderedDict[str, str] = OrderedDict()
         self._max_sources = max_sources
+        # A template process keeps every class it compiled: past this many it
+        # is replaced, so a job of many templates cannot grow it without bound.
+        self._max_classes = max_classes
         # One slot is always left for one-shot trait children.
         self._max_templates = max(1, len(slots) - 1)
 
@@ -146,6 +156,9 @@ class Router:
             return encode(Reply.failure(request.id, "need_source", "template source unknown here"))
         if request.source is None:
             line = encode(request.model_copy(update={"source": source}))
+        if child is not None and len(child.digests) >= self._max_classes:
+            self._drop(child, key)
+            child = None
         if child is None:
             child = self._new_keyed(key)
         else:

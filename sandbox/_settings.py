@@ -89,8 +89,13 @@ class SandboxSettings(BaseModel):
         result_limits: Largest ground truth, parsed values, verification output
             and judge schema the host accepts from an executor (and largest
             model response the pipeline keeps).
-        template_processes: Compiled templates an executor keeps warm, one
-            process each (LRU; a template beyond them is compiled again).
+        template_processes: Template processes an executor keeps warm (one per
+            job, one per template for unscoped callers; LRU: a template beyond
+            them is compiled again).
+        templates_per_process: Templates one job's template process compiles
+            before it is replaced by a fresh one (each compiled class stays in
+            its process: ~28 KB each, so a job of 30,000 templates would
+            otherwise reach the executor's memory limit).
         fresh_state: ``call``: each call runs in a process forked from its
             template's process; ``template``: calls run in the template's
             process (one per job and template).
@@ -106,6 +111,7 @@ class SandboxSettings(BaseModel):
     max_templates: int = Field(default=1024, ge=1)
     result_limits: ResultLimits = Field(default_factory=ResultLimits)
     template_processes: int = Field(default=16, ge=1, le=256)
+    templates_per_process: int = Field(default=512, ge=1)
     fresh_state: FreshState = "template"
 
     @property

@@ -102,3 +102,49 @@ def test_two_sources_with_one_template_id_share_nothing(pool: SandboxPool) -> No
     assert first.verification is not None and first.verification.verify_result is True
     assert second.verification is not None and second.verification.verify_result is False
     assert pool.stats().described == 2
+
+
+REMEMBERS = """
+from verifleet.templates import BaseAnswer
+
+SEEN = []
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "NAME"}
+
+    def verify(self) -> bool:
+        SEEN.append(self.value)
+        return len(SEEN) == 1
+"""
+
+
+def test_a_jobs_template_process_is_replaced_after_its_share_of_templates() -> None:
+    # Each compiled class stays in its job's template process: past
+    # templates_per_process (3 here) a fresh process takes over, so a job of
+    # many templates cannot grow one without bound. Seen through a template
+    # that remembers its calls (template mode: calls share the process).
+    sandbox = SandboxPool(
+        SandboxSettings(pool_size=1, timeout=5, fresh_state="template", templates_per_process=3)
+    )
+    try:
+        with sandbox.scoped("job"):
+            first = sandbox.load_template(REMEMBERS.replace("NAME", "first"), "q0")
+            verdicts = [sandbox.evaluate(first, {"value": "first"}, "") for _ in range(2)]
+            # Two more templates fill the process (3 classes) ...
+            for name in ("second", "third"):
+                handle = sandbox.load_template(REMEMBERS.replace("NAME", name), name)
+                verdicts.append(sandbox.evaluate(handle, {"value": name}, ""))
+            # ... still the same process: the first template remembers.
+            verdicts.append(sandbox.evaluate(first, {"value": "first"}, ""))
+            fourth = sandbox.load_template(REMEMBERS.replace("NAME", "fourth"), "q4")
+            verdicts.append(sandbox.evaluate(fourth, {"value": "fourth"}, ""))
+            # The fourth went to a fresh process: the first is compiled anew there.
+            verdicts.append(sandbox.evaluate(first, {"value": "first"}, ""))
+    finally:
+        sandbox.close()
+    oks = [v.verification.field_ok if v.verification else None for v in verdicts]
+    assert oks == [True, False, True, True, False, True, True]
