@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
@@ -64,17 +65,17 @@ class _DescribingChecker:
     """
 
     def __init__(self, descriptions: dict[str, str] | None) -> None:
-        self._pool = default_pool()
-        self._traits = sandbox_checker(self._pool)
+        self.pool = default_pool()
+        self._traits = sandbox_checker(self.pool)
         self._descriptions = descriptions
 
     def check_template(self, source: str, question_id: str | None) -> None:
         try:
-            self._pool.validate_template(source, question_id=question_id)
+            self.pool.validate_template(source, question_id=question_id)
         finally:
             if self._descriptions is not None:
                 # What validating it left in the pool: a description or a refusal.
-                described = self._pool.description(source)
+                described = self.pool.description(source)
                 if described is not None:
                     self._descriptions[compute_template_id(source)] = json.dumps(described)
 
@@ -90,7 +91,17 @@ def _job_problems(
     """(problems that stop the job, problems that fail their own question or
     scenario), from :func:`check_benchmark`: the same check and words as
     ``Benchmark.validate``, ``load_benchmark``, ``run`` and ``serve``."""
-    found = check_benchmark(benchmark, checker=_DescribingChecker(descriptions), config=config)
+    checker = _DescribingChecker(descriptions)
+    # The job's templates are described side by side in one template process
+    # per executor, as its workers run them: outside a scope each would get a
+    # process of its own (a fork and a compile, ~15-30 ms of wall time each:
+    # minutes for a 10,000-template job). What is described in this scope
+    # serves submissions of this very benchmark alone (its own code made it;
+    # stored with a job, it serves that job alone), so submitting it again
+    # from this process describes nothing again.
+    content = hashlib.sha256(benchmark.model_dump_json().encode()).hexdigest()
+    with checker.pool.scoped(f"submit-{content[:32]}"):
+        found = check_benchmark(benchmark, checker=checker, config=config)
     return found.messages(alone=False), found.messages(alone=True)
 
 

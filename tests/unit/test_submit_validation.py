@@ -4,20 +4,23 @@ registered here, however big the benchmark)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from _support.cross_job import planting_benchmark, victim_benchmark
 from _support.jobs import capitals_benchmark
 from _support.scenarios import DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
-from verifleet.orchestrator._fleet.submit import template_problems, validate_job
+from verifleet.orchestrator._fleet.submit import _job_problems, template_problems, validate_job
 from verifleet.schemas import (
     BenchmarkLoadError,
     BrokenScenario,
     ModelConfig,
     VerificationConfig,
+    compute_template_id,
     load_benchmark,
 )
 
@@ -87,3 +90,25 @@ def test_every_path_reports_the_same_problems_in_the_same_words(tmp_path: Path) 
     with pytest.raises(BenchmarkLoadError) as refused:
         load_benchmark(path)  # templates validated: all or nothing, but not the scenario
     assert str(refused.value).splitlines()[1:] == [f"  {w}" for w in words[:2]]
+
+
+def test_what_one_submission_describes_never_describes_another_benchmark() -> None:
+    # A process that submits many benchmarks (a service, a notebook): each is
+    # described in a template process of its own, beside its own code only.
+    # The first carries a template that forges every later judge schema of
+    # its process, then a copy of the second's template; the second's stored
+    # description must be its own.
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m")
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+    planter, victim = planting_benchmark()[0], victim_benchmark()[0]
+    victim_template = victim.questions[0].answer_template or ""
+    planted: dict[str, str] = {}
+    _job_problems(planter, config, planted)
+    honest: dict[str, str] = {}
+    _job_problems(victim, config, honest)
+    template_id = compute_template_id(victim_template)
+    forged = json.loads(planted[template_id])["judge_schema"]
+    assert forged["properties"]["value"].get("const") == "Paris"  # the plant took
+    schema = json.loads(honest[template_id])["judge_schema"]
+    assert "const" not in schema["properties"]["value"]
+    assert schema["properties"]["value"]["type"] == "string"
