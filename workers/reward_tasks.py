@@ -34,6 +34,7 @@ from verifleet.reward import (
     load_reward_job,
     reward_resources,
 )
+from verifleet.sandbox import default_pool
 from verifleet.store import ResultStore
 
 from ._settings import WorkerSettings
@@ -118,7 +119,10 @@ def score_rollout_task(job_id: str, key: str) -> str:
     rollout = json.loads(zstandard.ZstdDecompressor().decompress(blob))
     try:
         request = _REQUEST.validate_python(rollout)
-        fields = scorer.score(request, deadline=deadline).verdict_fields()
+        # The job's own template processes, as a unit's: template code of one
+        # reward job never shares a process with another job's (docs/security.md).
+        with default_pool().scoped(job_id):
+            fields = scorer.score(request, deadline=deadline).verdict_fields()
     except (InvalidRequestError, ValidationError) as exc:
         # The CLI validated the line; a worker with another benchmark version
         # may still disagree, and the CLI then reports this line as malformed.

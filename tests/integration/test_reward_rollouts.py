@@ -14,8 +14,10 @@ import redis
 from _support.fleet import Fleet, run_cli
 from _support.reward import (
     CORRECT,
+    GEO_TEMPLATE,
     JUDGE_ANSWERS,
     PARTIAL,
+    QUESTION,
     VERBOSE_CORRECT,
     WRONG,
     geo_benchmark,
@@ -23,8 +25,13 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.reward import RewardScorer, load_reward_config, score_rollouts_fleet
-from verifleet.schemas import ModelConfig, dump_benchmark
+from verifleet.reward import (
+    RewardConfig,
+    RewardScorer,
+    load_reward_config,
+    score_rollouts_fleet,
+)
+from verifleet.schemas import Benchmark, ModelConfig, Question, dump_benchmark
 
 REWARD_YAML = """\
 mode: hybrid
@@ -263,3 +270,35 @@ def test_a_broken_template_fails_only_its_rollouts_unless_strict(
     assert strict.returncode == 2, strict.stderr
     assert "question broken: template" in strict.stderr
     assert "Traceback" not in strict.stderr
+
+
+REMEMBERS = GEO_TEMPLATE.replace(
+    "def verify(self) -> bool:\n        return all(self._hits())",
+    "def verify(self) -> bool:\n        SEEN.append(self.city)\n        return len(SEEN) == 1",
+).replace("class Answer(BaseAnswer):", "SEEN = []\n\n\nclass Answer(BaseAnswer):")
+
+
+def test_two_reward_jobs_never_share_a_template_process(
+    judge: RunningEndpoint, fleet: Fleet, tmp_path: Path
+) -> None:
+    # The template passes its first call in a process and fails every later
+    # one. Two tenants' reward jobs (two benchmarks with this same template)
+    # each score one rollout on one worker process with one executor
+    # (template mode: calls run in their job's template process): each must
+    # be its job's first call. Unscoped, the second job's call ran in the
+    # first's process and its correct answer got 0.0.
+    assert "SEEN.append" in REMEMBERS
+    question = Question(id="geo", text=QUESTION, answer_template=REMEMBERS)
+    judges = [ModelConfig.parse(f"{judge.base_url}#judge")]
+    fleet.start_worker("rw1", concurrency=1, VERIFLEET_SANDBOX_POOL="1")
+    fleet.wait_ready(["rw1"])
+    rewards = []
+    for tenant in ("tenant-a", "tenant-b"):
+        bench = Benchmark(name=tenant, questions=[question])
+        scorer = RewardScorer(bench, judges, RewardConfig())
+        rollouts, out = tmp_path / f"{tenant}.jsonl", tmp_path / f"{tenant}-out.jsonl"
+        rollouts.write_text(json.dumps({"question_id": "geo", "response": CORRECT}) + "\n")
+        report = score_rollouts_fleet(rollouts, out, scorer, fleet.redis_url)
+        assert report.scored == 1, report
+        rewards.append(_read(out)[0]["reward"])
+    assert rewards == [1.0, 1.0]
