@@ -122,23 +122,34 @@ def endpoint() -> Iterator[str]:
         yield ep.base_url
 
 
-def _run_job(bench: Benchmark, base_url: str, redis_url: str) -> list[VerificationResult]:
-    job = Job.submit(bench, _config(base_url), redis_url)
+def _run_job(
+    bench: Benchmark, base_url: str, redis_url: str, queue: str = "verifleet"
+) -> list[VerificationResult]:
+    job = Job.submit(bench, _config(base_url), redis_url, queue=queue)
     progress = job.wait(timeout=180)
     assert progress.status == JobStatus.DONE
     return list(job.result_set())
 
 
 def test_attacks_on_a_two_worker_fleet(fleet: Fleet, redis_url: str, endpoint: str) -> None:
+    # Each worker also takes a queue of its own, so that each surely runs an
+    # attacker job and then a victim job (on the shared queue, which worker
+    # runs what is left to chance).
     env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
-    for name in ("w1", "w2"):
-        fleet.start_worker(name, concurrency=2, **env)
-    fleet.wait_ready(["w1", "w2"])
-    check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
-    stolen = _run_job(attacker_benchmark()[0], endpoint, redis_url)
-    check_victim(_run_job(victim_benchmark()[0], endpoint, redis_url))
+    workers = ("w1", "w2")
+    for name in workers:
+        fleet.start_worker(name, concurrency=2, queues=f"verifleet,{name}", **env)
+    fleet.wait_ready(list(workers))
+    victim, attacker = victim_benchmark()[0], attacker_benchmark()[0]
+    check_victim(_run_job(victim, endpoint, redis_url))
+    stolen = _run_job(attacker, endpoint, redis_url)
+    for name in workers:
+        stolen += _run_job(attacker, endpoint, redis_url, queue=name)
+    for name in workers:
+        check_victim(_run_job(victim, endpoint, redis_url, queue=name))
+    check_victim(_run_job(victim, endpoint, redis_url))
     assert leaks([r.model_dump_json() for r in stolen]) == []
-    assert sorted(r.metadata.question_id for r in stolen) == sorted(ATTACKS)
+    assert sorted(r.metadata.question_id for r in stolen) == sorted(ATTACKS * 3)
 
 
 def test_a_description_made_beside_another_jobs_code_serves_that_job_only_on_a_fleet(
