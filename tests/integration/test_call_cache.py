@@ -259,3 +259,54 @@ def test_reward_scoring_with_cache_pays_once(tmp_path: Path) -> None:
                 assert first_calls > 0
         assert judge.stats().calls == first_calls, "the second scoring asked the judge nothing"
     assert rewards[0] == rewards[1]
+
+
+def test_run_with_cache_on_the_command_line_twice_makes_no_call_the_second_time(
+    tmp_path: Path,
+) -> None:
+    """``verifleet run --cache`` as a user runs it (two processes, the local cache
+    file under ``$VERIFLEET_CACHE_DIR``): the second run, into a new file, asks
+    no model anything and its results are the first's, each call a cache hit."""
+    from verifleet.orchestrator import read_results
+    from verifleet.schemas import dump_benchmark
+
+    bench, answers = capitals_benchmark(5)
+    path = tmp_path / "bench.yaml"
+    dump_benchmark(bench, path)
+    env = {k: v for k, v in os.environ.items() if k != "VERIFLEET_REDIS_URL"}
+    env["VERIFLEET_CACHE_DIR"] = str(tmp_path / "cache")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        outs = []
+        for n in (1, 2):
+            out = tmp_path / f"run{n}.parquet"
+            done = run_cli(
+                "run",
+                str(path),
+                "--answering",
+                f"{answer.base_url}#answerer",
+                "--parsing",
+                f"{judge.base_url}#judge",
+                "--replicates",
+                "2",
+                "--cache",
+                "--no-preflight",
+                "--out",
+                str(out),
+                env=env,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            outs.append((read_results(out), done.stderr))
+            if n == 1:
+                assert answer.stats().calls == 10, "one answer per replicate"
+                first_calls = (answer.stats().calls, judge.stats().calls)
+        assert (answer.stats().calls, judge.stats().calls) == first_calls, "no call the 2nd time"
+    (first, _), (second, stderr) = outs
+    assert len(second) == 10 and comparable(second) == comparable(first)
+    assert " ".join(stderr.split()).count("call cache: 20 calls answered from the cache") == 1
+    for r in second:
+        usage = r.template.usage_metadata
+        assert (usage["answer_generation"]["cache_hits"], usage["parsing"]["cache_hits"]) == (1, 1)
