@@ -193,8 +193,14 @@ def _reverify(args: argparse.Namespace) -> int:
             f"[yellow]warning:[/yellow] {len(runner.missing_questions)} stored questions are "
             f"not in the benchmark and are left out: {', '.join(sorted(runner.missing_questions)[:10])}"
         )
+    if runner.missing_scenarios:
+        console.print(
+            f"[yellow]warning:[/yellow] {len(runner.missing_scenarios)} stored scenarios are "
+            f"not in the benchmark and are left out: {', '.join(sorted(runner.missing_scenarios)[:10])}"
+        )
     console.print(
-        f"re-verifying {runner.count_units()} stored units of {name} "
+        f"re-verifying {runner.count_units()} stored units and "
+        f"{runner.count_scenario_units()} scenario runs of {name} "
         f"({len(stored)} results); no answering model is called"
     )
     return execute_run(benchmark, config, args.out, console, runner=runner)

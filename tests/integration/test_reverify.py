@@ -93,7 +93,7 @@ def test_reverify_reuses_answers_and_unchanged_stages(tmp_path: Path) -> None:
             timeout=300,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        assert f"re-verifying {N} stored units" in done.stderr
+        assert f"re-verifying {N} stored units and 0 scenario runs" in done.stderr
         assert (answer.stats().calls, judge.stats().calls, other_judge.stats().calls) == (0, 0, N)
     judged = read_results(out)
     assert len(judged) == N
@@ -168,3 +168,96 @@ def test_reverify_a_fleet_job_on_the_fleet(fleet: Fleet, redis_url: str) -> None
         assert r.template.raw_llm_response == old.template.raw_llm_response
         assert r.template.verify_result == old.template.verify_result
         assert r.metadata.derived_from == f"job:{source.job_id}#{old.metadata.result_id}"
+
+
+def test_reverify_judges_scenario_runs_again_turn_by_turn(tmp_path: Path) -> None:
+    """A results file of scenario runs (``verifleet run``), judged again by
+    another judge through ``verifleet reverify``: no answering call, one parse per
+    turn, the same paths and outcomes, each turn derived from its stored turn.
+    Then a template changed so that a turn's verdict flips: the new route leads
+    where the stored run has no answer, and that run says so (status ``error`` at
+    stage ``reverify``) while the others are judged."""
+    from _support.scenarios import ANSWERS, scenario_benchmark, template
+
+    import verifleet
+
+    bench = scenario_benchmark(broken=False)
+    bench_file = tmp_path / "bench.yaml"
+    dump_benchmark(bench, bench_file)
+    source = tmp_path / "first.json"
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as judge,
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as other_judge,
+    ):
+        config = {
+            "answering_models": [f"{answer.base_url}#answerer"],
+            "parsing_models": [f"{judge.base_url}#judge"],
+        }
+        stored = verifleet.run(bench_file, config, out=source)
+        turns = sum(r.turn_count for r in stored.scenario_results or [])
+        assert turns == 9 and len(stored) == turns + 1  # and the plain question
+        answer.reset()
+
+        def reverify(bench_path: Path, out: Path, judge_url: str) -> None:
+            done = run_cli(
+                "reverify",
+                str(source),
+                "--benchmark",
+                str(bench_path),
+                "--parsing",
+                judge_url,
+                "--out",
+                str(out),
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert "re-verifying 1 stored units and 4 scenario runs" in " ".join(
+                done.stderr.split()
+            )
+
+        judged_file = tmp_path / "judged.json"
+        reverify(bench_file, judged_file, f"{other_judge.base_url}#judge2")
+        assert answer.stats().calls == 0, "no answering call"
+        assert other_judge.stats().calls == turns + 1, "one parse per turn and question"
+
+        # The start node of branch_pass now expects another gene: its stored
+        # answer (BCL2) fails, the route goes to 'retry', which it never answered.
+        document = bench.model_dump(mode="json")
+        [scenario] = [s for s in document["scenarios"] if s["id"] == "branch_pass"]
+        scenario["nodes"][0]["question"]["answer_template"] = template("kras")
+        changed = tmp_path / "changed.yaml"
+        dump_benchmark(Benchmark.model_validate(document), changed)
+        diverged_file = tmp_path / "diverged.json"
+        reverify(changed, diverged_file, f"{judge.base_url}#judge")
+        assert answer.stats().calls == 0
+
+    before = {r.scenario_id: r for r in stored.scenario_results or []}
+    judged = read_results(judged_file)
+    runs = {r.scenario_id: r for r in judged.scenario_results or []}
+    assert set(runs) == set(before)
+    for scenario_id, run in runs.items():
+        old = before[scenario_id]
+        assert (run.status, run.path, run.outcome_results) == (
+            old.status,
+            old.path,
+            old.outcome_results,
+        ), scenario_id
+    stored_ids = {r.metadata.result_id for r in stored}
+    for r in judged:
+        assert r.metadata.parsing.model_name == "judge2"
+        assert r.metadata.derived_from is not None
+        assert r.metadata.derived_from.split("#")[1] in stored_ids
+
+    diverged = read_results(diverged_file)
+    runs = {r.scenario_id: r for r in diverged.scenario_results or []}
+    assert runs["branch_fail"].status == before["branch_fail"].status
+    failed = runs["branch_pass"]
+    assert (failed.status, failed.path) == ("error", ["start"])
+    assert failed.terminal_failure is not None and failed.terminal_failure.stage == "reverify"
+    assert failed.terminal_failure.reason == (
+        "judged again, turn 1 goes to node 'retry' where the stored run went to node "
+        "'praise': there is no stored answer to judge (run the scenario again)"
+    )
+    [(description, _exc)] = diverged.errors or []
+    assert description.startswith("scenario branch_pass,")
