@@ -147,8 +147,8 @@ def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) ->
         raise ConfigError("--submit re-judges a fleet job: pass its id and --redis URL")
     url = args.redis or os.environ.get("VERIFLEET_REDIS_URL", "")
     source = name.removeprefix("job:")
-    # Scenario runs are not re-verified (their paths would need new answers).
-    benchmark = benchmark.model_copy(update={"scenarios": []})
+    # A broken scenario has no stored run to judge: it is left out.
+    benchmark = benchmark.model_copy(update={"broken_scenarios": []})
     config = config.model_copy(update={"reverify_of": source})
     broker = Broker(url)
     try:

@@ -261,3 +261,59 @@ def test_reverify_judges_scenario_runs_again_turn_by_turn(tmp_path: Path) -> Non
     )
     [(description, _exc)] = diverged.errors or []
     assert description.startswith("scenario branch_pass,")
+
+
+def test_reverify_scenario_runs_of_a_fleet_job_on_the_fleet(fleet: Fleet, redis_url: str) -> None:
+    """``reverify JOB --submit`` on a job with scenarios: the workers judge each
+    stored run again turn by turn with the new judge; nothing asks the answering
+    model, each turn is parsed once, and the runs take the same paths."""
+    from _support.scenarios import ANSWERS, scenario_benchmark
+
+    bench = scenario_benchmark(broken=False)
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as judge,
+        run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as other_judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+        )
+        fleet.start_worker("w1", concurrency=4)
+        fleet.wait_ready(["w1"])
+        source = Job.submit(bench, config, redis_url)
+        assert source.wait(timeout=120).status == JobStatus.DONE
+        stored = source.result_set()
+        turns = sum(r.turn_count for r in stored.scenario_results or [])
+        assert turns == 9
+        answer.reset()
+        done = run_cli(
+            "reverify",
+            source.job_id,
+            "--redis",
+            redis_url,
+            "--parsing",
+            f"{other_judge.base_url}#judge2",
+            "--submit",
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        job_id = re.search(r"job (\S+): re-judges", done.stdout).group(1)  # type: ignore[union-attr]
+        rejudged = Job(job_id, redis_url)
+        assert rejudged.wait(timeout=120).status == JobStatus.DONE
+        assert answer.stats().calls == 0
+        assert other_judge.stats().calls == turns + 1, "one parse per turn and question"
+    results = rejudged.result_set()
+    before = {r.scenario_id: r for r in stored.scenario_results or []}
+    runs = {r.scenario_id: r for r in results.scenario_results or []}
+    assert set(runs) == set(before)
+    for scenario_id, run in runs.items():
+        old = before[scenario_id]
+        assert (run.status, run.path, run.outcome_results) == (
+            old.status,
+            old.path,
+            old.outcome_results,
+        ), scenario_id
+    assert len(results) == turns + 1
+    assert all(r.metadata.parsing.model_name == "judge2" for r in results)
+    assert all((r.metadata.derived_from or "").startswith(f"job:{source.job_id}#") for r in results)
