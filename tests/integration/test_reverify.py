@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from _support.fleet import Fleet, run_cli
 from _support.jobs import capitals_benchmark
+from _support.mcp_server import McpServer, mcp_server
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results, write_results
@@ -26,6 +27,8 @@ from verifleet.schemas import (
     dump_benchmark,
 )
 from verifleet.store import JobStatus
+
+__all__ = ["mcp_server"]
 
 pytestmark = pytest.mark.integration
 
@@ -317,3 +320,63 @@ def test_reverify_scenario_runs_of_a_fleet_job_on_the_fleet(fleet: Fleet, redis_
     assert len(results) == turns + 1
     assert all(r.metadata.parsing.model_name == "judge2" for r in results)
     assert all((r.metadata.derived_from or "").startswith(f"job:{source.job_id}#") for r in results)
+
+
+def test_reverify_judges_an_agents_stored_trace_without_calling_the_agent(
+    mcp_server: McpServer,
+) -> None:
+    """A tool-using agent's answer (real MCP server; the scripted tool-calling
+    endpoint of ``_support/agent_endpoint.py``, since no local model calls tools
+    on demand) judged again by another judge: no agent step, one judge call, the
+    stored trace and agent metrics kept."""
+    from _support.agent_endpoint import ScriptedEndpoint, build_app
+    from _support.asgi_thread import serve_in_thread
+
+    from verifleet.schemas import Question
+
+    state = ScriptedEndpoint()
+    served = serve_in_thread(build_app(state), lifespan="off")
+    try:
+        base = f"{served.url}/v1"
+        question = Question(
+            id="tool",
+            question='How long is BCL2? [tool:gene_length {"gene": "BCL2"}]',
+            raw_answer="239",
+            answer_template=(
+                "class Answer(BaseAnswer):\n"
+                '    value: int = Field(description="The number the response gives")\n'
+                "    def model_post_init(self, __context):\n"
+                '        self.correct = {"value": 239}\n'
+                "    def verify(self) -> bool:\n"
+                '        return self.value == self.correct["value"]\n'
+            ),
+        )
+        agent = ModelConfig(
+            model_name="scripted",
+            interface="openai_endpoint",
+            endpoint_base_url=base,
+            mcp_urls_dict={"tools": mcp_server.url},
+        )
+
+        def judge(name: str) -> ModelConfig:
+            return ModelConfig(model_name=name, interface="openai_endpoint", endpoint_base_url=base)
+
+        bench = Benchmark(name="agent", questions=[question])
+        config = VerificationConfig.build(answering_models=[agent], parsing_models=[judge("j1")])
+        [stored] = [r for _u, rs in LocalRunner(bench, config).run() for r in rs]
+        assert stored.template is not None and stored.template.verify_result is True
+        agent_steps, judged = state.counts["agent"], state.counts["judge"]
+        assert agent_steps >= 2 and judged >= 1
+
+        other = VerificationConfig.build(answering_models=[agent], parsing_models=[judge("j2")])
+        runner = ReverifyRunner(bench, other, [stored], source="first.parquet")
+        [again] = [r for _u, rs in runner.run() for r in rs]
+        assert state.counts["agent"] == agent_steps, "no agent step"
+        assert state.counts["judge"] == judged + 1, "one parse by the new judge"
+    finally:
+        served.stop()
+    assert again.template is not None and again.template.verify_result is True
+    assert again.metadata.parsing.model_name == "j2"
+    assert again.template.trace_messages == stored.template.trace_messages
+    assert again.template.agent_metrics == stored.template.agent_metrics
+    assert again.metadata.derived_from == f"first.parquet#{stored.metadata.result_id}"
