@@ -380,3 +380,54 @@ def test_reverify_judges_an_agents_stored_trace_without_calling_the_agent(
     assert again.template.trace_messages == stored.template.trace_messages
     assert again.template.agent_metrics == stored.template.agent_metrics
     assert again.metadata.derived_from == f"first.parquet#{stored.metadata.result_id}"
+
+
+def test_reverify_on_the_fleet_with_a_rubric_trait_added_asks_only_for_that_trait(
+    fleet: Fleet, redis_url: str, tmp_path: Path
+) -> None:
+    """``reverify JOB --benchmark more-traits.yaml --submit``: the fleet's workers
+    make no answering call and no parse; the judge is asked once per result, for
+    the new trait, and the old trait keeps its score."""
+    base, answers = capitals_benchmark(N)
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+            evaluation_mode="template_and_rubric",
+        )
+        fleet.start_worker("w1", concurrency=4)
+        fleet.wait_ready(["w1"])
+        source = Job.submit(_with_traits(base, "concise"), config, redis_url)
+        assert source.wait(timeout=120).status == JobStatus.DONE
+        assert (answer.stats().calls, judge.stats().calls) == (N, 2 * N)
+        answer.reset()
+        judge.reset()
+        more = tmp_path / "more.yaml"
+        dump_benchmark(_with_traits(base, "concise", "polite"), more)
+        done = run_cli(
+            "reverify",
+            source.job_id,
+            "--redis",
+            redis_url,
+            "--benchmark",
+            str(more),
+            "--submit",
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        job_id = re.search(r"job (\S+): re-judges", done.stdout).group(1)  # type: ignore[union-attr]
+        rejudged = Job(job_id, redis_url)
+        assert rejudged.wait(timeout=120).status == JobStatus.DONE
+        assert (answer.stats().calls, judge.stats().calls) == (0, N)
+    before = {r.metadata.question_id: r for r in source.result_set()}
+    results = rejudged.result_set()
+    assert len(results) == N
+    for r in results:
+        old = before[r.metadata.question_id]
+        scores = r.rubric.llm_trait_scores
+        assert set(scores) == {"concise", "polite"}
+        assert scores["concise"] == old.rubric.llm_trait_scores["concise"]
+        assert r.template.verify_result == old.template.verify_result
