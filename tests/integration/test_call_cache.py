@@ -310,3 +310,29 @@ def test_run_with_cache_on_the_command_line_twice_makes_no_call_the_second_time(
     for r in second:
         usage = r.template.usage_metadata
         assert (usage["answer_generation"]["cache_hits"], usage["parsing"]["cache_hits"]) == (1, 1)
+
+
+def test_cut_off_and_refused_replies_are_never_cached(tmp_path: Path) -> None:
+    """The scripted endpoint cuts one answer off (``finish_reason: length``) and
+    refuses another (``message.refusal``): a second run asks for those two again
+    and takes the other answers from the cache."""
+    bench, answers = capitals_benchmark(4)
+    cut, refused = "What is the capital of Country1?", "What is the capital of Country2?"
+    answers[cut] = {**answers[cut], "finish_reason": "length"}
+    answers[refused] = {**answers[refused], "refusal": "I cannot help with that."}
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(answer, judge, cache=True)
+        first = _run(bench, config, cache)
+        assert answer.stats().calls == 4
+        second = _run(bench, config, cache)
+        assert answer.stats().calls == 4 + 2, "only the cut and the refused answer again"
+    hits = {
+        r.metadata.question_id: r.template.usage_metadata["answer_generation"].get("cache_hits")
+        for r in second
+    }
+    assert hits == {"q0000": 1, "q0001": None, "q0002": None, "q0003": 1}
+    assert len(first) == len(second) == 4
