@@ -160,6 +160,10 @@ def test_one_cache_for_the_fleet_a_second_identical_job_makes_no_call(
     assert comparable(second.result_set()) == comparable(first.result_set())
     stats = run_cli("cache", "stats", "--redis", redis_url)
     assert stats.returncode == 0 and "entries:  20" in stats.stdout, stats.stdout + stats.stderr
+    cleared = run_cli("cache", "clear", "--redis", redis_url)
+    assert cleared.returncode == 0 and "20 entries removed" in cleared.stdout, cleared.stdout
+    after = run_cli("cache", "stats", "--redis", redis_url)
+    assert after.returncode == 0 and "entries:  0" in after.stdout, after.stdout
 
 
 def test_agent_steps_are_cached_and_replayed(tmp_path: Path, mcp_server: McpServer) -> None:
