@@ -431,3 +431,46 @@ def test_reverify_on_the_fleet_with_a_rubric_trait_added_asks_only_for_that_trai
         assert set(scores) == {"concise", "polite"}
         assert scores["concise"] == old.rubric.llm_trait_scores["concise"]
         assert r.template.verify_result == old.template.verify_result
+
+
+def test_a_fixed_ground_truth_is_judged_again_from_the_call_cache(tmp_path: Path) -> None:
+    """A template's ground truth fixed after a run changes its source (and so its
+    template id): reverify parses again, but the parse's request (schema, prompt,
+    answer) is unchanged, so with ``--cache`` on both runs no judge is asked; the
+    verdict follows the fixed ground truth. Without the cache, the judge is asked."""
+    from verifleet.limits import LocalCallGate
+    from verifleet.pipeline import DiskCallCache, PipelineResources
+
+    bench, answers = capitals_benchmark(N)  # q0000 is answered "Wrong0"
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+
+    def resources() -> PipelineResources:
+        return PipelineResources(call_gate=LocalCallGate(), call_cache=cache)
+
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+            cache=True,
+        )
+        stored = [
+            r for _u, rs in LocalRunner(bench, config, resources=resources()).run() for r in rs
+        ]
+        assert _verdicts(stored)["q0000"] is False
+        answer.reset()
+        judge.reset()
+        fixed = bench.model_copy(deep=True)
+        first = fixed.questions[0]
+        first.answer_template = (first.answer_template or "").replace('"Capital0"', '"Wrong0"')
+        assert first.template_id != bench.questions[0].template_id
+        runner = ReverifyRunner(fixed, config, stored, source="first", resources=resources())
+        again = [r for _u, rs in runner.run() for r in rs]
+        assert (answer.stats().calls, judge.stats().calls) == (0, 0)
+        assert _verdicts(again) == {**_verdicts(stored), "q0000": True}
+        uncached = config.model_copy(update={"cache": False})
+        runner = ReverifyRunner(fixed, uncached, stored, source="first")
+        [r for _u, rs in runner.run() for r in rs]
+        assert (answer.stats().calls, judge.stats().calls) == (0, 1), "only the changed template"
