@@ -340,3 +340,47 @@ def test_cut_off_and_refused_replies_are_never_cached(tmp_path: Path) -> None:
     }
     assert hits == {"q0000": 1, "q0001": None, "q0002": None, "q0003": 1}
     assert len(first) == len(second) == 4
+
+
+def test_checks_rubric_traits_and_deep_judgment_are_cached_too(tmp_path: Path) -> None:
+    """Every kind of call (answer, parse, the abstention check, LLM
+    rubric traits, deep judgment's excerpt and reasoning calls): a second run of
+    the job makes none."""
+    from verifleet.schemas import LLMRubricTrait, Rubric
+
+    base, answers = capitals_benchmark(4)
+    traits = [LLMRubricTrait(name=n, description=f"Is the answer {n}?") for n in ("clear", "terse")]
+    bench = base.model_copy(update={"global_rubric": Rubric(llm_traits=traits)})
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(
+            answer,
+            judge,
+            cache=True,
+            evaluation_mode="template_and_rubric",
+            rubric_evaluation_strategy="sequential",
+            abstention_enabled=True,
+            deep_judgment_enabled=True,
+        )
+        first = _run(bench, config, cache)
+        made = judge.stats().calls
+        stages = {"answer_generation", "abstention_check", "deep_judgment", "rubric_evaluation"}
+        assert all(set(r.template.usage_metadata) == {*stages, "total"} for r in first)
+        # Per result: the abstention check, deep judgment's calls, one per trait.
+        assert made >= 4 * 4, made
+        second = _run(bench, config, cache)
+        assert (answer.stats().calls, judge.stats().calls) == (4, made), "nothing the 2nd time"
+    assert comparable(second) == comparable(first)
+    before = {r.metadata.question_id: r for r in first}
+    for r in second:
+        old = before[r.metadata.question_id]
+        assert r.rubric.llm_trait_scores == old.rubric.llm_trait_scores
+        assert r.template.abstention_detected == old.template.abstention_detected
+        assert r.deep_judgment.attribute_reasoning == old.deep_judgment.attribute_reasoning
+        stages = r.template.usage_metadata
+        assert all(
+            entry.get("cache_hits", 0) >= 1 for stage, entry in stages.items() if stage != "total"
+        ), stages
