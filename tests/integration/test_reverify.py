@@ -474,3 +474,48 @@ def test_a_fixed_ground_truth_is_judged_again_from_the_call_cache(tmp_path: Path
         runner = ReverifyRunner(fixed, uncached, stored, source="first")
         [r for _u, rs in runner.run() for r in rs]
         assert (answer.stats().calls, judge.stats().calls) == (0, 1), "only the changed template"
+
+
+def test_reverify_with_a_config_file_that_turns_the_rubric_on(tmp_path: Path) -> None:
+    """``reverify RESULTS --config cfg.yaml``: a template-only run judged again with
+    ``evaluation_mode: template_and_rubric``: the same judge keeps its parses and
+    is asked only for the rubric trait, once per result."""
+    import yaml
+
+    base, answers = capitals_benchmark(N)
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = VerificationConfig.build(
+            answering_models=[ModelConfig.parse(f"{answer.base_url}#answerer")],
+            parsing_models=[ModelConfig.parse(f"{judge.base_url}#judge")],
+        )
+        stored = [r for _u, rs in LocalRunner(base, config).run() for r in rs]
+        assert all(r.rubric is None or not r.rubric.rubric_evaluation_performed for r in stored)
+        source = tmp_path / "first.parquet"
+        write_results(stored, source)
+        answer.reset()
+        judge.reset()
+        bench_file, config_file = tmp_path / "bench.yaml", tmp_path / "cfg.yaml"
+        dump_benchmark(_with_traits(base, "concise"), bench_file)
+        config_file.write_text(yaml.safe_dump({"evaluation_mode": "template_and_rubric"}))
+        out = tmp_path / "with-rubric.parquet"
+        done = run_cli(
+            "reverify",
+            str(source),
+            "--benchmark",
+            str(bench_file),
+            "--config",
+            str(config_file),
+            "--parsing",
+            f"{judge.base_url}#judge",
+            "--out",
+            str(out),
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (answer.stats().calls, judge.stats().calls) == (0, N)
+    judged = read_results(out)
+    assert _verdicts(judged) == _verdicts(stored)
+    assert all(set(r.rubric.llm_trait_scores) == {"concise"} for r in judged)
