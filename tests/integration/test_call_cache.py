@@ -132,6 +132,8 @@ def test_the_redis_cache_bounds_its_size(redis_url: str) -> None:
     stats = cache.stats()
     assert stats["entries"] == 5
     assert cache.get("k0") is None and cache.get("k11") == b"v11"
+    # Each entry expires after the cache's TTL (30 days by default).
+    assert 0 < store.client.ttl("cctest:cc:k11") <= cache.ttl_seconds == 30 * 24 * 3600
     assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
     assert cache.clear() == 5
     assert cache.stats()["entries"] == 0
