@@ -92,6 +92,10 @@ class AnswerEntry(BaseModel):
             nested objects take nested maps.
         delay_ms: Extra latency of replies to this question, on top of the
             endpoint's (one slow question among fast ones, for time-limit tests).
+        finish_reason: The plain-text reply's ``finish_reason`` (``length``: cut
+            off by the token limit; ``content_filter``); ``stop`` when None.
+        refusal: Sets the plain-text reply's ``message.refusal`` (a model that
+            declines), as OpenAI's API reports one.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -99,6 +103,8 @@ class AnswerEntry(BaseModel):
     text: str | None = None
     fields: dict[str, Any] = Field(default_factory=dict)
     delay_ms: float = Field(default=0.0, ge=0)
+    finish_reason: Literal["stop", "length", "content_filter"] | None = None
+    refusal: str | None = None
 
     @classmethod
     def coerce(cls, value: Any) -> AnswerEntry:
@@ -112,7 +118,7 @@ class AnswerEntry(BaseModel):
         if isinstance(value, str):
             return cls(text=value)
         if isinstance(value, dict):
-            if value and set(value) <= {"text", "fields", "delay_ms"}:
+            if value and set(value) <= {"text", "fields", "delay_ms", "finish_reason", "refusal"}:
                 return cls.model_validate(value)
             return cls(fields=value)
         raise ValueError(f"an answer must be a string or an object, got {type(value).__name__}")
@@ -408,6 +414,9 @@ class EndpointApp:
             finish = "tool_calls"
         elif entry is not None:
             message["content"] = entry.plain_text()
+            finish = entry.finish_reason or finish
+            if entry.refusal is not None:
+                message["refusal"] = entry.refusal
         else:
             filler = " word" * max((self.config.reply_tokens or 0) - 3, 0)
             message["content"] = f"Deterministic reply {digest}.{filler}"

@@ -66,9 +66,15 @@ from ._context import VerificationContext
 from ._failed import failed_results
 from ._orchestrator import StageOrchestrator
 from ._resources import AgentRunner, CallerFactory, PipelineResources
-from ._reverify import answering_model_of, group_stored, reverify_unit, stored_answer
+from ._reverify import (
+    answering_model_of,
+    group_stored,
+    group_stored_scenarios,
+    reverify_unit,
+    stored_answer,
+)
 from ._run import run_unit, verify_question
-from ._scenario import ScenarioRun, evaluate_outcomes, next_edge, run_scenario
+from ._scenario import ScenarioReplay, ScenarioRun, evaluate_outcomes, next_edge, run_scenario
 from ._stage import Stage, StageFailure
 
 # --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
@@ -108,6 +114,7 @@ __all__ = [
     "ModelCallError",
     "OpenAIHttpChatCaller",
     "PipelineResources",
+    "ScenarioReplay",
     "ScenarioRun",
     "SearchError",
     "SearchHit",
@@ -131,6 +138,7 @@ __all__ = [
     "failed_results",
     "get_chat_model",
     "group_stored",
+    "group_stored_scenarios",
     "in_bridge",
     "make_chat_caller",
     "next_edge",

@@ -7,6 +7,9 @@ stored result as ``previous``: the parse is reused when the judge, template,
 system prompt and evaluation input are the same, and LLM rubric traits it scored
 keep their scores, so only the stages whose inputs changed ask a model. Each new
 result records the stored one it derives from (``metadata.derived_from``).
+Scenario runs are judged again turn by turn by
+:func:`~verifleet.pipeline.run_scenario` with a ``ScenarioReplay`` of the turns
+:func:`group_stored_scenarios` finds.
 """
 
 from __future__ import annotations
@@ -25,10 +28,18 @@ from verifleet.schemas import (
 )
 
 from ._answer import CachedAnswer
+from ._llm_protocol import Message
 from ._resources import PipelineResources
 from ._run import verify_question
 
-__all__ = ["StoredUnitKey", "answering_model_of", "group_stored", "reverify_unit", "stored_answer"]
+__all__ = [
+    "StoredUnitKey",
+    "answering_model_of",
+    "group_stored",
+    "group_stored_scenarios",
+    "reverify_unit",
+    "stored_answer",
+]
 
 #: (question id, answering model canonical key, replicate) of a stored unit.
 StoredUnitKey = tuple[str, str, int | None]
@@ -39,8 +50,8 @@ _ANSWER_STAGE = "answer_generation"
 def group_stored(
     results: Iterable[VerificationResult],
 ) -> dict[StoredUnitKey, list[VerificationResult]]:
-    """Stored results by unit (scenario turns are left out: a changed verdict
-    can change a scenario's path, which needs new answers)."""
+    """Stored results by unit (scenario turns are left out: see
+    :func:`group_stored_scenarios`)."""
     groups: dict[StoredUnitKey, list[VerificationResult]] = defaultdict(list)
     for result in results:
         meta = result.metadata
@@ -48,6 +59,23 @@ def group_stored(
             continue
         groups[(meta.question_id, meta.answering.canonical_key, meta.replicate)].append(result)
     return dict(groups)
+
+
+def group_stored_scenarios(
+    results: Iterable[VerificationResult],
+) -> dict[StoredUnitKey, list[list[VerificationResult]]]:
+    """Stored scenario runs by (scenario id, answering model canonical key,
+    replicate): each run's turn results, one list per turn in turn order."""
+    turns: dict[StoredUnitKey, dict[int, list[VerificationResult]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for result in results:
+        meta = result.metadata
+        if meta.scenario_id is None or meta.scenario_turn is None:
+            continue
+        key = (meta.scenario_id, meta.answering.canonical_key, meta.replicate)
+        turns[key][meta.scenario_turn].append(result)
+    return {key: [by_turn[t] for t in sorted(by_turn)] for key, by_turn in turns.items()}
 
 
 def stored_answer(results: Sequence[VerificationResult]) -> CachedAnswer:
@@ -98,6 +126,7 @@ def reverify_unit(
     dynamic_rubric: DynamicRubric | None = None,
     resources: PipelineResources | None = None,
     deadline: float | None = None,
+    conversation: Sequence[Message] = (),
 ) -> list[VerificationResult]:
     """Judge one stored unit again with ``parsing_models`` under ``config``.
 
@@ -110,6 +139,7 @@ def reverify_unit(
         source: Names the stored run in ``derived_from`` (a path or ``job:<id>``).
         replicate: The unit's replicate.
         rubric, dynamic_rubric, resources, deadline: as :func:`verify_question`.
+        conversation: A scenario turn's earlier messages, as :func:`verify_question`.
 
     Returns:
         One result per parsing model, each with ``metadata.derived_from``;
@@ -128,6 +158,7 @@ def reverify_unit(
         cached_answer=stored_answer(stored),
         deadline=deadline,
         previous=previous,
+        conversation=conversation,
     )
     origin = stored[0] if stored else None
     out = []

@@ -1,15 +1,85 @@
 """A unit of a re-verification job (``reverify_of``): the source job's stored
-results of the same unit are judged again; no answering model is called."""
+results of the same unit (or the same scenario run) are judged again; no
+answering model is called."""
 
 from __future__ import annotations
 
-from verifleet.pipeline import PipelineResources, reverify_unit
+import threading
+from collections import OrderedDict
+
+from verifleet.pipeline import (
+    PipelineResources,
+    ScenarioReplay,
+    ScenarioRun,
+    group_stored_scenarios,
+    reverify_unit,
+    run_scenario,
+)
+from verifleet.pipeline._reverify import StoredUnitKey
 from verifleet.schemas import VerificationResult
-from verifleet.store import ResultStore, Unit
+from verifleet.store import ResultStore, ScenarioUnit, Unit
 
 from ._jobs import JobCache, JobSpec
 
-__all__ = ["reverify_fleet_unit"]
+__all__ = ["reverify_fleet_scenario", "reverify_fleet_unit"]
+
+_SOURCES_KEPT = 4
+_runs_lock = threading.Lock()
+# A source job's stored scenario runs, read once per process (one scan of its
+# results) rather than once per scenario unit.
+_runs: OrderedDict[str, dict[StoredUnitKey, list[list[VerificationResult]]]] = OrderedDict()
+
+
+def _stored_runs(
+    store: ResultStore, source_id: str
+) -> dict[StoredUnitKey, list[list[VerificationResult]]]:
+    with _runs_lock:
+        found = _runs.get(source_id)
+        if found is not None:
+            _runs.move_to_end(source_id)
+            return found
+    # Outside the lock: a scan of a big job must not hold up other units.
+    turns = (r for r in store.iter_results(source_id) if r.metadata.scenario_id is not None)
+    found = group_stored_scenarios(turns)
+    with _runs_lock:
+        _runs[source_id] = found
+        while len(_runs) > _SOURCES_KEPT:
+            _runs.popitem(last=False)
+    return found
+
+
+def reverify_fleet_scenario(
+    store: ResultStore,
+    spec: JobSpec,
+    unit: ScenarioUnit,
+    *,
+    resources: PipelineResources,
+    deadline: float,
+) -> ScenarioRun:
+    """Judge the source job's stored run of ``unit``'s scenario (same answering
+    model and replicate) again, turn by turn (see
+    :class:`~verifleet.pipeline.ScenarioReplay`). A run the source does not have
+    ends at once with status ``error`` at stage ``reverify``.
+
+    Raises:
+        redis.RedisError: Redis is unreachable.
+    """
+    source_id = spec.config.reverify_of
+    assert source_id is not None
+    key = (unit.scenario.id, unit.answering.identity().canonical_key, unit.replicate)
+    turns = _stored_runs(store, source_id).get(key, [])
+    return run_scenario(
+        unit.scenario,
+        unit.answering,
+        spec.config.parsing_models,
+        spec.config,
+        replicate=unit.replicate,
+        global_rubric=spec.benchmark.global_rubric,
+        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
+        resources=resources,
+        deadline=deadline,
+        replay=ScenarioReplay(turns=turns, source=f"job:{source_id}"),
+    )
 
 
 def reverify_fleet_unit(

@@ -52,7 +52,7 @@ from ._isolation import UnitGate
 from ._jobs import JobCache, JobSpec
 from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
 from ._reaper import LivenessThread, process_owner_id
-from ._reverify import reverify_fleet_unit
+from ._reverify import reverify_fleet_scenario, reverify_fleet_unit
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
 from .app import app
@@ -440,17 +440,25 @@ def _run_scenario(
 
     def work(deadline: float) -> str:
         with state.resources.sandbox.scoped(job_id):
-            run = run_scenario(
-                unit.scenario,
-                unit.answering,
-                spec.config.parsing_models,
-                spec.config,
-                replicate=replicate,
-                global_rubric=spec.benchmark.global_rubric,
-                global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
-                resources=state.resources,
-                deadline=deadline,
-            )
+            if spec.config.reverify_of:
+                run = _until_redis_answers(
+                    lambda: reverify_fleet_scenario(
+                        store, spec, unit, resources=state.resources, deadline=deadline
+                    ),
+                    deadline=deadline,
+                )
+            else:
+                run = run_scenario(
+                    unit.scenario,
+                    unit.answering,
+                    spec.config.parsing_models,
+                    spec.config,
+                    replicate=replicate,
+                    global_rubric=spec.benchmark.global_rubric,
+                    global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
+                    resources=state.resources,
+                    deadline=deadline,
+                )
         outcome = run.scenario_result
         assert outcome is not None  # run_scenario always sets it
         keys = scenario_result_keys(run.results, job_id=job_id)

@@ -5,20 +5,29 @@ of fresh ones; nothing calls an answering model."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from verifleet.pipeline import (
     PipelineResources,
+    ScenarioReplay,
     ScenarioRun,
     answering_model_of,
     group_stored,
+    group_stored_scenarios,
     reverify_unit,
+    run_scenario,
 )
 from verifleet.pipeline._reverify import StoredUnitKey
-from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, VerificationResult
+from verifleet.schemas import (
+    Benchmark,
+    BrokenScenario,
+    ModelConfig,
+    VerificationConfig,
+    VerificationResult,
+)
 from verifleet.store import ScenarioUnit, Unit
 
-from .runner import LocalRunner, failed_unit_results
+from .runner import LocalRunner, failed_unit_results, scenario_done_key
 
 __all__ = ["ReverifyRunner"]
 
@@ -26,7 +35,9 @@ log = logging.getLogger(__name__)
 
 
 class ReverifyRunner(LocalRunner):
-    """Re-judges every stored unit whose question the benchmark has.
+    """Re-judges every stored unit whose question the benchmark has, and every
+    stored scenario run whose scenario it has (turn by turn, routing on the new
+    verdicts; see :class:`~verifleet.pipeline.ScenarioReplay`).
 
     Args:
         benchmark: The (possibly changed) benchmark: templates and rubrics come
@@ -66,6 +77,23 @@ class ReverifyRunner(LocalRunner):
                 (Unit(question=question, answering=model, replicate=key[2] or 1), key)
             )
         self._keys = {id(unit): key for unit, key in self._units}
+        scenarios = {s.id: s for s in benchmark.scenarios}
+        self._runs = group_stored_scenarios(stored)
+        self._scenario_units: list[tuple[ScenarioUnit, StoredUnitKey]] = []
+        self.missing_scenarios: set[str] = set()
+        for key, turns in self._runs.items():
+            scenario = scenarios.get(key[0])
+            if scenario is None:
+                self.missing_scenarios.add(key[0])
+                continue
+            meta = turns[0][0].metadata
+            model = answering.get(key[1]) or answering_model_of(
+                meta.answering, meta.answering_system_prompt
+            )
+            self._scenario_units.append(
+                (ScenarioUnit(scenario=scenario, answering=model, replicate=key[2] or 1), key)
+            )
+        self._run_keys = {id(unit): key for unit, key in self._scenario_units}
 
     def units(self) -> Iterator[Unit]:
         """The stored units to re-judge, in the stored order."""
@@ -76,18 +104,51 @@ class ReverifyRunner(LocalRunner):
         return len(self._units)
 
     def count_scenario_units(self) -> int:
-        """Scenario runs are not re-verified (a changed verdict changes their path)."""
-        return 0
+        """How many stored scenario runs are re-judged."""
+        return len(self._scenario_units)
 
-    def run_scenarios(self, **_kwargs: object) -> Iterator[tuple[ScenarioUnit, ScenarioRun]]:
-        """Nothing: see :meth:`count_scenario_units`."""
-        return iter(())
+    def run_scenarios(
+        self,
+        *,
+        done: set[str] | frozenset[str] = frozenset(),
+        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
+    ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
+        """Judge every stored scenario run again whose :func:`scenario_done_key`
+        is not in ``done`` (a resumed re-verification skips those it wrote)."""
+
+        def todo() -> Iterator[ScenarioUnit]:
+            for unit, _ in self._scenario_units:
+                model = unit.answering.identity().display_string
+                if scenario_done_key(unit.scenario.id, model, unit.replicate) in done:
+                    if on_skip is not None:
+                        on_skip(unit)
+                    continue
+                yield unit
+
+        yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
+
+    def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
+        return run_scenario(
+            unit.scenario,
+            unit.answering,
+            self.config.parsing_models,
+            self.config,
+            replicate=unit.replicate,
+            global_rubric=self.benchmark.global_rubric,
+            global_dynamic_rubric=self.benchmark.global_dynamic_rubric,
+            resources=self.resources,
+            replay=ScenarioReplay(turns=self._runs[self._run_keys[id(unit)]], source=self.source),
+        )
 
     def answering_models(self) -> list[ModelConfig]:
         """The answering models of the stored units."""
         seen: dict[str, ModelConfig] = {}
         for unit, _ in self._units:
             seen.setdefault(unit.answering.identity().canonical_key, unit.answering)
+        for scenario_unit, _ in self._scenario_units:
+            seen.setdefault(
+                scenario_unit.answering.identity().canonical_key, scenario_unit.answering
+            )
         return list(seen.values())
 
     def _run_one(self, unit: Unit) -> list[VerificationResult]:

@@ -147,8 +147,8 @@ def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) ->
         raise ConfigError("--submit re-judges a fleet job: pass its id and --redis URL")
     url = args.redis or os.environ.get("VERIFLEET_REDIS_URL", "")
     source = name.removeprefix("job:")
-    # Scenario runs are not re-verified (their paths would need new answers).
-    benchmark = benchmark.model_copy(update={"scenarios": []})
+    # A broken scenario has no stored run to judge: it is left out.
+    benchmark = benchmark.model_copy(update={"broken_scenarios": []})
     config = config.model_copy(update={"reverify_of": source})
     broker = Broker(url)
     try:
@@ -193,8 +193,14 @@ def _reverify(args: argparse.Namespace) -> int:
             f"[yellow]warning:[/yellow] {len(runner.missing_questions)} stored questions are "
             f"not in the benchmark and are left out: {', '.join(sorted(runner.missing_questions)[:10])}"
         )
+    if runner.missing_scenarios:
+        console.print(
+            f"[yellow]warning:[/yellow] {len(runner.missing_scenarios)} stored scenarios are "
+            f"not in the benchmark and are left out: {', '.join(sorted(runner.missing_scenarios)[:10])}"
+        )
     console.print(
-        f"re-verifying {runner.count_units()} stored units of {name} "
+        f"re-verifying {runner.count_units()} stored units and "
+        f"{runner.count_scenario_units()} scenario runs of {name} "
         f"({len(stored)} results); no answering model is called"
     )
     return execute_run(benchmark, config, args.out, console, runner=runner)

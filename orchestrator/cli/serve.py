@@ -167,12 +167,15 @@ def reward_setup(
     ``local`` judge runs until ``stack`` closes.
 
     A question whose template does not compile or is refused fails alone: its
-    requests get results carrying the error (and the config's error reward);
-    ``--strict`` refuses the benchmark instead.
+    requests get results carrying the error (and the config's error reward); a
+    scenario that failed validation is warned about in the words ``run`` and
+    ``submit`` use (the server scores questions only); ``--strict`` refuses the
+    benchmark for either instead.
 
     Raises:
         BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
-            template does not compile or is refused.
+            template does not compile or is refused, or a scenario failed
+            validation.
         ConfigError: a bad model spec or reward config, a malformed Redis URL, or
             a missing API key.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
@@ -189,7 +192,8 @@ def reward_setup(
     failing = template_problems(benchmark)
     if failing and args.strict:
         raise BenchmarkLoadError(
-            f"{len(failing)} template problem(s):\n  " + "\n  ".join(failing),
+            f"--strict: {len(failing)} problem(s) that would fail alone:\n  "
+            + "\n  ".join(failing),
             path=str(args.benchmark),
         )
     for problem in failing:

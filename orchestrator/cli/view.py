@@ -27,6 +27,7 @@ _VIEW_EPILOG = """\
 examples:
   verifleet view demo-results.parquet                 # then open http://127.0.0.1:8600/
   verifleet view before.parquet after.parquet         # compare two runs
+  verifleet view --compare original.json new.parquet  # open on the comparison (an original run too)
   verifleet view JOB_ID --redis redis://127.0.0.1:6379/0   # a running job, live
   verifleet view results.parquet --host 0.0.0.0 --token s3cret   # reachable by others
 """
@@ -62,6 +63,12 @@ def register(commands: Any) -> None:
         "--token",
         help="require this token (?token= in the URL); generated when --host is not a "
         "loopback address and none is given",
+    )
+    view.add_argument(
+        "--compare",
+        action="store_true",
+        help="open on the comparison of the two RESULTS (exactly two: e.g. the original "
+        "framework's JSON export and a verifleet run of the same benchmark)",
     )
     view.set_defaults(handler=_view)
 
@@ -115,8 +122,13 @@ def _load(args: argparse.Namespace) -> list[Any]:
 
 
 def _view(args: argparse.Namespace) -> int:
+    from verifleet.schemas import ConfigError
     from verifleet.viewer import bind_socket, check_binding, is_loopback, serve
 
+    if args.compare and len(args.sources) != 2:
+        raise ConfigError(
+            f"--compare needs exactly two RESULTS (before and after), got {len(args.sources)}"
+        )
     token = args.token
     if not token and not is_loopback(args.host):
         token = secrets.token_urlsafe(16)
@@ -126,6 +138,8 @@ def _view(args: argparse.Namespace) -> int:
     runs = _load(args)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     url = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    if args.compare:
+        url += "#/compare?a=0&b=1"
     if token and not args.token:
         print(f"bound to {args.host}: generated a token for this session", file=sys.stderr)
     print(f"verifleet viewer: open {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)

@@ -33,10 +33,11 @@ from verifleet.schemas import (
 
 from .._llm_protocol import Message
 from .._resources import PipelineResources
+from .._reverify import reverify_unit
 from .._run import verify_question
 from ._outcomes import evaluate_outcomes
 
-__all__ = ["ScenarioRun", "next_edge", "run_scenario"]
+__all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,6 +49,32 @@ class ScenarioRun:
 
     results: list[VerificationResult] = field(default_factory=list)
     scenario_result: ScenarioExecutionResult | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioReplay:
+    """A stored run of the scenario to judge again (``verifleet reverify``).
+
+    Attributes:
+        turns: The stored run's results, one list per turn in turn order (each
+            parsing model's result of that turn).
+        source: Names the stored run in each new result's ``derived_from``.
+    """
+
+    turns: Sequence[Sequence[VerificationResult]]
+    source: str
+
+
+def _diverged(turn: int, node_id: str, stored_node: str | None) -> ScenarioTerminalFailure:
+    went = f"node {stored_node!r}" if stored_node is not None else "its end"
+    return ScenarioTerminalFailure(
+        node_id=node_id,
+        stage="reverify",
+        reason=(
+            f"judged again, turn {turn} goes to node {node_id!r} where the stored run "
+            f"went to {went}: there is no stored answer to judge (run the scenario again)"
+        ),
+    )
 
 
 def next_edge(edges: Sequence[ScenarioEdge], state: dict[str, Any]) -> ScenarioEdge | None:
@@ -145,6 +172,7 @@ def run_scenario(
     global_dynamic_rubric: DynamicRubric | None = None,
     resources: PipelineResources | None = None,
     deadline: float | None = None,
+    replay: ScenarioReplay | None = None,
 ) -> ScenarioRun:
     """Run ``scenario`` for one answering model and replicate.
 
@@ -152,6 +180,12 @@ def run_scenario(
     for that turn. Every result carries ``metadata.scenario_id``,
     ``scenario_node``, ``scenario_turn`` (from 0) and ``scenario_path`` (the nodes
     visited up to and including that turn).
+
+    With ``replay`` no answering model is called: each turn judges the stored
+    run's answer of that turn again (as :func:`~verifleet.pipeline.reverify_unit`
+    does) and routes on the new verdicts. When they lead to a node the stored run
+    did not visit at that turn, there is no answer to judge: the run stops with
+    status ``error`` at stage ``reverify``, naming both nodes.
 
     Returns:
         The turn results and the :class:`ScenarioExecutionResult`: status
@@ -177,28 +211,53 @@ def run_scenario(
                 break
             node = scenario.node(node_id)
             turn = execution.state["turn"]
+            stored: Sequence[VerificationResult] = ()
+            if replay is not None:
+                stored = replay.turns[turn] if turn < len(replay.turns) else ()
+                stored_node = stored[0].metadata.scenario_node if stored else None
+                if stored_node != node_id:
+                    status, failure = "error", _diverged(turn, node_id, stored_node)
+                    break
             execution.path.append(node_id)
             execution.state["current_node"] = node_id
             judges = [node.parsing_model] if node.parsing_model else list(parsing_models)
-            results = verify_question(
-                node.question,
-                node.answering_model or answering,
-                judges,
-                config,
-                replicate=replicate,
-                rubric=merge_rubrics(
-                    global_rubric, node.question.question_rubric, question_id=node.question.id
-                ),
-                # The benchmark's global dynamic rubric applies to every turn too.
-                dynamic_rubric=merge_dynamic_rubrics(
-                    global_dynamic_rubric,
-                    node.question.question_dynamic_rubric,
-                    question_id=node.question.id,
-                ),
-                resources=resources,
-                deadline=deadline,
-                conversation=execution.conversation,
+            rubric = merge_rubrics(
+                global_rubric, node.question.question_rubric, question_id=node.question.id
             )
+            # The benchmark's global dynamic rubric applies to every turn too.
+            dynamic_rubric = merge_dynamic_rubrics(
+                global_dynamic_rubric,
+                node.question.question_dynamic_rubric,
+                question_id=node.question.id,
+            )
+            if replay is not None:
+                results = reverify_unit(
+                    node.question,
+                    node.answering_model or answering,
+                    judges,
+                    config,
+                    stored,
+                    source=replay.source,
+                    replicate=replicate,
+                    rubric=rubric,
+                    dynamic_rubric=dynamic_rubric,
+                    resources=resources,
+                    deadline=deadline,
+                    conversation=execution.conversation,
+                )
+            else:
+                results = verify_question(
+                    node.question,
+                    node.answering_model or answering,
+                    judges,
+                    config,
+                    replicate=replicate,
+                    rubric=rubric,
+                    dynamic_rubric=dynamic_rubric,
+                    resources=resources,
+                    deadline=deadline,
+                    conversation=execution.conversation,
+                )
             _link(results, scenario.id, node_id, turn, execution.path)
             run.results.extend(results)
             record = _record(turn, node_id, results)

@@ -9,7 +9,9 @@ every run; the bundled 135M model cannot. The script is written in the question:
 * ``[malformed]``: the answering agent ends with an empty message (a trace the
   pipeline must reject);
 * ``[check:NAME {json args}]``: what an investigating agent (an agentic rubric
-  trait; its system prompt mentions investigating) calls before concluding.
+  trait; its system prompt mentions investigating) calls before concluding;
+* ``[findings {flat json object}]``: an investigating agent ends its conclusion
+  with this object (what a ``template``-kind agentic trait is told to do).
 
 Judge calls (a ``json_schema`` ``response_format``) get an object of the schema's
 shape: integers/strings from the last ``result is X`` in the prompt, booleans True
@@ -40,6 +42,7 @@ __all__ = ["ScriptedEndpoint", "build_app", "main"]
 
 _TOOL = re.compile(r"\[tool:(\w+)\s+(\{.*?\})\]")
 _CHECK = re.compile(r"\[check:(\w+)\s+(\{.*?\})\]")
+_FINDINGS = re.compile(r"\[findings\s+(\{.*?\})\]")
 _RESULT = re.compile(r"result is ([^\s<]+?)(?:[.,;]?\s|[.,;]?$|[.,;]?<)", re.IGNORECASE)
 
 
@@ -131,6 +134,9 @@ class ScriptedEndpoint:
             }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         last = results[-1].strip() if results else "unknown"
+        findings = _FINDINGS.findall(user) if investigating else []
+        if findings:
+            return {"role": "assistant", "content": f"The result is {last}.\n{findings[-1]}"}
         return {"role": "assistant", "content": f"The result is {last}."}
 
 

@@ -78,9 +78,27 @@ def one_result(index: int, *, flip: bool = False) -> VerificationResult:
         sufficiency_reasoning="names a gene and a tissue",
         recursion_limit_reached=index % 13 == 0,
         usage_metadata={
-            "answer_generation": {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120},
-            "parsing": {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60},
-            "total": {"input_tokens": 150, "output_tokens": 30, "total_tokens": 180},
+            "answer_generation": {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "total_tokens": 120,
+                "cost_usd": 0.00018,
+            },
+            # A parse answered by the call cache costs nothing; the answer was priced.
+            "parsing": {
+                "input_tokens": 50,
+                "output_tokens": 10,
+                "total_tokens": 60,
+                "cost_usd": 0.0,
+                "cache_hits": 1,
+            },
+            "total": {
+                "input_tokens": 150,
+                "output_tokens": 30,
+                "total_tokens": 180,
+                "cost_usd": 0.00018,
+                "cache_hits": 1,
+            },
         },
         agent_metrics={"iterations": 2, "tool_calls": 1},
     )

@@ -30,6 +30,7 @@ from verifleet.schemas import (
     Rubric,
     VerificationConfig,
     VerificationResult,
+    VerificationResultSet,
 )
 from verifleet.store import JobStatus
 
@@ -55,7 +56,8 @@ def _template(expected: int) -> str:
 
 QUESTIONS = {
     "tool": (
-        'How long is BCL2? [tool:gene_length {"gene": "BCL2"}] [check:gene_length {"gene": "BCL2"}]',
+        'How long is BCL2? [tool:gene_length {"gene": "BCL2"}] [check:gene_length {"gene": "BCL2"}]'
+        ' [findings {"length": 239, "source": "gene_length"}]',
         239,
     ),
     "failing-tool": (
@@ -64,6 +66,13 @@ QUESTIONS = {
     ),
     "loop": ("Count forever. [loop]", 1),
     "malformed": ("Say nothing. [malformed]", 1),
+}
+
+
+EVIDENCE_SCHEMA = {
+    "type": "object",
+    "properties": {"length": {"type": "integer"}, "source": {"type": "string"}},
+    "required": ["length", "source"],
 }
 
 
@@ -83,6 +92,19 @@ def _benchmark(served: ServedApp, tools_url: str) -> Benchmark:
         max_turns=3,
         model_override=investigator,
     )
+    # The original's template kind, as a checkpoint stores it: the investigation
+    # should end with an object of the schema ("tool" does: [findings ...]); else
+    # the judge fills the schema from the investigation ("failing-tool").
+    evidence = AgenticRubricTrait.model_validate(
+        {
+            "name": "evidence",
+            "kind": {"type": "template", "schema": EVIDENCE_SCHEMA},
+            "description": "Check the stated length; report what you found.",
+            "max_turns": 3,
+            "model_override": investigator,
+        }
+    )
+    traits = {"tool": [checked, evidence], "failing-tool": [evidence]}
     return Benchmark(
         name="agents",
         questions=[
@@ -91,7 +113,7 @@ def _benchmark(served: ServedApp, tools_url: str) -> Benchmark:
                 question=text,
                 raw_answer=str(value),
                 answer_template=_template(value),
-                question_rubric=Rubric(agentic_traits=[checked]) if qid == "tool" else None,
+                question_rubric=Rubric(agentic_traits=traits[qid]) if qid in traits else None,
             )
             for qid, (text, value) in QUESTIONS.items()
         ],
@@ -181,9 +203,20 @@ def _check(results: list[VerificationResult]) -> None:
     assert tool.used_full_trace is False and tool.trace_extraction_error is None
     assert template.abstention_check_performed and template.abstention_detected is False
 
-    # The agentic trait: investigated with its own tools, scored, its trace kept.
+    # The agentic traits: investigated with their own tools, scored, traces kept.
+    # The template-kind trait's findings come from the JSON the investigation
+    # ends with (no judge call for them), each field under "<trait>.<field>".
     rubric = tool.rubric
-    assert rubric is not None and rubric.agentic_trait_scores == {"length_checked": True}
+    assert rubric is not None and rubric.agentic_trait_scores == {
+        "length_checked": True,
+        "evidence.length": 239,
+        "evidence.source": "gene_length",
+    }
+    assert (rubric.agentic_trait_extraction_metadata or {})["evidence"] == {
+        "method": "local_json",
+        "local_json_error": None,
+        "parser_error": None,
+    }
     investigation = (rubric.agentic_trait_investigation_traces or {})["length_checked"]
     assert "evaluation agent" in investigation  # its own system prompt
     assert '"name": "gene_length"' in investigation and "The result is 239." in investigation
@@ -191,6 +224,14 @@ def _check(results: list[VerificationResult]) -> None:
 
     failing = live["failing-tool"].template
     assert failing is not None and failing.verify_result is True
+    # No JSON ends this investigation: the judge filled the trait's schema from it.
+    fallback = live["failing-tool"].rubric
+    assert fallback is not None and fallback.agentic_trait_scores is not None
+    assert set(fallback.agentic_trait_scores) == {"evidence.length", "evidence.source"}
+    assert isinstance(fallback.agentic_trait_scores["evidence.length"], int)
+    assert isinstance(fallback.agentic_trait_scores["evidence.source"], str)
+    meta = (fallback.agentic_trait_extraction_metadata or {})["evidence"]
+    assert meta["method"] == "parser_after_local_json_failed" and meta["parser_error"] is None
     assert failing.agent_metrics is not None
     assert failing.agent_metrics["suspect_failed_tool_calls"] == 1
     assert failing.agent_metrics["suspect_failed_tools"] == ["gene_length"]
@@ -216,6 +257,13 @@ def _check(results: list[VerificationResult]) -> None:
     assert bad.trace_extraction_error == "the final AI message has no text"
     # The abstention judge never saw it (no final AI message to judge).
     assert bad.template.abstention_check_performed is False
+
+    # The template summary counts the two auto-fails as failures, as the original
+    # does: 2 of 4 passed (the dead-tools model's results errored).
+    summary = VerificationResultSet(results=list(live.values())).get_template_results()
+    counted = summary.get_template_summary()
+    assert (counted["num_results"], counted["num_passed"], counted["num_failed"]) == (4, 2, 2)
+    assert counted["pass_rate"] == 0.5
 
 
 def test_agents_locally(

@@ -122,6 +122,13 @@ def test_fleet_job_stops_at_its_budget_and_resume_finishes_it(fleet: Fleet, redi
         assert cost.total_usd < BUDGET + WINDOW * max(costs)
         status = run_cli("status", job.job_id, "--redis", redis_url)
         assert status.returncode == 0 and "budget reached" in status.stdout, status.stdout
+        spent = f"cost ${cost.total_usd:.6f} over {cost.units} units (budget ${BUDGET:.6f})"
+        assert spent in status.stdout, status.stdout
+        assert f"answerer ${cost.models['answerer']:.6f}" in status.stdout
+        # watch shows the same and returns: the budget stopped the job.
+        watched = run_cli("watch", job.job_id, "--redis", redis_url, timeout=60)
+        assert watched.returncode == 0, watched.stderr
+        assert spent in watched.stdout and "budget reached" in watched.stdout, watched.stdout
         resumed = run_cli("resume", job.job_id, "--redis", redis_url, "--max-cost", "1000")
         assert resumed.returncode == 0, resumed.stderr
         assert job.wait(timeout=120).status == JobStatus.DONE

@@ -132,6 +132,8 @@ def test_the_redis_cache_bounds_its_size(redis_url: str) -> None:
     stats = cache.stats()
     assert stats["entries"] == 5
     assert cache.get("k0") is None and cache.get("k11") == b"v11"
+    # Each entry expires after the cache's TTL (30 days by default).
+    assert 0 < store.client.ttl("cctest:cc:k11") <= cache.ttl_seconds == 30 * 24 * 3600
     assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
     assert cache.clear() == 5
     assert cache.stats()["entries"] == 0
@@ -160,6 +162,10 @@ def test_one_cache_for_the_fleet_a_second_identical_job_makes_no_call(
     assert comparable(second.result_set()) == comparable(first.result_set())
     stats = run_cli("cache", "stats", "--redis", redis_url)
     assert stats.returncode == 0 and "entries:  20" in stats.stdout, stats.stdout + stats.stderr
+    cleared = run_cli("cache", "clear", "--redis", redis_url)
+    assert cleared.returncode == 0 and "20 entries removed" in cleared.stdout, cleared.stdout
+    after = run_cli("cache", "stats", "--redis", redis_url)
+    assert after.returncode == 0 and "entries:  0" in after.stdout, after.stdout
 
 
 def test_agent_steps_are_cached_and_replayed(tmp_path: Path, mcp_server: McpServer) -> None:
@@ -259,3 +265,124 @@ def test_reward_scoring_with_cache_pays_once(tmp_path: Path) -> None:
                 assert first_calls > 0
         assert judge.stats().calls == first_calls, "the second scoring asked the judge nothing"
     assert rewards[0] == rewards[1]
+
+
+def test_run_with_cache_on_the_command_line_twice_makes_no_call_the_second_time(
+    tmp_path: Path,
+) -> None:
+    """``verifleet run --cache`` as a user runs it (two processes, the local cache
+    file under ``$VERIFLEET_CACHE_DIR``): the second run, into a new file, asks
+    no model anything and its results are the first's, each call a cache hit."""
+    from verifleet.orchestrator import read_results
+    from verifleet.schemas import dump_benchmark
+
+    bench, answers = capitals_benchmark(5)
+    path = tmp_path / "bench.yaml"
+    dump_benchmark(bench, path)
+    env = {k: v for k, v in os.environ.items() if k != "VERIFLEET_REDIS_URL"}
+    env["VERIFLEET_CACHE_DIR"] = str(tmp_path / "cache")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        outs = []
+        for n in (1, 2):
+            out = tmp_path / f"run{n}.parquet"
+            done = run_cli(
+                "run",
+                str(path),
+                "--answering",
+                f"{answer.base_url}#answerer",
+                "--parsing",
+                f"{judge.base_url}#judge",
+                "--replicates",
+                "2",
+                "--cache",
+                "--no-preflight",
+                "--out",
+                str(out),
+                env=env,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            outs.append((read_results(out), done.stderr))
+            if n == 1:
+                assert answer.stats().calls == 10, "one answer per replicate"
+                first_calls = (answer.stats().calls, judge.stats().calls)
+        assert (answer.stats().calls, judge.stats().calls) == first_calls, "no call the 2nd time"
+    (first, _), (second, stderr) = outs
+    assert len(second) == 10 and comparable(second) == comparable(first)
+    assert " ".join(stderr.split()).count("call cache: 20 calls answered from the cache") == 1
+    for r in second:
+        usage = r.template.usage_metadata
+        assert (usage["answer_generation"]["cache_hits"], usage["parsing"]["cache_hits"]) == (1, 1)
+
+
+def test_cut_off_and_refused_replies_are_never_cached(tmp_path: Path) -> None:
+    """The scripted endpoint cuts one answer off (``finish_reason: length``) and
+    refuses another (``message.refusal``): a second run asks for those two again
+    and takes the other answers from the cache."""
+    bench, answers = capitals_benchmark(4)
+    cut, refused = "What is the capital of Country1?", "What is the capital of Country2?"
+    answers[cut] = {**answers[cut], "finish_reason": "length"}
+    answers[refused] = {**answers[refused], "refusal": "I cannot help with that."}
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(answer, judge, cache=True)
+        first = _run(bench, config, cache)
+        assert answer.stats().calls == 4
+        second = _run(bench, config, cache)
+        assert answer.stats().calls == 4 + 2, "only the cut and the refused answer again"
+    hits = {
+        r.metadata.question_id: r.template.usage_metadata["answer_generation"].get("cache_hits")
+        for r in second
+    }
+    assert hits == {"q0000": 1, "q0001": None, "q0002": None, "q0003": 1}
+    assert len(first) == len(second) == 4
+
+
+def test_checks_rubric_traits_and_deep_judgment_are_cached_too(tmp_path: Path) -> None:
+    """Every kind of call (answer, parse, the abstention check, LLM
+    rubric traits, deep judgment's excerpt and reasoning calls): a second run of
+    the job makes none."""
+    from verifleet.schemas import LLMRubricTrait, Rubric
+
+    base, answers = capitals_benchmark(4)
+    traits = [LLMRubricTrait(name=n, description=f"Is the answer {n}?") for n in ("clear", "terse")]
+    bench = base.model_copy(update={"global_rubric": Rubric(llm_traits=traits)})
+    cache = DiskCallCache(tmp_path / "calls.sqlite3")
+    with (
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as answer,
+        run_endpoint_in_thread(EndpointConfig(answers=answers)) as judge,
+    ):
+        config = _config(
+            answer,
+            judge,
+            cache=True,
+            evaluation_mode="template_and_rubric",
+            rubric_evaluation_strategy="sequential",
+            abstention_enabled=True,
+            deep_judgment_enabled=True,
+        )
+        first = _run(bench, config, cache)
+        made = judge.stats().calls
+        stages = {"answer_generation", "abstention_check", "deep_judgment", "rubric_evaluation"}
+        assert all(set(r.template.usage_metadata) == {*stages, "total"} for r in first)
+        # Per result: the abstention check, deep judgment's calls, one per trait.
+        assert made >= 4 * 4, made
+        second = _run(bench, config, cache)
+        assert (answer.stats().calls, judge.stats().calls) == (4, made), "nothing the 2nd time"
+    assert comparable(second) == comparable(first)
+    before = {r.metadata.question_id: r for r in first}
+    for r in second:
+        old = before[r.metadata.question_id]
+        assert r.rubric.llm_trait_scores == old.rubric.llm_trait_scores
+        assert r.template.abstention_detected == old.template.abstention_detected
+        assert r.deep_judgment.attribute_reasoning == old.deep_judgment.attribute_reasoning
+        stages = r.template.usage_metadata
+        assert all(
+            entry.get("cache_hits", 0) >= 1 for stage, entry in stages.items() if stage != "total"
+        ), stages

@@ -227,6 +227,11 @@ def test_result_page_shows_parsed_fields_checks_excerpts_and_trace(
     assert str(result.rubric.llm_trait_scores["clarity"]) in scores.text
     usage = browser.find_element(By.CSS_SELECTOR, '#usage tr[data-stage="total"]')
     assert "180" in usage.text
+    # Each stage's cost and cache hits (docs/iterating.md).
+    for stage, entry in template.usage_metadata.items():
+        row = browser.find_element(By.CSS_SELECTOR, f'#usage tr[data-stage="{stage}"]')
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[-2:] == [f"{entry['cost_usd']:.6f}", str(entry.get("cache_hits", 0))], stage
 
 
 def test_comparing_two_runs_lists_the_changed_verdicts(

@@ -164,3 +164,114 @@ def test_the_viewer_compares_an_original_run_with_a_verifleet_run(tmp_path: Path
     assert found["changed"] == 1
     [row] = found["rows"]
     assert (row["question_id"], row["verdict_a"], row["verdict_b"]) == ("q2", "fail", "pass")
+
+
+def test_view_compare_opens_an_original_run_beside_a_verifleet_run(tmp_path: Path) -> None:
+    """``verifleet view --compare original.json new.parquet`` as a user runs it: the
+    URL it prints opens the comparison, whose API matches the two runs; with one
+    file it refuses, naming the flag."""
+    import urllib.request
+
+    from _support.browser import ViewerProcess
+    from _support.fleet import run_cli
+
+    original = read_results(HERE / "cli_export.json")
+    rerun = [r.model_copy(deep=True) for r in original]
+    rerun[1].template.verify_result = True  # type: ignore[union-attr]
+    new = tmp_path / "new.parquet"
+    write_results(rerun, new)
+    viewer = ViewerProcess("--compare", str(HERE / "cli_export.json"), str(new))
+    try:
+        assert f"open {viewer.url}#/compare?a=0&b=1" in viewer.output()
+        with urllib.request.urlopen(viewer.url + "api/compare?a=0&b=1", timeout=10) as reply:
+            found = json.load(reply)
+    finally:
+        viewer.stop()
+    assert (found["matched"], found["changed"]) == (len(original), 1)
+    refused = run_cli("view", "--compare", str(new))
+    assert refused.returncode == 2 and "--compare needs exactly two RESULTS" in refused.stderr
+
+
+_SHORTHANDS = {
+    "the six status columns": [
+        "success",
+        "failure_category",
+        "failure_group",
+        "failure_stage",
+        "failure_reason",
+        "caveats",
+    ],
+    "ids": ["question_id", "template_id", "question_text", "keywords", "replicate"],
+    "models and system prompts": [
+        "answering_model",
+        "parsing_model",
+        "answering_system_prompt",
+        "parsing_system_prompt",
+    ],
+}
+
+
+def _documented_frames() -> dict[str, tuple[set[str], set[str]]]:
+    """docs/compatibility.md's DataFrames table: per frame, the column names (and
+    ``prefix_*`` patterns) it gives as the original's and as verifleet's own."""
+    import re
+
+    page = (Path(__file__).parents[2] / "docs" / "compatibility.md").read_text()
+    table = page.split("### DataFrames", 1)[1].split("Different, and why", 1)[0]
+    frames = {}
+    for line in table.splitlines():
+        if not line.startswith("| `"):
+            continue
+        frame, original, added = (cell.strip() for cell in line.strip("|").split(" | "))
+        names: list[set[str]] = []
+        for cell in (original, added):
+            found = set(re.findall(r"`([a-z_<>]+\*?)`", cell))
+            for shorthand, columns in _SHORTHANDS.items():
+                if re.search(rf"(^|, ){shorthand}(,|$)", cell):
+                    found.update(columns)
+            names.append(found)
+        frames[frame.strip("`")] = (names[0], names[1])
+    return frames
+
+
+def _named(column: str, names: set[str]) -> bool:
+    if column in names:
+        return True
+    if column.endswith("_skipped") and "<trait>_skipped" in names:
+        return True
+    return any(n.endswith("*") and column.startswith(n[:-1]) for n in names)
+
+
+def test_the_compatibility_page_names_every_column_of_every_frame(
+    results: VerificationResultSet,
+) -> None:
+    """Every column of every frame is on the page, as the original's (those the
+    original's frames have) or as verifleet's own (those they lack)."""
+    documented = _documented_frames()
+    template = results.get_template_results()
+    frames = {
+        "get_template_results().to_dataframe()": ("template", template.to_dataframe()),
+        "to_regex_dataframe()": ("template_regex", template.to_regex_dataframe()),
+        "to_usage_dataframe()": ("template_usage", template.to_usage_dataframe()),
+        "get_rubrics_results().to_dataframe()": (
+            "rubric_deep_judgment",
+            results.get_rubrics_results(include_deep_judgment=True).to_dataframe(),
+        ),
+        "get_judgment_results().to_dataframe()": (
+            "judgment",
+            results.get_judgment_results().to_dataframe(),
+        ),
+        "get_rubric_judgments_results().to_dataframe()": (
+            "rubric_judgment",
+            results.get_rubric_judgments_results().to_dataframe(),
+        ),
+    }
+    assert set(documented) == set(frames)
+    for title, (name, frame) in frames.items():
+        theirs = set(ORIGINAL["frames"][name]["columns"])
+        original_names, added_names = documented[title]
+        for column in frame.columns:
+            where = original_names if column in theirs else added_names
+            assert _named(column, where), f"{title}: {column} is not listed where it belongs"
+        for column in theirs:
+            assert _named(column, original_names), f"{title}: the original's {column}"
