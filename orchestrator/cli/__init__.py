@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "results": ("fleet", "stream a job's results into a file"),
     "worker": ("worker", "start a worker on this machine"),
     "flower": ("worker", "start Flower for the fleet (needs --basic-auth or --no-auth)"),
-    "llm": ("llm", "build or serve the bundled local model"),
+    "llm": ("llm", "set up or serve the bundled local model"),
     "serve": ("serve", "serve POST /verify: rewards for RL rollouts"),
     "reward": ("reward", "score a JSONL file of RL rollouts (locally or on the fleet)"),
     "view": ("view", "look at results in the browser (a local web page)"),

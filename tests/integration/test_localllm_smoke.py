@@ -4,7 +4,8 @@ The crash this guards against (llama.cpp's AMX repack path on Intel Xeons) canno
 produced on demand on other CPUs, so most tests here use a stand-in ``llama-server``:
 a small Python HTTP server that serves /health and /v1/chat/completions like the real
 one, and kills itself with SIGSEGV at start unless given ``--no-repack`` (when told
-to crash). The last test runs the real bundled server with the options it chose.
+to crash). The last test runs the real bundled server (the prebuilt one where it runs)
+with the options it chose.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from verifleet.orchestrator import LocalLLMServer
 from verifleet.orchestrator._localllm import (
     SAFE_RUNTIME_ARGS,
     LocalLLMError,
-    find_llama_server,
     runtime_args,
 )
 
@@ -113,9 +113,8 @@ def test_a_binary_that_always_crashes_fails_with_every_attempt_and_its_log(
 def test_the_bundled_server_starts_with_the_options_the_check_chose(
     local_llm: LocalLLMServer,
 ) -> None:
-    binary = find_llama_server()
-    assert binary is not None
-    assert local_llm.runtime_args == runtime_args(binary)
+    assert local_llm.runtime is not None
+    assert local_llm.runtime_args == runtime_args(local_llm.runtime)
     body = {
         "model": local_llm.model_name,
         "messages": [{"role": "user", "content": "Name a colour."}],
