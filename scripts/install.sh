@@ -15,12 +15,15 @@ want=$(cat pyproject.toml setup.py scripts/install.sh | sha256sum | cut -d' ' -f
 
 pip_install() {
     # pip's and setuptools' chatter (the editable-install warning, machines' missing
-    # local index folders) goes to the log; a failure shows its tail.
+    # local index folders) goes to the log; a failure shows its tail. Each step's
+    # duration goes to the log too, to see where an install's time went.
+    local started=$SECONDS
     if ! .venv/bin/python -m pip --disable-pip-version-check -q install "$@" >>"$log" 2>&1; then
         echo "install.sh: 'pip install $*' failed; the end of $log:" >&2
         tail -n 30 "$log" >&2
         exit 1
     fi
+    echo "install.sh: 'pip install $*' took $((SECONDS - started)) s" >>"$log"
 }
 
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

