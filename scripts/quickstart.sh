@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
-bash scripts/install.sh
+# --demo: no test tools and no torch (the embedding check's); scripts/test.sh adds them.
+bash scripts/install.sh --demo
 installed=$SECONDS
 # Chooses and checks (one completion) the llama.cpp server for the model: the
 # prebuilt one that install.sh took from PyPI, a few seconds; on a CPU it cannot
