@@ -83,7 +83,7 @@ def binary_runtime(binary: Path) -> LLMRuntime:
     else:
         label = "llama-server binary"
         kind = "binary"
-    return LLMRuntime(kind, (str(binary),), (binary,), cache, f"{label} ({binary})")
+    return LLMRuntime(kind, (str(binary),), (binary,), cache, f"{label}, {binary}")
 
 
 def prebuilt_runtime() -> LLMRuntime:
