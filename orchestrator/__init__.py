@@ -53,7 +53,7 @@ _LAZY: dict[str, str] = {
     "write_results": "._export",
     # a fleet job's results, drained to shards (``--results-to``) and in Redis
     "StoredResults": "._fleet.drain",
-    # the bundled local model (llama-server + SmolLM2) for the quick start and tests
+    # the bundled local model (llama.cpp server + SmolLM2) for the quick start and tests
     "LocalLLMError": "._localllm",
     "LocalLLMServer": "._localllm",
     "ensure_llama_server": "._localllm",
