@@ -6,9 +6,9 @@
 # started and stopped by the run), no compiler on Linux x86-64 with AVX2.
 # Measured in fresh clones on the project's 2-core machine (empty pip and verifleet
 # caches, cores shared with other test runs): 82 s to the first result (install 33 s,
-# model server 4 s, demo 45 s; load average 5.0 -> 3.8) and 141 s (56 + 6 + 79 s;
-# load 6.7). The full install (torch and the test tools too) took 97-134 s of it
-# instead, and 182 s before install.sh gave pip --no-compile.
+# model server 4 s, demo 45 s; load average 5.0 -> 3.8), 141 s (56 + 6 + 79 s; load
+# 6.7) and 181 s (84 + 3 + 94 s; load 8.3 -> 10). The full install (torch and the
+# test tools too) took 97-134 s of it instead, and 182 s before pip's --no-compile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
