@@ -76,7 +76,10 @@ class SlotPool:
             have been given back somewhere in the fleet.
         sync_interval: Seconds between two renewals while calls end.
         lease_seconds: How long a lease lasts unrenewed; a thread taking a slot
-            renews it when half of it has passed.
+            renews it first when a tenth of it has passed, so a call keeps its
+            slot for at least 0.9 x ``lease_seconds`` (a call of its own held
+            its lease for ``lease_seconds``: keep it above the request timeout
+            plus a tenth).
         clock: Monotonic seconds.
     """
 
@@ -92,7 +95,7 @@ class SlotPool:
         self._renew = renew
         self._wait_for_release = wait_for_release
         self._interval = sync_interval
-        self._refresh = lease_seconds / 2
+        self._refresh = lease_seconds / 10
         self._clock = clock
         self._cond = threading.Condition()
         self.held = 0
