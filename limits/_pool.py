@@ -111,6 +111,7 @@ class SlotPool:
         self._again = False
         self._fetching = False
         self._starved = False  # the last renewal gave fewer slots than wanted
+        self._sent_busy: int | None = None  # the calls in flight a renewal on its way reported
 
     def enter(self, give_up: float) -> str | None:
         """Take a slot, waiting until ``give_up`` (monotonic) at most.
@@ -128,7 +129,13 @@ class SlotPool:
                 while True:
                     now = self._clock()
                     fresh = now - self._last < self._refresh  # else renew before use
-                    if now >= self.paused_until and self.busy < self.allowed and fresh:
+                    usable = self.allowed
+                    if self._sent_busy is not None:
+                        # A renewal on its way makes the lease max(its calls in
+                        # flight, what Redis allows): a slot taken beyond those
+                        # calls now might not be counted in Redis.
+                        usable = min(usable, self._sent_busy)
+                    if now >= self.paused_until and self.busy < usable and fresh:
                         self.busy += 1
                         self._demand = max(self._demand, self.busy + self.waiting - 1)
                         return self.shrunk
@@ -160,13 +167,16 @@ class SlotPool:
             try:
                 renewed = self.sync()
                 with self._cond:
-                    starved = self.busy >= self.allowed and self._clock() >= self.paused_until
-                    if starved and not renewed:  # a renewal on its way answers soon
+                    if not renewed:  # a renewal on its way answers soon, and wakes us
                         self._cond.wait(min(left, 0.05))
-                        starved = False
+                        return
                     # Only a process with no call of its own to end waits for
                     # one to end elsewhere.
-                    starved = starved and self.busy == 0
+                    starved = (
+                        self.busy == 0
+                        and self.busy >= self.allowed
+                        and self._clock() >= self.paused_until
+                    )
                 if starved:
                     self._wait_for_release(min(1.0, max(left, 0.01)))
             finally:
@@ -221,13 +231,17 @@ class SlotPool:
                     # A little more than wanted at the busiest moment since the
                     # last renewal, if spare: threads arrive one by one.
                     lease = Lease(want, self.busy, max(1, want // 4) if want else 0, outcomes)
+                    self._sent_busy = self.busy
                 try:
                     reply = self._renew(lease)
                 except BaseException:
                     with self._cond:
                         self._outcomes[:0] = outcomes
+                        self._sent_busy = None
+                        self._cond.notify_all()
                     raise
                 with self._cond:
+                    self._sent_busy = None
                     self.held, self.allowed, self.shrunk = reply.held, reply.allowed, reply.shrunk
                     self._starved = reply.allowed < lease.want
                     now = self._clock()
