@@ -107,11 +107,15 @@ class QueueFeeder:
         pipe = self.client.pipeline(transaction=False)
         pipe.get(self._given)
         pipe.llen(self.queue)
-        given, backlog = pipe.execute()
+        pipe.zcard(self.schedule.key(self.queue))
+        given, backlog, scheduled = pipe.execute()
         backlog = int(backlog)
         self._observe(int(given or 0) - backlog)
         depth = self.depth
-        if backlog >= depth // 2:
+        # Nothing scheduled (an idle fleet, or every unit given out already):
+        # no lock and no claim, which cost an idle fleet two scripts per feeder
+        # every turn.
+        if backlog >= depth // 2 or not int(scheduled):
             return 0
         token = secrets.token_hex(8)
         if not self.client.set(self._lock, token, nx=True, px=10_000):
