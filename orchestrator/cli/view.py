@@ -89,7 +89,8 @@ def register(commands: Any) -> None:
         description="Write one HTML file (no server, no network) with the overview "
         "and the question table of each run, for sharing.",
         epilog="examples:\n  verifleet report results.parquet --out report.html\n"
-        "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'",
+        "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'\n"
+        "  verifleet report results.parquet --benchmark bench.yaml --out report.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(report)
