@@ -6,7 +6,8 @@ answered by the scripted endpoint (bench/endpoint.py) in a thread, with the
 abstention check on (three calls per result: answer, abstention, parse). For each
 mode it prints, per result, its bytes as JSON, as the zstd blob the fleet's
 Redis stores (each result compressed alone, at the store's level) and in a
-Parquet file, and the run's wall time.
+Parquet file and in a ``verifleet report`` (its gzip-compressed result pages
+included), and the run's wall time.
 
     python bench/model_calls.py                 # 200 questions
     python bench/model_calls.py --questions 1000
@@ -32,6 +33,7 @@ from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.pipeline import PipelineResources
 from verifleet.schemas import ModelConfig, VerificationConfig
 from verifleet.store._store import _ZSTD_LEVEL
+from verifleet.viewer import FileRun, report_html
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.questions} questions, 1 answering x 1 parsing model, abstention check on")
     zstd = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
     print(
-        f"{'record_model_calls':>18} | {'JSON B/result':>13} | {'zstd (Redis)':>12} | {'Parquet':>7} | run s"
+        f"{'record_model_calls':>18} | {'JSON B/result':>13} | {'zstd (Redis)':>12} | {'Parquet':>7} | {'report':>6} | run s"
     )
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
         for record in (False, True, False, True):
@@ -68,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             out = folder / f"results-{record}.parquet"
             write_results(results, out)
             n = len(results)
+            report = len(report_html([FileRun(out)]).encode())
             print(
                 f"{record!s:>18} | {json_bytes / n:>13,.0f} | {zstd_bytes / n:>12,.0f} | "
-                f"{out.stat().st_size / n:>7,.0f} | {took:.1f}"
+                f"{out.stat().st_size / n:>7,.0f} | {report / n:>6,.0f} | {took:.1f}"
             )
             if record:
                 assert results[0].template is not None

@@ -405,7 +405,7 @@
       const prompts = [m.answering_system_prompt ? ["answering system prompt", el("pre", {}, m.answering_system_prompt)] : null,
         m.parsing_system_prompt ? ["parsing system prompt", el("pre", {}, m.parsing_system_prompt)] : null];
       return [head, el("div", { id: "model-calls" }, el("p", { class: "muted" },
-        "No model calls recorded in this result (written before verifleet recorded them, or with record_model_calls off)."),
+        "No model calls recorded in this result (results written before verifleet recorded them, with record_model_calls off, or of rubric_only runs)."),
         prompts.some(Boolean) ? kv(prompts) : null)];
     }
     return [head, el("div", { id: "model-calls" }, calls.map((c, i) => el("details", { class: "model-call", open: true, "data-stage": c.stage },
