@@ -19,7 +19,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results
-from verifleet.schemas import Benchmark, Question, dump_benchmark
+from verifleet.schemas import Benchmark, Question, dump_benchmark, load_benchmark
+from verifleet.viewer import FileRun, template_sources
 
 pytestmark = pytest.mark.integration
 
@@ -165,3 +166,35 @@ def test_without_its_benchmark_the_page_says_the_source_is_missing(
     assert "Template source not available" in note
     assert "--benchmark FILE" in note
     assert not browser.find_elements(By.ID, "template-source")
+
+
+def test_an_unreadable_benchmark_stops_the_report_before_writing(
+    run_files: tuple[Path, Path],
+) -> None:
+    out, _bench = run_files
+    report = out.parent / "never.html"
+    missing = out.parent / "missing.yaml"
+    done = run_cli("report", str(out), "--benchmark", str(missing), "--out", str(report))
+    assert done.returncode == 2, done.stderr
+    assert f"--benchmark {missing}" in done.stderr
+    assert not report.exists()
+
+
+def test_a_benchmark_without_the_template_says_so(run_files: tuple[Path, Path]) -> None:
+    out, bench = run_files
+    other = out.parent / "other.yaml"
+    dump_benchmark(
+        Benchmark(
+            name="other",
+            questions=[Question(id="q1", text=QUESTION, answer_template=TEMPLATE + "\n# edited\n")],
+        ),
+        other,
+    )
+    run = FileRun(out)
+    run.templates.add(template_sources(load_benchmark(other, validate_templates=False)), "x.yaml")
+    [result] = read_results(out)
+    shown = run.templates.lookup(result.metadata.template_id)
+    assert shown["source"] is None
+    assert shown["note"] is not None and "x.yaml has no template with this id" in shown["note"]
+    run.templates.add(template_sources(load_benchmark(bench, validate_templates=False)), "y.yaml")
+    assert run.templates.lookup(result.metadata.template_id)["source"] == TEMPLATE
