@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifleet.schemas import ModelCall
+
 __all__ = ["CachedAnswer"]
 
 
@@ -23,6 +25,8 @@ class CachedAnswer(BaseModel):
             (``input_tokens``, ``output_tokens``, ``total_tokens``, ``model``).
         few_shot_example_count: How many few-shot examples the prompt carried.
         error: Why generation failed; every result of the unit reports it.
+        calls: The answering call(s) as recorded (messages sent, raw reply);
+            every result of the unit shows them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -35,3 +39,4 @@ class CachedAnswer(BaseModel):
     usage: dict[str, Any] | None = None
     few_shot_example_count: int = 0
     error: str | None = None
+    calls: list[ModelCall] = Field(default_factory=list)

@@ -14,7 +14,15 @@ from verifleet.schemas import ModelConfig, VerificationConfig
 from ._adapters import ManualAnswerStore
 from ._answer import CachedAnswer
 from ._checks import EmbeddingModel, SearchFunction
-from ._llm import CachingCaller, CallCache, CallGate, ChatModelCache, UsageTracker, make_chat_caller
+from ._llm import (
+    CachingCaller,
+    CallCache,
+    CallGate,
+    ChatModelCache,
+    RecordingCaller,
+    UsageTracker,
+    make_chat_caller,
+)
 from ._llm_protocol import ChatCaller, Message
 
 if TYPE_CHECKING:
@@ -124,15 +132,20 @@ class PipelineResources:
         endpoints and langchain for the rest (:func:`~verifleet.pipeline.make_chat_caller`).
         With ``config.cache`` and a :attr:`call_cache`, answered from the cache
         where the same call was made before (:class:`~verifleet.pipeline.CachingCaller`).
+        With ``config.record_model_calls``, each call's messages and reply go to
+        ``tracker.calls`` (:class:`~verifleet.pipeline.RecordingCaller`).
         """
+        caller: ChatCaller
         if config.cache and self.call_cache is not None:
-            return CachingCaller(
+            caller = CachingCaller(
                 model,
                 lambda own: self._caller(model, own, config, deadline),
                 tracker,
                 self.call_cache,
             )
-        return self._caller(model, tracker, config, deadline)
+        else:
+            caller = self._caller(model, tracker, config, deadline)
+        return RecordingCaller(caller, tracker) if config.record_model_calls else caller
 
     def _caller(
         self,

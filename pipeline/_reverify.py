@@ -93,6 +93,8 @@ def stored_answer(results: Sequence[VerificationResult]) -> CachedAnswer:
                 answering_mcp_servers=template.answering_mcp_servers,
                 usage=dict(usage) if usage else None,
                 few_shot_example_count=result.metadata.few_shot_example_count,
+                # The stored answering call stays on record: it is the answer judged.
+                calls=[c for c in template.model_calls if c.stage == _ANSWER_STAGE],
             )
     first = results[0].metadata if results else None
     why = first.error if first is not None and first.error else "no answer was stored"

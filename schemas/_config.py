@@ -445,6 +445,10 @@ class VerificationConfig(BaseModel):
     pricing: PriceTable | None = None
     #: Reuse identical model calls' replies from the call cache (``--cache``).
     cache: bool = False
+    #: Keep every model call's prompts and raw reply in the result
+    #: (``template.model_calls``, bounded by ``VERIFLEET_RESULT_MAX_CALLS``);
+    #: off saves their size (docs/viewer.md#prompts-and-replies).
+    record_model_calls: bool = True
     #: Start no new unit once spent plus in-flight cost reaches this (``--max-cost``).
     max_cost_usd: float | None = Field(default=None, gt=0.0)
     #: A fleet job whose stored answers this job re-judges (``verifleet reverify

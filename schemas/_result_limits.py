@@ -19,6 +19,10 @@ Environment variables (all optional; positive integers, bytes):
   (sent with every parsing call; default 65536).
 - ``VERIFLEET_RESULT_MAX_RESPONSE``: the answering model's response with its trace
   messages (default 1048576).
+- ``VERIFLEET_RESULT_MAX_CALLS``: the recorded model calls (prompts sent and raw
+  replies, ``template.model_calls``; default 262144). Unlike the parts above,
+  calls over it are cut with a marker, never failing the question (they are a
+  record, not an input to the verdict).
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class ResultLimits(BaseModel):
         verify_output: What the template's verification returns.
         judge_schema: The JSON schema a template gives the judge.
         response: The answering model's response plus its trace messages.
+        calls: The recorded model calls (``template.model_calls``); cut to fit,
+            see :func:`verifleet.schemas.bound_calls`.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -63,6 +69,7 @@ class ResultLimits(BaseModel):
     verify_output: int = Field(default=64 * _KIB, ge=1)
     judge_schema: int = Field(default=64 * _KIB, ge=1)
     response: int = Field(default=1024 * _KIB, ge=1)
+    calls: int = Field(default=256 * _KIB, ge=1)
 
     #: The environment variable of each limit.
     ENV: ClassVar[dict[str, str]] = {
@@ -71,6 +78,7 @@ class ResultLimits(BaseModel):
         "verify_output": "VERIFLEET_RESULT_MAX_VERIFY_OUTPUT",
         "judge_schema": "VERIFLEET_RESULT_MAX_JUDGE_SCHEMA",
         "response": "VERIFLEET_RESULT_MAX_RESPONSE",
+        "calls": "VERIFLEET_RESULT_MAX_CALLS",
     }
 
     @classmethod

@@ -13,6 +13,7 @@ from ._index import TABLE_COLUMNS, ResultIndex, TableQuery
 from ._overview import overview, template_summary, wilson_interval
 from ._report import report_html, write_report
 from ._runs import FileRun, JobRun, Run
+from ._templates import TemplateSources, template_sources
 from ._serve import DEFAULT_HOST, DEFAULT_PORT, bind_socket, check_binding, is_loopback, serve
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ResultIndex",
     "Run",
     "TableQuery",
+    "TemplateSources",
     "ViewerError",
     "bind_socket",
     "check_binding",
@@ -36,6 +38,7 @@ __all__ = [
     "report_html",
     "result_detail",
     "serve",
+    "template_sources",
     "template_summary",
     "wilson_interval",
     "write_report",

@@ -196,7 +196,10 @@ def create_app(
     @app.get("/api/runs/{run}/results/{row}")
     def run_result(run: int, row: int) -> dict[str, Any]:
         found = _run(runs, run)
-        return result_detail(found.name, row, found.result(row))
+        result = found.result(row)
+        return result_detail(
+            found.name, row, result, found.templates.lookup(result.metadata.template_id)
+        )
 
     @app.get("/api/runs/{run}/live")
     def run_live(run: int) -> dict[str, Any]:

@@ -55,15 +55,28 @@ def _excerpts(result: VerificationResult) -> list[dict[str, Any]]:
     return out
 
 
-def result_detail(run: str, row: int, result: VerificationResult) -> dict[str, Any]:
+def result_detail(
+    run: str,
+    row: int,
+    result: VerificationResult,
+    template: dict[str, str | None] | None = None,
+) -> dict[str, Any]:
     """Everything the result page shows: the full result (as JSON) plus the parts
     derived for display.
+
+    Args:
+        run: The run's name.
+        row: The result's row in the run.
+        result: The result.
+        template: Its answer template's ``source`` (None: not available) and a
+            ``note`` saying where it comes from or why it is missing
+            (:meth:`TemplateSources.lookup`); None: nothing known.
 
     Returns:
         ``run``, ``row``, ``verdict``, ``result`` (``model_dump(mode="json")``),
         ``fields`` (parsed vs ground truth per field), ``excerpts`` (deep-judgment
-        excerpts to highlight in the answer) and ``trait_scores`` (every rubric
-        score by trait name).
+        excerpts to highlight in the answer), ``trait_scores`` (every rubric
+        score by trait name) and ``template_source`` (``source``, ``note``).
     """
     rubric = result.rubric
     return {
@@ -76,6 +89,8 @@ def result_detail(run: str, row: int, result: VerificationResult) -> dict[str, A
         "fields": _fields(result),
         "excerpts": _excerpts(result),
         "trait_scores": rubric.get_all_trait_scores() if rubric is not None else {},
+        "template_source": template
+        or {"source": None, "note": "Template source not available for this run."},
     }
 
 

@@ -65,7 +65,10 @@ def _details(run: Run) -> str:
     base64: a result page in the report opens offline, and 10,000 results add a few
     MB instead of tens (the page inflates them with the browser's
     ``DecompressionStream`` on the first result it shows)."""
-    pages = [result_detail(run.name, row, result) for row, result in enumerate(run.iter_full())]
+    pages = [
+        result_detail(run.name, row, result, run.templates.lookup(result.metadata.template_id))
+        for row, result in enumerate(run.iter_full())
+    ]
     raw = json.dumps(pages, separators=(",", ":"), allow_nan=False).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=6)).decode("ascii")
 

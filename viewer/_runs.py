@@ -14,12 +14,13 @@ from typing import Any
 import pyarrow as pa
 
 from verifleet.orchestrator import StoredResults, iter_results, read_parquet_rows, resolve_format
-from verifleet.schemas import ExportError, VerificationResult
+from verifleet.schemas import Benchmark, ExportError, VerificationResult
 from verifleet.store import ResultStore
 
 from ._errors import ViewerError
 from ._index import ResultIndex
 from ._parquet_index import parquet_rows
+from ._templates import TemplateSources, template_sources
 
 __all__ = ["FileRun", "JobRun", "Run"]
 
@@ -38,6 +39,8 @@ class Run:
     def __init__(self, name: str) -> None:
         self.name = name
         self.index = ResultIndex()
+        #: The answer templates' sources its result pages show.
+        self.templates = TemplateSources()
 
     def result(self, row: int) -> VerificationResult:
         """The full result at ``row``.
@@ -169,6 +172,7 @@ class JobRun(Run):
         super().__init__(f"job {job_id}")
         self.store = store
         self.job_id = job_id
+        self.templates = TemplateSources(self._job_templates)
         # Redis and, for a job with --results-to, the shards its results went to.
         self._stored = StoredResults(store, job_id)
         self.min_interval = min_interval
@@ -236,6 +240,11 @@ class JobRun(Run):
         if found is None:
             raise ViewerError(f"result {row} of job {self.job_id} is gone from the store")
         return found
+
+    def _job_templates(self) -> tuple[dict[str, str], str]:
+        benchmark_json, _config = self.store.load_spec(self.job_id)
+        sources = template_sources(Benchmark.model_validate_json(benchmark_json))
+        return sources, f"the benchmark of job {self.job_id}"
 
     def _source(self) -> dict[str, Any]:
         progress = self.store.progress(self.job_id)

@@ -29,6 +29,7 @@ examples:
   verifleet view before.parquet after.parquet         # compare two runs
   verifleet view --compare original.json new.parquet  # open on the comparison (an original run too)
   verifleet view JOB_ID --redis redis://127.0.0.1:6379/0   # a running job, live
+  verifleet view results.parquet --benchmark bench.yaml   # result pages show template sources
   verifleet view results.parquet --host 0.0.0.0 --token s3cret   # reachable by others
 """
 
@@ -39,6 +40,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--redis", metavar="URL", help="Redis URL for job ids (default: $VERIFLEET_REDIS_URL)"
     )
     parser.add_argument("--title", default="", help="text shown in the page header")
+    parser.add_argument(
+        "--benchmark",
+        action="append",
+        default=[],
+        metavar="FILE",
+        type=Path,
+        help="the benchmark the results come from (repeatable): result pages then show "
+        "each answer template's source, which result files do not hold (a fleet "
+        "job's pages show its own benchmark's)",
+    )
 
 
 def register(commands: Any) -> None:
@@ -78,7 +89,8 @@ def register(commands: Any) -> None:
         description="Write one HTML file (no server, no network) with the overview "
         "and the question table of each run, for sharing.",
         epilog="examples:\n  verifleet report results.parquet --out report.html\n"
-        "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'",
+        "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'\n"
+        "  verifleet report results.parquet --benchmark bench.yaml --out report.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(report)
@@ -118,7 +130,28 @@ def _load(args: argparse.Namespace) -> list[Any]:
         took = time.perf_counter() - started
         print(f"{run.name}: {len(run.index):,} results ({took:.1f} s)", file=sys.stderr)
         runs.append(run)
+    for path in args.benchmark:
+        sources = _template_sources(path)
+        for run in runs:
+            run.templates.add(sources, f"benchmark {path}")
     return runs
+
+
+def _template_sources(path: Path) -> dict[str, str]:
+    """The answer templates of the benchmark at ``path`` by template id.
+
+    Raises:
+        ConfigError: the benchmark cannot be read (names the file and why).
+    """
+    from verifleet.schemas import BenchmarkLoadError, ConfigError, load_benchmark
+    from verifleet.viewer import template_sources
+
+    try:
+        # Not compiled: the sources are only shown, and compiling runs template code.
+        benchmark = load_benchmark(path, validate_templates=False)
+    except (BenchmarkLoadError, OSError) as exc:
+        raise ConfigError(f"--benchmark {path}: {exc}") from None
+    return template_sources(benchmark)
 
 
 def _view(args: argparse.Namespace) -> int:

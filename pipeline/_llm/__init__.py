@@ -13,6 +13,7 @@ from ._async_http import close_async_senders
 from ._bound import CallGate
 from ._call_cache import NOT_IN_KEY, CachingCaller, CallCache, call_key
 from ._caller import LangchainChatCaller
+from ._record import CallLog, RecordingCaller
 from ._disk_cache import DiskCallCache, default_cache_dir
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
 from ._json import first_object, parse_strict, repair_json, schema_errors
@@ -44,6 +45,7 @@ __all__ = [
     "CachingCaller",
     "CallCache",
     "CallGate",
+    "CallLog",
     "CallerOptions",
     "ChatModelCache",
     "DiskCallCache",
@@ -53,6 +55,7 @@ __all__ = [
     "InterfaceFactory",
     "LangchainChatCaller",
     "OpenAIHttpChatCaller",
+    "RecordingCaller",
     "UsageTracker",
     "call_key",
     "call_with_retry",

@@ -16,6 +16,8 @@ from typing import Any
 
 from verifleet.schemas import PriceTable
 
+from ._record import CallLog
+
 __all__ = ["UsageTracker", "cached_input_tokens"]
 
 _COUNTS = ("input_tokens", "output_tokens", "total_tokens")
@@ -58,6 +60,8 @@ class UsageTracker:
         self._incomplete = False
         self.pricing = pricing
         self.replicate = replicate
+        #: The unit's model calls, prompts and replies (filled by RecordingCaller).
+        self.calls = CallLog()
 
     def record(
         self,

@@ -12,6 +12,7 @@ from verifleet.schemas import (
     VerificationResultDeepJudgment,
     VerificationResultMetadata,
     VerificationResultTemplate,
+    bound_calls,
     classify_failure,
     collect_caveats,
     compute_template_id,
@@ -95,6 +96,10 @@ def _template_section(ctx: VerificationContext) -> VerificationResultTemplate:
         answering_mcp_servers=answer.answering_mcp_servers if answer else None,
         usage_metadata=ctx.usage.summary(),
         agent_metrics=ctx.usage.agent_metrics,
+        model_calls=bound_calls(
+            [*(answer.calls if answer else []), *ctx.usage.calls.calls()],
+            ctx.resources.sandbox.settings.result_limits,
+        ),
     )
 
 

@@ -30,7 +30,10 @@ class GenerateAnswerStage(Stage):
 
     def run(self, ctx: VerificationContext) -> None:
         if ctx.answer is None:
-            ctx.answer = _bounded(ctx, self._generate(ctx))
+            generated = self._generate(ctx)
+            # The answer's calls travel with it: the unit's other judges reuse it.
+            calls = ctx.usage.calls.take(_STAGE)
+            ctx.answer = _bounded(ctx, generated.model_copy(update={"calls": calls}))
         else:
             ctx.answer = _bounded(ctx, ctx.answer)
             if ctx.answer.usage:
@@ -87,6 +90,8 @@ def _bounded(ctx: VerificationContext, answer: CachedAnswer) -> CachedAnswer:
         answering_mcp_servers=answer.answering_mcp_servers,
         usage=answer.usage,
         agent_metrics=answer.agent_metrics,
+        # The prompts stay on record; the reply over the limit goes, as in the result.
+        calls=[c.model_copy(update={"reply": None, "error": problem}) for c in answer.calls],
     )
 
 

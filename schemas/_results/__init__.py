@@ -13,6 +13,7 @@ from .aggregators import (
     register_aggregator,
 )
 from .failure import CATEGORY_GROUPS, ResultFailure, classify_failure, collect_caveats
+from .calls import TRUNCATION_MARK, ModelCall, bound_calls
 from .cost import CostSummary, ModelCost
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
 from .frames_judgment import JUDGMENT_COLUMNS, RUBRIC_JUDGMENT_COLUMNS
@@ -37,6 +38,7 @@ __all__ = [
     "TEMPLATE_FIELD_COLUMNS",
     "TEMPLATE_REGEX_COLUMNS",
     "TEMPLATE_USAGE_COLUMNS",
+    "TRUNCATION_MARK",
     "AggregatorRegistry",
     "CostSummary",
     "CountAggregator",
@@ -46,6 +48,7 @@ __all__ = [
     "MeanAggregator",
     "MedianAggregator",
     "ModeAggregator",
+    "ModelCall",
     "ModelCost",
     "RecordedError",
     "ResultAggregator",
@@ -63,6 +66,7 @@ __all__ = [
     "VerificationResultRubric",
     "VerificationResultSet",
     "VerificationResultTemplate",
+    "bound_calls",
     "classify_failure",
     "collect_caveats",
     "list_aggregators",

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .calls import ModelCall
+
 __all__ = ["VerificationResultTemplate"]
 
 
@@ -75,3 +77,7 @@ class VerificationResultTemplate(BaseModel):
     answering_mcp_servers: list[str] | None = None
     usage_metadata: dict[str, dict[str, Any]] | None = None
     agent_metrics: dict[str, Any] | None = None
+
+    # verifleet: every model call of the result, prompts and raw replies (empty in
+    # results written before it was recorded, or with record_model_calls off)
+    model_calls: list[ModelCall] = Field(default_factory=list)

@@ -88,5 +88,14 @@ def test_a_running_job_updates_the_page_until_it_is_done(
                 if r.template is not None and r.template.verify_result is False
             }
             assert title.split()[0] in failing
+            # Its template's source comes from the job's own benchmark in Redis,
+            # and its calls (prompts, raw replies) from the stored result.
+            question = bench.get_question(title.split()[0])
+            assert question.answer_template is not None
+            source = wait_for(browser, lambda d: _shown(d, "#template-source"))
+            assert source == question.answer_template.strip()
+            assert f"the benchmark of job {job.job_id}" in _shown(browser, "#template-note")
+            calls = _shown(browser, "#model-calls")
+            assert question.text in calls and "Response to parse" in calls
         finally:
             viewer.stop()

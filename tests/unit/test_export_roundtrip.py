@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from verifleet.orchestrator import read_results, write_results
 from verifleet.schemas import (
+    ModelCall,
     ModelIdentity,
     VerificationResult,
     VerificationResultDeepJudgment,
@@ -86,6 +87,18 @@ usage = st.dictionaries(
     max_size=3,
 )
 
+model_calls = st.builds(
+    ModelCall,
+    stage=NAMES,
+    model=TEXT,
+    kind=st.sampled_from(["text", "json"]),
+    messages=st.lists(st.fixed_dictionaries({"role": NAMES, "content": TEXT}), max_size=2),
+    reply=opt(TEXT),
+    error=opt(TEXT),
+    cached=st.booleans(),
+    truncated=st.booleans(),
+)
+
 templates = st.builds(
     VerificationResultTemplate,
     raw_llm_response=TEXT,
@@ -119,6 +132,7 @@ templates = st.builds(
     answering_mcp_servers=opt(st.lists(NAMES, max_size=3)),
     usage_metadata=opt(usage),
     agent_metrics=opt(JSON_DICTS),
+    model_calls=st.lists(model_calls, max_size=2),
 )
 
 SCORES = st.booleans() | st.integers(-5, 5)

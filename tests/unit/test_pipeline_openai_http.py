@@ -29,6 +29,7 @@ from verifleet.pipeline import (
     ModelCallError,
     OpenAIHttpChatCaller,
     PipelineResources,
+    RecordingCaller,
     UsageTracker,
     make_chat_caller,
     verify_question,
@@ -441,7 +442,9 @@ def test_run_unit_gives_equal_results_through_either_path(healthy: RunningEndpoi
         )
         config = VerificationConfig(answering_models=[answering], parsing_models=[judge])
         resources = PipelineResources()
-        kind = type(resources.caller(judge, tracker=UsageTracker(), config=config))
+        recording = resources.caller(judge, tracker=UsageTracker(), config=config)
+        assert isinstance(recording, RecordingCaller)
+        kind = type(recording.inner)
         assert kind is (OpenAIHttpChatCaller if path == "direct" else LangchainChatCaller)
         healthy.reset()
         results = verify_question(

@@ -161,6 +161,11 @@ def test_a_huge_model_response_fails_its_question_only() -> None:
     assert "the answering model's response is" in long.metadata.error
     assert "VERIFLEET_RESULT_MAX_RESPONSE" in long.metadata.error
     assert "Paris Paris" not in long.model_dump_json()
+    # The answering call stays on record without the reply over the limit.
+    assert long.template is not None
+    [call] = long.template.model_calls
+    assert call.stage == "answer_generation" and call.reply is None
+    assert call.error is not None and "VERIFLEET_RESULT_MAX_RESPONSE" in call.error
     short = results["short"]
     assert short.metadata.error is None
     assert short.template is not None and short.template.verify_result is True

@@ -397,6 +397,33 @@
     return el("table", { class: "kv" }, rows.filter((r) => r).map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))));
   }
 
+  // Every model call of the result: the messages sent and the raw reply, one
+  // collapsible block each (open: these are what explains a verdict).
+  function modelCalls(calls, m) {
+    const head = el("h3", {}, "Prompts and replies (" + calls.length + " model calls)");
+    if (!calls.length) {
+      const prompts = [m.answering_system_prompt ? ["answering system prompt", el("pre", {}, m.answering_system_prompt)] : null,
+        m.parsing_system_prompt ? ["parsing system prompt", el("pre", {}, m.parsing_system_prompt)] : null];
+      return [head, el("div", { id: "model-calls" }, el("p", { class: "muted" },
+        "No model calls recorded in this result (results written before verifleet recorded them, with record_model_calls off, or of rubric_only runs)."),
+        prompts.some(Boolean) ? kv(prompts) : null)];
+    }
+    return [head, el("div", { id: "model-calls" }, calls.map((c, i) => el("details", { class: "model-call", open: true, "data-stage": c.stage },
+      el("summary", {}, (i + 1) + ". " + c.stage + (c.model ? " · " + c.model : "") + (c.kind === "json" ? " · JSON" : "") +
+        (c.cached ? " · from the call cache" : "") + (c.truncated ? " · truncated" : "") + (c.error ? " · failed" : "")),
+      (c.messages || []).map((msg) => el("div", { class: "trace-msg role-" + msg.role }, el("div", { class: "trace-role" }, msg.role),
+        el("pre", { class: "call-content" }, msg.content || ""))),
+      c.reply !== null && c.reply !== undefined ? el("div", { class: "trace-msg role-reply" }, el("div", { class: "trace-role" }, "raw reply"),
+        el("pre", { class: "call-reply" }, c.reply)) : null,
+      c.error ? el("p", { class: "error-text" }, c.error) : null)))];
+  }
+
+  function templateSource(tpl) {
+    return [el("h3", {}, "Answer template"), el("div", { id: "template" },
+      el("p", { class: "muted", id: "template-note" }, tpl.note || "Template source not available."),
+      tpl.source ? el("details", { open: true }, el("summary", {}, "source"), el("pre", { id: "template-source" }, tpl.source)) : null)];
+  }
+
   async function renderResult(run, row) {
     const d = await api("runs/" + run + "/results/" + row);
     const r = d.result, m = r.metadata, t = r.template || {}, rb = r.rubric || {}, dj = r.deep_judgment || {}, djr = r.deep_judgment_rubric || {};
@@ -456,6 +483,7 @@
       return el("div", { class: "trace-msg role-" + role }, el("div", { class: "trace-role" }, role), el("div", { class: "trace-content" }, content || ""),
         Object.keys(extra).length ? el("pre", {}, JSON.stringify(extra, null, 2)) : null);
     }) : el("p", { class: "muted" }, "No trace recorded.")));
+    sections.push(...modelCalls(t.model_calls || [], m), ...templateSource(d.template_source || {}));
     const usage = t.usage_metadata || {};
     sections.push(el("h3", {}, "Tokens and timing"), el("table", { id: "usage" },
       el("tr", {}, el("th", {}, "stage"), el("th", { class: "num" }, "input"), el("th", { class: "num" }, "output"), el("th", { class: "num" }, "total"), el("th", {}, "model"),
