@@ -179,6 +179,10 @@ class RewardScorer:
             "evaluation_mode": "template_and_rubric"
             if reward_config.uses_rubric
             else "template_only",
+            # A trainer takes the reward, not a transcript: a judge prompt repeats
+            # the rollout, so recording calls would double what every /verify
+            # answer encodes. The reward config's verification can turn it on.
+            "record_model_calls": False,
             **reward_config.verification,
             "parsing_models": list(parsing_models),
             "parsing_only": True,

@@ -155,3 +155,15 @@ def test_trait_components_refuse_a_template_only_verification() -> None:
         RewardScorer(geo_benchmark(), [judge], config)
     with pytest.raises(ConfigError, match="request_timeout"):
         RewardScorer(geo_benchmark(), [judge], RewardConfig(verification={"request_timeout": -1}))
+
+
+def test_rewards_record_no_model_calls_unless_the_config_asks() -> None:
+    # A /verify answer carries the whole result: recorded calls (whose judge
+    # prompt repeats the rollout) would double what every answer encodes.
+    from verifleet.reward import RewardScorer
+    from verifleet.schemas import ModelConfig
+
+    judge = ModelConfig.parse("http://127.0.0.1:9/v1#judge")
+    assert RewardScorer(geo_benchmark(), [judge], RewardConfig()).config.record_model_calls is False
+    asked = RewardConfig(verification={"record_model_calls": True})
+    assert RewardScorer(geo_benchmark(), [judge], asked).config.record_model_calls is True
