@@ -25,7 +25,7 @@ log=.venv/install.log
 want=$(cat pyproject.toml setup.py scripts/install.sh | sha256sum | cut -d' ' -f1)
 # The stamp holds that hash and the extras installed with it: a full install also
 # satisfies --demo, and a full install after a --demo one installs the extras.
-read -r have_hash have_extras <"$stamp" 2>/dev/null || true
+{ read -r have_hash have_extras <"$stamp"; } 2>/dev/null || true  # none yet: a fresh venv
 [ "${have_extras:-}" != - ] || have_extras=""
 extras=$([ "$demo" = 1 ] || echo dev,embedding)
 if [ "${have_hash:-}" = "$want" ] && [ -n "${have_extras:-}" ]; then
