@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import json
+import math
+import multiprocessing
 import os
 import resource
 import signal
@@ -74,6 +77,27 @@ TEMPLATE = textwrap.dedent(
 
         def verify(self) -> bool:
             return self.city.strip().lower() == self.correct["city"].lower()
+    """
+)
+
+#: The ``/health`` prober: every 100 ms until its stdin says stop, one line per
+#: probe (milliseconds, or ``failed``), 10 s timeout.
+PROBER = textwrap.dedent(
+    """
+    import http.client, select, sys, time, urllib.parse
+    url = urllib.parse.urlsplit(sys.argv[1])
+    while not select.select([sys.stdin], [], [], 0.1)[0]:
+        began = time.perf_counter()
+        try:
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+            conn.request("GET", "/health")
+            reply = conn.getresponse()
+            reply.read()
+            conn.close()
+            ok = reply.status == 200
+        except OSError:
+            ok = False
+        print(f"{(time.perf_counter() - began) * 1000:.2f}" if ok else "failed", flush=True)
     """
 )
 
@@ -154,11 +178,11 @@ def _start_server(
         str(port),
         "--request-timeout",
         str(args.request_timeout),
-        "--max-inflight",
-        str(args.max_inflight),
         "--workers",
         str(args.workers),
     ]
+    if args.max_inflight is not None:
+        command += ["--max-inflight", str(args.max_inflight)]
     if args.redis:
         command += ["--redis", args.redis]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
@@ -207,6 +231,52 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def _descendants_cpu_seconds(root: int, skip: list[int]) -> float:
+    """CPU of every live process under ``root`` but ``skip`` (the server processes),
+    with their reaped children: the sandbox executors and their template processes."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo = 0, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        if pid not in skip:
+            total += sum(int(x) for x in stats[pid][11:15])
+    return total / TICKS
+
+
+def _runqueue_seconds(pids: list[int]) -> float:
+    """Seconds the processes were ready to run but waited for a CPU (``schedstat``):
+    what the machine's other load took from them."""
+    total = 0.0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _own_cpu_seconds() -> float:
+    """This process's CPU and its reaped children's: the clients and the prober."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _loadavg() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[0]
+
+
 def _peak_rss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -226,39 +296,26 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 
 async def _load(
-    base: str, bodies: list[dict[str, Any]], limit_s: float, expected: list[float] | None = None
+    base: str,
+    bodies: list[dict[str, Any]],
+    limit_s: float,
+    expected: list[float] | None = None,
+    began: float | None = None,
 ) -> dict[str, Any]:
+    """One client: every body at once on its own connection. ``began`` (a
+    ``time.perf_counter()``, system-wide on Linux) is the common start of all
+    clients."""
     statuses: Counter[str] = Counter()
     wrong = 0
     latencies: list[float] = []
-    health: list[float] = []
-    health_failed = 0
+    refused: list[float] = []
     within = 0
-    done = asyncio.Event()
-
-    async def probe(session: aiohttp.ClientSession) -> None:
-        nonlocal health_failed
-        while not done.is_set():
-            began = time.perf_counter()
-            try:
-                async with session.get(f"{base}/health") as reply:
-                    await reply.read()
-                    ok = reply.status == 200
-            except (aiohttp.ClientError, TimeoutError):
-                ok = False
-            if ok:
-                health.append((time.perf_counter() - began) * 1000)
-            else:
-                health_failed += 1
-            await asyncio.sleep(0.1)
+    waited_before = _runqueue_seconds([os.getpid()])
 
     timeout = aiohttp.ClientTimeout(total=limit_s * 3)
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
-    async with (
-        aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as prober,
-    ):
-        began = time.perf_counter()
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        began = time.perf_counter() if began is None else began
 
         async def one(index: int, body: dict[str, Any]) -> None:
             nonlocal within, wrong
@@ -275,25 +332,76 @@ async def _load(
             statuses[status] += 1
             if status in ("200", "503"):
                 latencies.append(elapsed * 1000)
+                if status == "503":
+                    refused.append(elapsed * 1000)
                 within += time.perf_counter() - began <= limit_s
 
-        probing = asyncio.ensure_future(probe(prober))
         await asyncio.gather(*(one(i, body) for i, body in enumerate(bodies)))
         wall = time.perf_counter() - began
-        done.set()
-        await probing
     return {
         "statuses": statuses,
-        "latencies": sorted(latencies),
-        "health": sorted(health),
-        "health_failed": health_failed,
+        "latencies": latencies,
+        "refused": refused,
         "within": within,
         "wall": wall,
         "wrong": wrong,
+        "waited": _runqueue_seconds([os.getpid()]) - waited_before,
     }
 
 
-def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tmp: Path) -> None:
+def _client(job: tuple[str, list[dict[str, Any]], float, list[float] | None, float]) -> Any:
+    base, bodies, limit_s, expected, began = job
+    return asyncio.run(_load(base, bodies, limit_s, expected, began))
+
+
+def _load_all(
+    base: str,
+    bodies: list[dict[str, Any]],
+    limit_s: float,
+    expected: list[float] | None,
+    clients: int,
+) -> dict[str, Any]:
+    """``bodies`` sent at once by ``clients`` client processes (round robin), while
+    a prober process probes ``/health``; the merged figures."""
+    # In its own process: a prober on a client's loop would wait behind thousands
+    # of coroutines and report the client's lag, not the server's.
+    prober = subprocess.Popen(
+        [sys.executable, "-c", PROBER, base], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    began = time.perf_counter()
+    jobs = [
+        (base, bodies[k::clients], limit_s, expected[k::clients] if expected else None, began)
+        for k in range(clients)
+    ]
+    if clients == 1:
+        parts = [_client(jobs[0])]
+    else:
+        # Forked after any event loop of this process has closed.
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(clients, mp_context=context) as pool:
+            parts = list(pool.map(_client, jobs))
+    out, _ = prober.communicate(b"stop\n", timeout=30)
+    lines = out.decode().split()
+    statuses: Counter[str] = Counter()
+    for part in parts:
+        statuses.update(part["statuses"])
+    return {
+        "statuses": statuses,
+        "latencies": sorted(x for part in parts for x in part["latencies"]),
+        "refused": sorted(x for part in parts for x in part["refused"]),
+        "health": sorted(float(x) for x in lines if x != "failed"),
+        "health_failed": lines.count("failed"),
+        "within": sum(part["within"] for part in parts),
+        "wall": max(part["wall"] for part in parts),
+        "wrong": sum(part["wrong"] for part in parts),
+        "client_waited": sum(part["waited"] for part in parts),
+    }
+
+
+def _run(
+    args: argparse.Namespace, scenario: str, level: int, judge: tuple[int, str], tmp: Path
+) -> None:
+    judge_pid, judge_url = judge
     reward = tmp / f"reward-{scenario}.json"
     reward.write_text(json.dumps(_reward_config(scenario, args.judge_timeout)))
     server, base = _start_server(args, tmp / "bench.yaml", reward, judge_url)
@@ -306,8 +414,11 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
                 {"question_id": f"q{q}", "response": f"Warm {tag}-{q}: the capital is Capital{q}."}
                 for q in range(args.questions)
             ]
-            asyncio.run(_load(base, warm, args.limit))
-        cpu_before = _cpu_seconds(pids)
+            _load_all(base, warm, args.limit, None, 1)
+        cpu_before, waited_before = _cpu_seconds(pids), _runqueue_seconds(pids)
+        client_before, judge_before = _own_cpu_seconds(), _cpu_seconds([judge_pid])
+        sandbox_before = _descendants_cpu_seconds(server.pid, pids)
+        load_before = _loadavg()
         bodies, expected = [], []
         for i in range(level):
             q = i % args.questions
@@ -317,8 +428,14 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
             expected.append(1.0 if i % 4 else 0.0)
         if scenario == "nojudge":
             expected = [1.0] * level  # every response is short: the regex trait holds
-        result = asyncio.run(_load(base, bodies, args.limit, expected))
+        clients = args.clients or max(1, math.ceil(level / 4000))
+        result = _load_all(base, bodies, args.limit, expected, clients)
         cpu = _cpu_seconds(pids) - cpu_before
+        waited = _runqueue_seconds(pids) - waited_before
+        client_cpu = _own_cpu_seconds() - client_before
+        judge_cpu = _cpu_seconds([judge_pid]) - judge_before
+        sandbox_cpu = _descendants_cpu_seconds(server.pid, pids) - sandbox_before
+        load_after = _loadavg()
         memory = _peak_rss_mb(pids)
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -334,7 +451,8 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
     ratio = f"{rate / ideal:.0%} of the judge-bound {ideal:.0f}/s" if scenario != "nojudge" else "-"
     print(
         f"\n== {scenario} c={level} workers={args.workers} latency={args.latency_ms:g}ms "
-        f"judge_concurrency={args.judge_concurrency} max_inflight={args.max_inflight}"
+        f"judge_concurrency={args.judge_concurrency} "
+        f"max_inflight={args.max_inflight or 'server default'}"
     )
     print(
         f"replies: {dict(sorted(statuses.items()))}  answered (200/503) {answered}/{level}; "
@@ -349,6 +467,12 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
         f"p50={_percentile(lat, 0.5):.0f} p90={_percentile(lat, 0.9):.0f} "
         f"p99={_percentile(lat, 0.99):.0f} max={lat[-1] if lat else float('nan'):.0f}"
     )
+    refused = result["refused"]
+    if refused:
+        print(
+            f"503 latency ms: p50={_percentile(refused, 0.5):.0f} "
+            f"p99={_percentile(refused, 0.99):.0f} max={refused[-1]:.0f}"
+        )
     print(
         f"/health ms while loaded: p50={_percentile(health, 0.5):.1f} "
         f"p99={_percentile(health, 0.99):.1f} max={health[-1] if health else float('nan'):.1f} "
@@ -358,7 +482,14 @@ def _run(args: argparse.Namespace, scenario: str, level: int, judge_url: str, tm
     per_ok = cpu / max(ok, 1) * 1000
     print(
         f"server CPU: {cpu:.2f}s = {per:.2f} ms per answered request, {per_ok:.2f} ms per "
-        f"200; peak memory {memory:.0f} MB"
+        f"200; peak memory {memory:.0f} MB; waited {waited:.1f}s for a CPU"
+    )
+    print(
+        f"sandbox CPU {sandbox_cpu:.1f}s = {sandbox_cpu / max(ok, 1) * 1000:.1f} ms per 200; "
+        f"client CPU {client_cpu:.1f}s in {clients} processes "
+        f"(waited {result['client_waited']:.1f}s for a CPU), "
+        f"judge CPU {judge_cpu:.1f}s; "
+        f"load average {load_before} -> {load_after}"
     )
 
 
@@ -375,11 +506,19 @@ def main(argv: list[str] | None = None) -> int:
         "--judge-concurrency", type=int, default=64, help="judge calls served at once (64)"
     )
     parser.add_argument("--questions", type=int, default=100, help="benchmark size")
-    parser.add_argument("--max-inflight", type=int, default=4096, help="server --max-inflight")
+    parser.add_argument(
+        "--max-inflight", type=int, default=None, help="server --max-inflight (its default)"
+    )
     parser.add_argument("--request-timeout", type=float, default=60.0, help="server deadline")
     parser.add_argument("--judge-timeout", type=float, default=5.0, help="judge call timeout")
     parser.add_argument("--slow-ms", type=float, default=30_000.0, help="a hanging judge call")
     parser.add_argument("--limit", type=float, default=60.0, help="answered-within bound (s)")
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="client processes (default one per 4,000 connections)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="server processes")
     parser.add_argument("--redis", default=None, help="shared judge cache (with --workers)")
     args = parser.parse_args(argv)
@@ -406,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
             judge, judge_url = _start_judge(args, scenario == "faults", tmp / "answers.json")
             try:
                 for level in levels:
-                    _run(args, scenario, level, judge_url, tmp)
+                    _run(args, scenario, level, (judge.pid, judge_url), tmp)
             finally:
                 judge.terminate()
                 judge.wait(timeout=10)

@@ -19,11 +19,15 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 #: up requests.
 DEFAULT_REQUEST_TIMEOUT = 300.0
 
-#: Rollouts scored at once. Each costs a few kilobytes and, with a judge, one open
-#: judge connection; 4,096 keeps a 50 ms judge busy far beyond what one server
-#: process scores per second, and answers the rest 503 at once.
-DEFAULT_MAX_INFLIGHT = 4096
+#: Rollouts scored at once. Every admitted rollout takes turns on the one event
+#: loop, so this bounds how long a loop turn (and a reply, a 503 or ``/health``
+#: included) can wait; the rest are answered 503 at once. 512 keeps the judge
+#: calls' default cap (256 per model) full with room for the sandbox steps: one
+#: process scores a few hundred rollouts per second, so a larger limit only adds
+#: queueing (measured at 16,000 connections: with 4,096, judge calls timed out
+#: behind the backlog and a fifth of the requests waited past 60 s).
+DEFAULT_MAX_INFLIGHT = 512
 
-#: Rollouts one batch may carry: a typical RL step's batch, well under the
-#: default ``--max-inflight`` (a batch is admitted whole or not at all).
-DEFAULT_MAX_BATCH = 1024
+#: Rollouts one batch may carry: well under the default ``--max-inflight`` (a
+#: batch is admitted whole or not at all); larger RL steps send several batches.
+DEFAULT_MAX_BATCH = 256

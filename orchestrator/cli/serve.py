@@ -38,6 +38,7 @@ from .._serve_defaults import (
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_REQUEST_TIMEOUT,
 )
+from .._serve_heap import settle_heap
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .cache import open_cache
 from .config import LOCAL, add_cost_arguments, apply_cost_arguments, missing_credentials
@@ -421,7 +422,9 @@ def worker_app() -> FastAPI:
     # The process lives as long as the server: nothing to close before exit.
     stack = contextlib.ExitStack()
     scorer = reward_setup(args, stack, redis_url=args.redis, models=models)
-    return _app(args, scorer)
+    app = _app(args, scorer)
+    settle_heap()
+    return app
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -459,5 +462,7 @@ def _serve(args: argparse.Namespace) -> int:
                 **options,
             )
         else:
-            uvicorn.run(_app(args, scorer), **options)
+            app = _app(args, scorer)
+            settle_heap()
+            uvicorn.run(app, **options)
     return 0

@@ -1,0 +1,32 @@
+"""The reward server's garbage collector, set for a long-lived process that
+allocates a few hundred short-lived objects per request.
+
+Measured (``/verify`` without a judge, through the app, 400 at once): the server
+holds ~230,000 long-lived objects once the benchmark, the templates and the
+libraries are loaded, and every full collection walked them all: collections
+took 0.1-0.6 ms per request, more than the rest of the request's CPU at times
+(0.4-1.0 ms per request, varying with where the collections fell; 0.35-0.45 ms
+with the heap frozen).
+"""
+
+from __future__ import annotations
+
+import gc
+
+__all__ = ["GEN0_THRESHOLD", "settle_heap"]
+
+#: Allocations between two young-generation collections (CPython's default is
+#: 700: several collections per request).
+GEN0_THRESHOLD = 10_000
+
+
+def settle_heap() -> None:
+    """Collect once, then move every object alive now out of the collector's
+    reach (``gc.freeze``): what is loaded at start-up lives as long as the
+    process, so later collections need not walk it. Call it once the service is
+    built, just before serving; objects frozen are never freed, so not from a
+    process that builds many services (tests). Never raises."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GEN0_THRESHOLD, middle, old)
