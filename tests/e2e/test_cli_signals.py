@@ -67,13 +67,20 @@ def test_run_with_the_local_model_stops_every_child_and_keeps_the_journal(
         proc.kill()
         raise
     commands = " | ".join(cmd for _pid, _start, cmd in started)
-    assert "llama-server" in commands, commands
+    assert any(_serves_the_model(cmd) for _pid, _start, cmd in started), commands
     assert "verifleet.sandbox._executor" in commands, commands
     stderr = _stop(proc, sig)
     assert proc.returncode == 128 + sig, stderr[-3000:]
     assert "interrupted" in stderr and "Traceback" not in stderr, stderr[-3000:]
     assert still_running(started) == []
     assert journal.read_text().count("\n") >= 1  # what was done is kept
+
+
+def _serves_the_model(command: str) -> bool:
+    """The local model's server process, whichever runtime serves it: the
+    prebuilt one (a Python process around the xllamacpp wheel's server) or the
+    compiled llama-server."""
+    return "llama-server" in command or "_localllm.prebuilt_server" in command
 
 
 def _read_lines(stream: IO[str] | None, into: queue.Queue[str]) -> None:
@@ -107,7 +114,7 @@ def test_llm_serve_stops_its_llama_server(sig: signal.Signals) -> None:
     except BaseException:
         proc.kill()
         raise
-    assert any("llama-server" in cmd for _pid, _start, cmd in started), started
+    assert any(_serves_the_model(cmd) for _pid, _start, cmd in started), started
     proc.send_signal(sig)
     try:
         proc.wait(timeout=120)
@@ -117,5 +124,9 @@ def test_llm_serve_stops_its_llama_server(sig: signal.Signals) -> None:
     assert proc.stderr is not None
     assert proc.returncode == 0, proc.stderr.read()[-3000:]
     assert still_running(started) == []
-    with socket.socket() as probe:  # the port is free again
+    with socket.socket() as probe:  # the port is free again for a new server
+        # as servers bind (llama-server too): connections the stopped server
+        # closed may linger in TIME_WAIT, which holds no process and no port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", port))
+        probe.listen()
