@@ -1,4 +1,4 @@
-"""Two checkouts' ``bench/overhead.py`` side by side, interleaved A/B/A/B.
+"""Two checkouts' ``bench/overhead.py`` side by side, interleaved old, new, new, old, ...
 
 Usage::
 
