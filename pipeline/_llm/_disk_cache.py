@@ -11,6 +11,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,30 @@ def default_cache_dir() -> Path:
     """``VERIFLEET_CACHE_DIR``, else ``~/.cache/verifleet``."""
     configured = os.environ.get("VERIFLEET_CACHE_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "verifleet"
+
+
+def _set_up(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS calls "
+        "(key TEXT PRIMARY KEY, value BLOB NOT NULL, created REAL NOT NULL)"
+    )
+    db.execute("CREATE INDEX IF NOT EXISTS calls_created ON calls (created)")
+    db.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER)")
+
+
+def _retry_locked(action: Callable[[], None], *, seconds: float = 30.0) -> None:
+    """Run ``action``, again while SQLite says the file is locked (up to
+    ``seconds``); its last error otherwise."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            action()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class DiskCallCache:
@@ -57,6 +82,8 @@ class DiskCallCache:
         self.ttl_seconds = ttl_seconds
         self._local = threading.local()
         self._lock = threading.Lock()
+        self._setup_lock = threading.Lock()
+        self._set_up = False
         self._writes = 0
 
     def _db(self) -> sqlite3.Connection:
@@ -64,13 +91,15 @@ class DiskCallCache:
         if db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS calls "
-                "(key TEXT PRIMARY KEY, value BLOB NOT NULL, created REAL NOT NULL)"
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS calls_created ON calls (created)")
-            db.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER)")
+            # Threads (and processes) opening a new file at once raced here:
+            # switching to WAL answers "database is locked" at once, without
+            # waiting, and a reward run scored that call as failed. One thread
+            # of this process sets the file up; another process doing the same
+            # is waited for.
+            with self._setup_lock:
+                if not self._set_up:
+                    _retry_locked(lambda: _set_up(db))
+                    self._set_up = True
             self._local.db = db
         return db
 
