@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -31,6 +32,8 @@ from verifleet.schemas import ModelConfig
 from .._bridge import call_blocking
 from .._llm_protocol import ChatCaller, Message
 from ._usage import UsageTracker
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["NOT_IN_KEY", "CachingCaller", "CallCache", "call_key"]
 
@@ -59,9 +62,9 @@ ANSWER_STAGE = "answer_generation"
 
 @runtime_checkable
 class CallCache(Protocol):
-    """Where cached replies live. Implementations are thread-safe and never
-    raise on a lookup that fails for infrastructure reasons only when they say
-    so; a missing or expired entry is ``None``."""
+    """Where cached replies live. Implementations are thread-safe; a missing or
+    expired entry is ``None``. They may raise when their store fails (a locked
+    file, Redis away): :class:`CachingCaller` then calls the model instead."""
 
     def get(self, key: str) -> bytes | None:
         """The entry stored under ``key`` (counted as a hit), or None (a miss)."""
@@ -109,6 +112,16 @@ def call_key(
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _unusable(what: str, exc: Exception) -> None:
+    """A cache is a saving, never a verdict: a store that fails to read is a miss
+    (the model is called) and one that fails to write keeps nothing. Before this,
+    a locked SQLite file failed the judge call and a reward run scored a correct
+    rollout 0.0."""
+    _log.warning(
+        "call cache %s failed (%s: %s); calling the model instead", what, type(exc).__name__, exc
+    )
+
+
 class CachingCaller:
     """A :class:`~verifleet.pipeline.ChatCaller` that answers from ``cache`` when it
     can and otherwise calls through a caller built by ``build`` (one per call, on
@@ -143,7 +156,11 @@ class CachingCaller:
 
     def _lookup(self, key: str, stage: str) -> Any:
         # A blocking store (SQLite, sync Redis) off the event loop in bridged code.
-        blob = call_blocking(lambda: self._cache.get(key))
+        try:
+            blob = call_blocking(lambda: self._cache.get(key))
+        except Exception as exc:  # any store failure: see _unusable
+            _unusable("read", exc)
+            return None
         if blob is None:
             return None
         try:
@@ -166,7 +183,10 @@ class CachingCaller:
         if reply and not own.incomplete:
             usage = entry or {"model": self.model_name}
             blob = json.dumps({"reply": reply, "usage": usage}).encode()
-            call_blocking(lambda: self._cache.put(key, blob))
+            try:
+                call_blocking(lambda: self._cache.put(key, blob))
+            except Exception as exc:  # any store failure: see _unusable
+                _unusable("write", exc)
         return reply
 
     def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
