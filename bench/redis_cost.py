@@ -14,11 +14,7 @@ RESETSTAT``), runs the measured job and prints, per unit:
   the server's own housekeeping over the run, so an idle second counts too);
 - commands executed (the sum of ``INFO commandstats`` calls: a Lua script is one
   ``evalsha`` plus the commands it runs, which are listed as well);
-- the commands that took most of the server's time (``usec`` per unit);
-- the server's CPU while the fleet is connected and idle (measured for
-  ``--idle`` seconds before the job), and the CPU per unit above that: the
-  idle part is spread over fewer units the slower the fleet, so the CPU above
-  idle is closer to what a unit costs on a fleet much faster than this one.
+- the commands that took most of the server's time (``usec`` per unit).
 
 One Redis core serves about 1,000,000 / (CPU µs per unit) units/s whatever the
 number of workers: that is the fleet's ceiling. Nothing is asserted; the script
@@ -65,9 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=32, help="threads per worker")
     parser.add_argument("--replicates", type=int, default=10, help="units per question")
     parser.add_argument("--top", type=int, default=12, help="commands listed")
-    parser.add_argument(
-        "--idle", type=float, default=10.0, help="seconds the idle fleet is measured before the job"
-    )
     args = parser.parse_args(argv)
     print(machine_line())
     warm_n = 64
@@ -84,22 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         Job.submit(warm, fleet_config(endpoint.base_url), server.url).wait(poll=0.1)
         client = server.client()
         assert server.proc is not None
-        # What the server spends with the fleet connected and nothing to do
-        # (its own cron, heartbeats, the feeders' looks at their queues).
-        time.sleep(1.0)
-        idle0, idle_start = cpu_seconds(server.proc.pid), time.perf_counter()
-        time.sleep(args.idle)
-        idle_rate = (cpu_seconds(server.proc.pid) - idle0) / (time.perf_counter() - idle_start)
         client.config_resetstat()
         cpu0, start = cpu_seconds(server.proc.pid), time.perf_counter()
         progress = Job.submit(bench, config, server.url).wait(poll=0.1)
         wall = time.perf_counter() - start
         cpu = cpu_seconds(server.proc.pid) - cpu0
         stats = _commandstats(client)
-        windows = [
-            {k.decode(): round(float(v), 1) for k, v in client.hgetall(key).items()}
-            for key in client.scan_iter(match="vf:limit:*:window")
-        ]
     n = progress.done_units
     calls = sum(c for c, _u in stats.values())
     usec = sum(u for _c, u in stats.values())
@@ -111,13 +94,6 @@ def main(argv: list[str] | None = None) -> int:
         f"redis-server CPU {cpu / n * 1e6:7.0f} us/unit  (-> ~{n / cpu:,.0f} units/s per Redis "
         f"core)  commands {calls / n:6.1f}/unit  command time {usec / n:6.0f} us/unit"
     )
-    above = cpu - idle_rate * wall
-    print(
-        f"idle fleet: redis-server CPU {idle_rate * 1000:.1f} ms/s; above idle over the job: "
-        f"{above / n * 1e6:.0f} us/unit (-> ~{n / max(above, 1e-9):,.0f} units/s per Redis core)"
-    )
-    load = Path("/proc/loadavg").read_text().split()[:3]
-    print(f"load avg after: {', '.join(load)}; endpoint windows after: {windows}")
     print(f"{'command':<22} {'calls/unit':>10} {'us/unit':>9} {'us/call':>8}")
     for name, (c, u) in sorted(stats.items(), key=lambda kv: -kv[1][1])[: args.top]:
         print(f"{name:<22} {c / n:10.2f} {u / n:9.1f} {u / max(c, 1):8.1f}")

@@ -7,24 +7,12 @@ expires) holds the calls in flight, a hash holds the adaptive window
 (:class:`~verifleet.limits.Window`'s fields), a sorted set of call start times
 over the last minute caps requests per minute, and a sorted set of the calls'
 start times with a hash of their tokens (and the window's running total) caps
-tokens per minute.
-
-An endpoint limited by its window alone (the default: no per-minute budget)
-leases its slots to each worker process in batches (:mod:`._pool`): the
-process's threads take and give back slots without a round trip, and one Lua
-script now and then renews the lease, carrying the outcomes of the calls that
-ended meanwhile, which move the window in the order they ended; leased slots
-count as taken fleet-wide. That took the limiter from four scripts per unit of
-two model calls (one to take a slot, one to give it back, per call) to a few
-per second per process (``bench/redis_cost.py``).
-
-An endpoint with a requests- or tokens-per-minute budget counts every call's
-start and tokens: taking a slot is one Lua script and giving it back is another
+tokens per minute. Taking a slot is one Lua script and giving it back is another
 (:mod:`._redis_scripts`): it settles the call's tokens, sets a ``Retry-After``
 pause and moves the window by the call's outcome, so every worker sees one
-controller per endpoint. A lease that a dead worker never released (a call's or
-a process's) expires after ``lease_seconds`` (the request timeout plus a
-margin), and the next acquire or renewal drops it.
+controller per endpoint. A lease that a dead worker never released expires
+after ``lease_seconds`` (the request timeout plus a margin), and the next acquire
+drops it.
 
 A call that finds the window full blocks on a Redis list (``BLPOP``) that every
 release pushes to, instead of polling: measured here, threads polling every
@@ -51,9 +39,8 @@ from verifleet.schemas import ModelConfig
 
 from ._base import EndpointGate, GateSlot
 from ._policy import POLICY, AdaptivePolicy, EndpointLimits, Window
-from ._pool import Lease, LeaseReply, SlotPool
 from ._protocol import NoCapacityError, Slot
-from ._redis_scripts import ACQUIRE, LEASE, RELEASE, WINDOW, WINDOW_STATE
+from ._redis_scripts import ACQUIRE, RELEASE, WINDOW, WINDOW_STATE
 
 __all__ = ["RedisCallGate", "Spend"]
 
@@ -64,10 +51,6 @@ class Spend(NamedTuple):
     call: str
     start_ms: int  # Redis's clock
     tokens: int  # the estimate while in flight, the reported usage after
-
-
-_PER_CALL = ("leases", "starts", "window", "spends", "spent", "pause")
-_POOLED = ("pool", "held", "starving", "busy")
 
 
 class _Turn:
@@ -108,8 +91,6 @@ class RedisCallGate(EndpointGate):
         prefix: Key prefix.
         sleep: Sleep between attempts while a minute's budget is spent.
         policy: The adaptive window's constants.
-        sync_interval: Seconds between two renewals of this process's lease of
-            an endpoint's slots while its calls end (see :mod:`._pool`).
 
     Redis errors (unreachable, script errors) propagate from entering and from
     leaving the gate.
@@ -124,7 +105,6 @@ class RedisCallGate(EndpointGate):
         prefix: str = "vf",
         sleep: Callable[[float], None] = time.sleep,
         policy: AdaptivePolicy = POLICY,
-        sync_interval: float = 0.25,
     ) -> None:
         self._client = client
         self._lease_ms = int(lease_seconds * 1000)
@@ -145,18 +125,13 @@ class RedisCallGate(EndpointGate):
         ]
         self._waiters: dict[str, _Turn] = {}
         self._waiters_lock = threading.Lock()
-        self._owner = uuid.uuid4().hex
-        self._sync_interval = sync_interval
-        self._pools: dict[str, SlotPool] = {}
-        self._pool_limits: dict[str, EndpointLimits] = {}
-        self._lease = client.register_script(LEASE)
         self._acquire = client.register_script(ACQUIRE)
         self._release = client.register_script(RELEASE)
         self._window = client.register_script(WINDOW)
 
     def _keys(self, limits: EndpointLimits) -> dict[str, str]:
         base = f"{self._prefix}:limit:{limits.key}"
-        names = (*_PER_CALL, "free", *_POOLED)
+        names = ("leases", "starts", "window", "free", "spends", "spent", "pause")
         return {name: f"{base}:{name}" for name in names}
 
     def spends(self, model: ModelConfig) -> list[Spend]:
@@ -187,9 +162,6 @@ class RedisCallGate(EndpointGate):
         limits = EndpointLimits.of(model)
         if limits is None or not limits.ceiling or not limits.adaptive:
             return None
-        pool = self._pools.get(limits.key)
-        if pool is not None:
-            pool.sync()  # this process's outcomes so far move the window first
         raw = self._client.hmget(self._keys(limits)["window"], list(WINDOW_STATE))
         size, peak, base, smooth, shrunk = (None if v is None else float(v) for v in raw)
         window = Window()
@@ -203,9 +175,7 @@ class RedisCallGate(EndpointGate):
         return window
 
     def in_flight(self, model: ModelConfig) -> int:
-        """Slots of ``model``'s endpoint taken now, fleet-wide: the calls holding
-        a lease of their own and the slots leased to worker processes (each of
-        those a call in flight or one a process keeps for its next call).
+        """Calls of ``model``'s endpoint holding a lease now, fleet-wide.
 
         Raises:
             redis.RedisError: Redis is unreachable.
@@ -213,12 +183,7 @@ class RedisCallGate(EndpointGate):
         limits = EndpointLimits.of(model)
         if limits is None:
             return 0
-        keys = self._keys(limits)
-        pipe = self._client.pipeline(transaction=False)
-        pipe.zcard(keys["leases"])
-        pipe.hvals(keys["held"])
-        calls, held = pipe.execute()
-        return int(calls) + sum(int(n) for n in held)
+        return int(self._client.zcard(self._keys(limits)["leases"]))
 
     def _wait_for_release(self, free_key: str, left: float) -> None:
         """Wait (at most ``left`` seconds) until a call of the endpoint whose
@@ -252,75 +217,8 @@ class RedisCallGate(EndpointGate):
                 turn.busy = False
                 turn.cond.notify()
 
-    def _slot(self, limits: EndpointLimits, tokens: int) -> contextlib.AbstractContextManager[Slot]:
-        if limits.requests_per_minute or limits.tokens_per_minute:
-            return self._per_call(limits, tokens)
-        return self._pooled(limits)
-
-    def _pool(self, limits: EndpointLimits) -> SlotPool:
-        with self._waiters_lock:
-            self._pool_limits[limits.key] = limits  # a lowered cap applies at the next renewal
-            pool = self._pools.get(limits.key)
-            if pool is None:
-                keys = self._keys(limits)
-                pool = self._pools[limits.key] = SlotPool(
-                    lambda lease: self._renew(limits.key, keys, lease),
-                    lambda left: self._wait_for_release(keys["free"], left),
-                    sync_interval=self._sync_interval,
-                    lease_seconds=self._lease_ms / 1000,
-                )
-            return pool
-
-    def _renew(self, key: str, keys: dict[str, str], lease: Lease) -> LeaseReply:
-        """One ``LEASE`` round trip for this process's slots of one endpoint."""
-        limits = self._pool_limits[key]
-        args: list[str | int | float] = [
-            self._owner,
-            self._lease_ms,
-            limits.ceiling,
-            1 if limits.adaptive else 0,
-            *self._policy_args,
-            lease.want,
-            lease.busy,
-            lease.extra,
-        ]
-        for outcome in lease.outcomes:
-            args.extend(outcome)
-        names = ("leases", "window", "free", "pause", "pool", "held", "starving", "busy")
-        held, allowed, _limit, shrunk, pause_ms = self._lease(
-            keys=[keys[k] for k in names], args=args
-        )
-        return LeaseReply(int(held), int(allowed), _text(shrunk), max(0, int(pause_ms)) / 1000)
-
     @contextlib.contextmanager
-    def _pooled(self, limits: EndpointLimits) -> Iterator[Slot]:
-        """A slot from this process's lease of the endpoint's slots (a window
-        and no per-minute budget: the default)."""
-        pool = self._pool(limits)
-        known = pool.enter(time.monotonic() + self._max_wait)
-        if known is None:
-            raise NoCapacityError(
-                f"no capacity on the endpoint within {self._max_wait:.0f}s "
-                f"(window {limits.ceiling} at most)"
-            )
-        slot = GateSlot()
-        started = time.monotonic()
-        outcome = 0
-        try:
-            yield slot
-        except BaseException:
-            outcome = 2
-            raise
-        finally:
-            if slot.pushed_back:
-                outcome = 1
-            latency_ms = (time.monotonic() - started) * 1000
-            pool.leave(outcome, latency_ms, known or "-1", int(slot.pause * 1000))
-
-    @contextlib.contextmanager
-    def _per_call(self, limits: EndpointLimits, tokens: int) -> Iterator[Slot]:
-        """A slot of its own for one call (an endpoint with a per-minute
-        budget: each call's start and tokens are counted)."""
+    def _slot(self, limits: EndpointLimits, tokens: int) -> Iterator[Slot]:
         keys = self._keys(limits)
         slot = GateSlot(uuid.uuid4().hex)
         cap = limits.ceiling
@@ -336,7 +234,7 @@ class RedisCallGate(EndpointGate):
             adaptive,
             self._policy.initial,
         ]
-        acquire_keys = [keys[k] for k in (*_PER_CALL, *_POOLED)]
+        acquire_keys = [keys[k] for k in ("leases", "starts", "window", "spends", "spent", "pause")]
         give_up = time.monotonic() + self._max_wait
         while True:
             wait_ms = int(self._acquire(keys=acquire_keys, args=args))
@@ -368,9 +266,7 @@ class RedisCallGate(EndpointGate):
             pause_ms = int(slot.pause * 1000)
             if cap or (tpm and used >= 0) or pause_ms:
                 self._release(
-                    keys=[
-                        keys[k] for k in ("leases", "window", "free", "spent", "pause", *_POOLED)
-                    ],
+                    keys=[keys[k] for k in ("leases", "window", "free", "spent", "pause")],
                     args=[
                         slot.call,
                         cap,

@@ -107,15 +107,11 @@ class QueueFeeder:
         pipe = self.client.pipeline(transaction=False)
         pipe.get(self._given)
         pipe.llen(self.queue)
-        pipe.zcard(self.schedule.key(self.queue))
-        given, backlog, scheduled = pipe.execute()
+        given, backlog = pipe.execute()
         backlog = int(backlog)
         self._observe(int(given or 0) - backlog)
         depth = self.depth
-        # Nothing scheduled (an idle fleet, or every unit given out already):
-        # no lock and no claim, which cost an idle fleet two scripts per feeder
-        # every turn.
-        if backlog >= depth // 2 or not int(scheduled):
+        if backlog >= depth // 2:
             return 0
         token = secrets.token_hex(8)
         if not self.client.set(self._lock, token, nx=True, px=10_000):

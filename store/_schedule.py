@@ -45,16 +45,12 @@ return 1
 # how many units, the key prefix of jobs ('<prefix>:job:'). Returns a flat list:
 # job id, position, ...
 # Meta keys are built here (one Redis server, not a cluster).
-# The job with the lowest pass gives units for as long as it would stay first
-# (its pass below the next job's, or equal and its id first, as ZRANGE orders
-# ties), in one run: its cursor and pass are written once per run, not once per
-# unit, with the pass grown by 1 / weight per unit exactly as unit by unit.
 _CLAIM = """
 local out = {}
 local n = tonumber(ARGV[1])
 local vt = nil
 while n > 0 do
-  local top = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
+  local top = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if #top == 0 then break end
   local job, pass = top[1], tonumber(top[2])
   local meta = ARGV[2] .. job .. ':meta'
@@ -66,22 +62,16 @@ while n > 0 do
   else
     local weight = tonumber(m[4] or '1')
     if not weight or weight <= 0 then weight = 1 end
-    local next_job, next_pass = top[3], tonumber(top[4])
-    repeat
-      out[#out + 1] = job
-      out[#out + 1] = cursor
-      cursor = cursor + 1
-      vt = pass
-      pass = pass + 1 / weight
-      n = n - 1
-    until n <= 0 or cursor >= total or (next_job ~= nil and
-      (pass > next_pass or (pass == next_pass and job > next_job)))
-    redis.call('HSET', meta, 'cursor', cursor)
-    if cursor >= total then
+    out[#out + 1] = job
+    out[#out + 1] = cursor
+    redis.call('HSET', meta, 'cursor', cursor + 1)
+    vt = pass
+    if cursor + 1 >= total then
       redis.call('ZREM', KEYS[1], job)
     else
-      redis.call('ZADD', KEYS[1], pass, job)
+      redis.call('ZADD', KEYS[1], pass + 1 / weight, job)
     end
+    n = n - 1
   end
 end
 if vt then redis.call('SET', KEYS[2], tostring(vt)) end
