@@ -76,7 +76,14 @@ from ._reverify import (
     stored_answer,
 )
 from ._run import run_unit, verify_question
-from ._scenario import ScenarioReplay, ScenarioRun, evaluate_outcomes, next_edge, run_scenario
+from ._scenario import (
+    ScenarioReplay,
+    ScenarioRun,
+    evaluate_outcomes,
+    next_edge,
+    run_scenario,
+    run_scenario_unit,
+)
 from ._stage import Stage, StageFailure
 
 # --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
@@ -151,6 +158,7 @@ __all__ = [
     "reverify_unit",
     "run_bridged",
     "run_scenario",
+    "run_scenario_unit",
     "run_unit",
     "sandbox_failure",
     "search_function",

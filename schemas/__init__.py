@@ -130,7 +130,7 @@ from ._results import (
 )
 
 # --- the unit of work and the keys of its results ----------------------------------
-from ._unit import JobSpec, ResultIdentity, Unit, result_template_id
+from ._unit import JobSpec, ResultIdentity, ScenarioUnit, Unit, result_template_id
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -200,6 +200,7 @@ __all__ = [
     "ScenarioStatus",
     "ScenarioTerminalFailure",
     "ScenarioTurnRecord",
+    "ScenarioUnit",
     "StateUpdate",
     "TemplateResults",
     "TemplateValidationError",

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from ._benchmark import Benchmark, Question
     from ._config import ModelConfig, VerificationConfig
     from ._results import VerificationResult
+    from ._scenario import ScenarioDefinition
 
-__all__ = ["JobSpec", "ResultIdentity", "Unit", "result_template_id"]
+__all__ = ["JobSpec", "ResultIdentity", "ScenarioUnit", "Unit", "result_template_id"]
 
 
 def result_template_id(question: Question, config: VerificationConfig) -> str:
@@ -117,6 +118,15 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class ScenarioUnit:
+    """One (scenario, answering model, replicate): all its turns run in one task."""
+
+    scenario: ScenarioDefinition
+    answering: ModelConfig
+    replicate: int
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A job's benchmark and config: what every unit of it is run against."""
 
@@ -138,6 +148,27 @@ class JobSpec:
             self.config.answering_models[answering_index],
             replicate,
         )
+
+    def scenario_unit_at(
+        self, scenario_index: int, answering_index: int, replicate: int
+    ) -> ScenarioUnit:
+        """The scenario unit a task message names by position.
+
+        Raises:
+            IndexError: a position outside the benchmark or the config.
+        """
+        return ScenarioUnit(
+            self.benchmark.scenarios[scenario_index],
+            self.config.answering_models[answering_index],
+            replicate,
+        )
+
+    def scenario_units(self) -> Iterator[ScenarioUnit]:
+        """Every scenario unit of the job, scenario-major."""
+        for scenario in self.benchmark.scenarios:
+            for answering in self.config.answering_models:
+                for replicate in range(1, self.config.replicate_count + 1):
+                    yield ScenarioUnit(scenario, answering, replicate)
 
     def units(self) -> Iterator[Unit]:
         """Every question unit of the job lazily, question-major (a job of a

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verifleet.schemas import (
     JobSpec,
     ModelConfig,
     ResultIdentity,
+    ScenarioUnit,
     Unit,
     VerificationConfig,
     compute_unit_key,
@@ -38,15 +38,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ScenarioUnit:
-    """One (scenario, answering model, replicate): all its turns run in one task."""
-
-    scenario: ScenarioDefinition
-    answering: ModelConfig
-    replicate: int
-
-
 def count_units(benchmark: Benchmark, config: VerificationConfig) -> int:
     """How many units a job has: questions and scenarios, × models × replicates."""
     per_item = len(config.answering_models) * config.replicate_count
@@ -57,10 +48,7 @@ def expand_scenario_units(
     benchmark: Benchmark, config: VerificationConfig
 ) -> Iterator[ScenarioUnit]:
     """Every scenario unit of the job, scenario-major."""
-    for scenario in benchmark.scenarios:
-        for answering in config.answering_models:
-            for replicate in range(1, config.replicate_count + 1):
-                yield ScenarioUnit(scenario=scenario, answering=answering, replicate=replicate)
+    return JobSpec(benchmark, config).scenario_units()
 
 
 def _scenario_version(scenario: ScenarioDefinition) -> str:

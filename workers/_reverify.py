@@ -13,7 +13,7 @@ from verifleet.pipeline import (
     ScenarioRun,
     group_stored_scenarios,
     reverify_unit,
-    run_scenario,
+    run_scenario_unit,
 )
 from verifleet.pipeline._reverify import StoredUnitKey
 from verifleet.schemas import VerificationResult
@@ -68,18 +68,8 @@ def reverify_fleet_scenario(
     assert source_id is not None
     key = (unit.scenario.id, unit.answering.identity().canonical_key, unit.replicate)
     turns = _stored_runs(store, source_id).get(key, [])
-    return run_scenario(
-        unit.scenario,
-        unit.answering,
-        spec.config.parsing_models,
-        spec.config,
-        replicate=unit.replicate,
-        global_rubric=spec.benchmark.global_rubric,
-        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
-        resources=resources,
-        deadline=deadline,
-        replay=ScenarioReplay(turns=turns, source=f"job:{source_id}"),
-    )
+    replay = ScenarioReplay(turns=turns, source=f"job:{source_id}")
+    return run_scenario_unit(unit, spec, resources, deadline=deadline, replay=replay)
 
 
 def reverify_fleet_unit(

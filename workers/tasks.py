@@ -23,7 +23,7 @@ import redis
 from celery import Task, signals
 
 from verifleet.limits import RedisCallGate
-from verifleet.pipeline import PipelineResources, failed_results, run_scenario, run_unit
+from verifleet.pipeline import PipelineResources, failed_results, run_scenario_unit, run_unit
 from verifleet.schemas import (
     ScenarioExecutionResult,
     ScenarioTerminalFailure,
@@ -40,7 +40,6 @@ from verifleet.store import (
     RedisCallCache,
     RedisTarget,
     ResultStore,
-    ScenarioUnit,
     Unit,
     scenario_result_keys,
     scenario_unit_key,
@@ -409,11 +408,7 @@ def _run_scenario(
     spec = _job_spec(state, job_id, deadline)
     if spec is None:
         return "unknown-job"
-    unit = ScenarioUnit(
-        scenario=spec.benchmark.scenarios[scenario_index],
-        answering=spec.config.answering_models[answering_index],
-        replicate=replicate,
-    )
+    unit = spec.scenario_unit_at(scenario_index, answering_index, replicate)
     key = scenario_unit_key(unit, job_id=job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
@@ -448,19 +443,9 @@ def _run_scenario(
                     deadline=deadline,
                 )
             else:
-                run = run_scenario(
-                    unit.scenario,
-                    unit.answering,
-                    spec.config.parsing_models,
-                    spec.config,
-                    replicate=replicate,
-                    global_rubric=spec.benchmark.global_rubric,
-                    global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
-                    resources=state.resources,
-                    deadline=deadline,
-                )
+                run = run_scenario_unit(unit, spec, state.resources, deadline=deadline)
         outcome = run.scenario_result
-        assert outcome is not None  # run_scenario always sets it
+        assert outcome is not None  # run_scenario_unit always sets it
         keys = scenario_result_keys(run.results, job_id=job_id)
         _until_redis_answers(
             lambda: store.write_scenario_unit(job_id, key, outcome, run.results, keys),

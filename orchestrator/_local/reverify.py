@@ -15,7 +15,7 @@ from verifleet.pipeline import (
     group_stored,
     group_stored_scenarios,
     reverify_unit,
-    run_scenario,
+    run_scenario_unit,
 )
 from verifleet.pipeline._reverify import StoredUnitKey
 from verifleet.schemas import (
@@ -128,17 +128,8 @@ class ReverifyRunner(LocalRunner):
         yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
-        return run_scenario(
-            unit.scenario,
-            unit.answering,
-            self.config.parsing_models,
-            self.config,
-            replicate=unit.replicate,
-            global_rubric=self.benchmark.global_rubric,
-            global_dynamic_rubric=self.benchmark.global_dynamic_rubric,
-            resources=self.resources,
-            replay=ScenarioReplay(turns=self._runs[self._run_keys[id(unit)]], source=self.source),
-        )
+        replay = ScenarioReplay(turns=self._runs[self._run_keys[id(unit)]], source=self.source)
+        return run_scenario_unit(unit, self.spec, self.resources, replay=replay)
 
     def answering_models(self) -> list[ModelConfig]:
         """The answering models of the stored units."""

@@ -21,7 +21,7 @@ from verifleet.pipeline import (
     PipelineResources,
     ScenarioRun,
     failed_results,
-    run_scenario,
+    run_scenario_unit,
     run_unit,
 )
 from verifleet.schemas import (
@@ -140,16 +140,7 @@ class LocalRunner:
         yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
-        return run_scenario(
-            unit.scenario,
-            unit.answering,
-            self.config.parsing_models,
-            self.config,
-            replicate=unit.replicate,
-            global_rubric=self.benchmark.global_rubric,
-            global_dynamic_rubric=self.benchmark.global_dynamic_rubric,
-            resources=self.resources,
-        )
+        return run_scenario_unit(unit, self.spec, self.resources)
 
     def count_units(self) -> int:
         """How many question units the job has."""

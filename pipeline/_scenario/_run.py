@@ -17,6 +17,7 @@ from typing import Any
 from verifleet.schemas import (
     END,
     DynamicRubric,
+    JobSpec,
     ModelConfig,
     Rubric,
     ScenarioDefinition,
@@ -25,6 +26,7 @@ from verifleet.schemas import (
     ScenarioStatus,
     ScenarioTerminalFailure,
     ScenarioTurnRecord,
+    ScenarioUnit,
     VerificationConfig,
     VerificationResult,
     merge_dynamic_rubrics,
@@ -37,7 +39,7 @@ from .._reverify import reverify_unit
 from .._run import verify_question
 from ._outcomes import evaluate_outcomes
 
-__all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario"]
+__all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario", "run_scenario_unit"]
 
 _log = logging.getLogger(__name__)
 
@@ -159,6 +161,35 @@ class _Execution:
         self.history.append(record)
         self.conversation.append({"role": "user", "content": record.question_text})
         self.conversation.append({"role": "assistant", "content": record.raw_response})
+
+
+def run_scenario_unit(
+    unit: ScenarioUnit,
+    spec: JobSpec,
+    resources: PipelineResources | None = None,
+    *,
+    deadline: float | None = None,
+    replay: ScenarioReplay | None = None,
+) -> ScenarioRun:
+    """Run one scenario unit of a job: what the local runner, its re-verification
+    and the Celery task all call (as :func:`~verifleet.pipeline.run_unit` is for
+    question units), with the job's judges and global rubrics.
+
+    Returns:
+        As :func:`run_scenario`; never raises for a scenario's own failures.
+    """
+    return run_scenario(
+        unit.scenario,
+        unit.answering,
+        spec.config.parsing_models,
+        spec.config,
+        replicate=unit.replicate,
+        global_rubric=spec.benchmark.global_rubric,
+        global_dynamic_rubric=spec.benchmark.global_dynamic_rubric,
+        resources=resources,
+        deadline=deadline,
+        replay=replay,
+    )
 
 
 def run_scenario(

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.sandbox import _pool as pool_module
 from verifleet.sandbox._pool import AFFINITY_WAIT
 from verifleet.schemas import (
     CallableTrait,
@@ -183,7 +184,12 @@ def test_answers_carry_their_question_id_without_a_class_per_question(pool: Sand
     assert pool.stats().described == described + 1
 
 
-def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template() -> None:
+def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The wait is stretched so that a loaded machine cannot delay this thread's
+    # release past it (the caller would then rightly take the idle executor).
+    monkeypatch.setattr(pool_module, "AFFINITY_WAIT", 5.0)
     sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
     try:
         handle = sandbox.load_template(HONEST, "wait")
@@ -199,7 +205,7 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template()
             )
         )
         caller.start()
-        time.sleep(0.01)
+        time.sleep(0.05)
         assert AFFINITY_WAIT > 0.01 and not results
         sandbox._release(compiled)
         caller.join(timeout=10)
