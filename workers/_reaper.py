@@ -193,10 +193,14 @@ class LivenessThread(threading.Thread):
         while True:
             stopping = self._stop_event.is_set()
             try:
-                self.flush()
-                if not stopping and time.monotonic() >= next_beat:
+                due = not stopping and time.monotonic() >= next_beat
+                if due:
+                    # Beat before writing holds: a hold whose owner has no
+                    # heartbeat is a dead process's to the stall detector.
                     next_beat = time.monotonic() + self.interval
                     self.liveness.beat(self.owner)
+                self.flush()
+                if due:
                     self.reconcile()
                     if self.liveness.take_reaper_turn(every=self.interval):
                         self.reap()

@@ -32,6 +32,7 @@ from celery import Celery
 from verifleet.store import (
     DEFAULT_QUEUE,
     TASK_NAMES,
+    Liveness,
     ResultStore,
     send_units,
     unit_messages,
@@ -40,6 +41,11 @@ from verifleet.store import (
 from ._jobs import JobCache
 
 __all__ = ["StallDetector"]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +69,17 @@ def _job_of_unacked(raw: Any) -> str | None:
     return job_id if isinstance(job_id, str) else None
 
 
-def _job_of_held(raw: Any) -> str | None:
-    """The job id in a :class:`~verifleet.store.Liveness` hold record."""
+def _held_by(raw: Any) -> tuple[str | None, str | None]:
+    """The job id and the owner in a :class:`~verifleet.store.Liveness` hold record."""
     try:
-        job_id = json.loads(raw)["task"]["args"][0]
+        record = json.loads(raw)
+        job_id, owner = record["task"]["args"][0], record["owner"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return None
-    return job_id if isinstance(job_id, str) else None
+        return None, None
+    return (
+        job_id if isinstance(job_id, str) else None,
+        owner if isinstance(owner, str) else None,
+    )
 
 
 class StallDetector:
@@ -127,9 +137,25 @@ class StallDetector:
         }
 
     def _carried(self, unacked_key: str) -> set[str]:
+        """The jobs an unacked message or a live process's hold names.
+
+        A hold of a process that is gone carries nothing: a worker killed
+        between finishing a task and writing its release (they are written
+        every quarter second) leaves the hold behind, and its job, missing a
+        message lost to the same kill, would otherwise never be resent. Such
+        holds are deleted here (the reaper, which ran just before, has already
+        returned the dead process's unacked messages; one it did not reach yet
+        it returns as held by nobody).
+        """
         client = self.store.client
         carried = {_job_of_unacked(raw) for raw in client.hvals(unacked_key)}
-        carried |= {_job_of_held(raw) for raw in client.hvals(self._held)}
+        held = {_text(k): _held_by(v) for k, v in client.hgetall(self._held).items()}
+        owners = sorted({owner for _job, owner in held.values() if owner is not None})
+        alive = Liveness(self.store).alive(owners)
+        stale = [task for task, (_job, owner) in held.items() if owner not in alive]
+        carried |= {job for job, owner in held.values() if owner in alive}
+        if stale:
+            client.hdel(self._held, *stale)
         carried.discard(None)
         return {j for j in carried if j is not None}
 

@@ -18,7 +18,7 @@ from _support.jobs import capitals_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.schemas import ModelConfig, VerificationConfig
-from verifleet.store import DEFAULT_QUEUE, JobStatus, QueueFeeder, ResultStore
+from verifleet.store import DEFAULT_QUEUE, JobStatus, Liveness, QueueFeeder, ResultStore
 from verifleet.workers._jobs import JobCache
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers._stalls import StallDetector
@@ -100,6 +100,29 @@ def test_a_job_still_giving_out_units_is_not_suspected(redis_url: str) -> None:
     assert detector.check(_UNACKED, now=50.0) == {}
     assert job.store.client.llen(DEFAULT_QUEUE) == 0
     assert job.store.schedule.scheduled(DEFAULT_QUEUE) == {job.job_id}
+
+
+def test_a_dead_process_hold_carries_nothing(redis_url: str) -> None:
+    """A worker killed between finishing a task and writing its release leaves
+    its hold behind; the same kill lost a message of the job (popped, never
+    recorded as unacked). Only a live process's hold keeps the job carried."""
+    bench, _ = capitals_benchmark(2)
+    dead_job = _submit(bench, _config(), redis_url)
+    live_job = _submit(bench, _config(), redis_url)
+    store = dead_job.store
+    liveness = Liveness(store)
+    _drain(store.client)  # every message lost
+    liveness.beat("live-owner")  # "dead-owner" never beats (or its beat expired)
+    holds = {
+        "task-dead": liveness.hold_record("dead-owner", {"args": [dead_job.job_id, 0, 0, 1]}),
+        "task-live": liveness.hold_record("live-owner", {"args": [live_job.job_id, 0, 0, 1]}),
+    }
+    liveness.apply(holds, [])
+    detector = _detector(redis_url, settle=1.0)
+    assert detector.check(_UNACKED, now=0.0) == {}
+    assert detector.check(_UNACKED, now=5.0) == {dead_job.job_id: 2}
+    # The dead process's hold is gone, the live one's kept.
+    assert liveness.holders(["task-dead", "task-live"]) == {"task-live": "live-owner"}
 
 
 def test_carried_done_and_cancelled_jobs_are_not_resent(redis_url: str) -> None:
