@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import ipaddress
 import json
 import os
@@ -162,10 +163,13 @@ def reward_setup(
     *,
     redis_url: str | None,
     models: list[ModelConfig] | None = None,
+    shared_limits: float | None = None,
 ) -> RewardScorer:
     """The scorer for the benchmark, judges and reward config named by the flags;
-    its judge-call cache is shared through Redis when ``redis_url`` is set. A
-    ``local`` judge runs until ``stack`` closes.
+    its judge-call cache is shared through Redis when ``redis_url`` is set, and
+    with ``shared_limits`` (the seconds one request may take) so are the judges'
+    endpoint limits (the fleet's call gate). A ``local`` judge runs until
+    ``stack`` closes.
 
     A question whose template does not compile or is refused fails alone: its
     requests get results carrying the error (and the config's error reward); a
@@ -181,7 +185,14 @@ def reward_setup(
             a missing API key.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
-    from verifleet.reward import MemoryJudgeCache, RedisJudgeCache, RewardScorer, reward_resources
+    from verifleet.limits import RedisCallGate
+    from verifleet.reward import (
+        LoopSafeGate,
+        MemoryJudgeCache,
+        RedisJudgeCache,
+        RewardScorer,
+        reward_resources,
+    )
     from verifleet.schemas import BenchmarkLoadError, load_benchmark
     from verifleet.store import RedisTarget
 
@@ -202,14 +213,33 @@ def reward_setup(
     if models is None:
         models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
+    gate = None
+    cache: Any = MemoryJudgeCache()
     if redis_url:
         target = RedisTarget.parse(redis_url)
         target.check()  # a wrong password or CA fails here, not on the first request
-        cache: Any = RedisJudgeCache(target.client())
-    else:
-        cache = MemoryJudgeCache()
-    resources = reward_resources(cache)
-    scorer = RewardScorer(benchmark, models, reward, resources=resources)
+        client = target.client()
+        cache = RedisJudgeCache(client)
+        if shared_limits is not None:
+            # The fleet's endpoint limits (window, budgets, pauses), shared by
+            # every --workers process and by the fleet's workers on the same
+            # Redis. A lease outlives the request (and so its judge calls); a
+            # call waits for its slot at most as long as its request may take.
+            gate = LoopSafeGate(
+                RedisCallGate(client, lease_seconds=shared_limits + 30.0, max_wait=shared_limits)
+            )
+    resources = reward_resources(cache, call_gate=gate)
+    # The operator's benchmark is the server's one job: its templates share a
+    # warm template process per executor (a template process per source, as
+    # for inline questions, meant a fork and a compile for most calls of a
+    # benchmark with more templates than an executor keeps processes).
+    scope = (
+        "serve-"
+        + hashlib.sha256(
+            "\0".join(q.answer_template or "" for q in benchmark.questions).encode()
+        ).hexdigest()[:16]
+    )
+    scorer = RewardScorer(benchmark, models, reward, resources=resources, sandbox_scope=scope)
     _with_cost_and_cache(scorer, args, redis_url)
     problems = missing_credentials(scorer.config)
     if problems:
@@ -421,7 +451,9 @@ def worker_app() -> FastAPI:
     start_sandbox(args)
     # The process lives as long as the server: nothing to close before exit.
     stack = contextlib.ExitStack()
-    scorer = reward_setup(args, stack, redis_url=args.redis, models=models)
+    scorer = reward_setup(
+        args, stack, redis_url=args.redis, models=models, shared_limits=args.request_timeout
+    )
     app = _app(args, scorer)
     settle_heap()
     return app
@@ -433,7 +465,7 @@ def _serve(args: argparse.Namespace) -> int:
     check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
-        scorer = reward_setup(args, stack, redis_url=args.redis)
+        scorer = reward_setup(args, stack, redis_url=args.redis, shared_limits=args.request_timeout)
         benchmark, reward = scorer.benchmark, scorer.reward_config
         auth = "bearer token required" if args.token else "NO authentication"
         processes = f", {args.workers} processes" if args.workers > 1 else ""
