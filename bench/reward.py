@@ -203,6 +203,28 @@ def _start_server(
     raise RuntimeError("verifleet serve did not answer /health within 120 s")
 
 
+def _start_profiler(args: argparse.Namespace, pids: list[int], name: str) -> Any:
+    """``py-spy record`` of the (first) server process during the measured load,
+    when ``--profile DIR`` is given (its CPU then counts in the figures: profile
+    and measure in separate runs)."""
+    if not args.profile:
+        return None
+    out = Path(args.profile) / f"{name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pid = pids[-1]  # the worker process with --workers, else the server itself
+    command = [args.py_spy, "record", "--pid", str(pid), "--rate", "250", "--gil"]
+    command += ["--format", "raw", "--output", str(out), "--nonblocking"]
+    spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the load starts
+    return spy
+
+
+def _stop_profiler(spy: Any) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+
+
 def _server_pids(root: int) -> list[int]:
     """The server process and its uvicorn worker processes (not the executors)."""
     pids = [root]
@@ -419,6 +441,7 @@ def _run(
         client_before, judge_before = _own_cpu_seconds(), _cpu_seconds([judge_pid])
         sandbox_before = _descendants_cpu_seconds(server.pid, pids)
         load_before = _loadavg()
+        spy = _start_profiler(args, pids, f"{scenario}-{level}")
         bodies, expected = [], []
         for i in range(level):
             q = i % args.questions
@@ -430,6 +453,7 @@ def _run(
             expected = [1.0] * level  # every response is short: the regex trait holds
         clients = args.clients or max(1, math.ceil(level / 4000))
         result = _load_all(base, bodies, args.limit, expected, clients)
+        _stop_profiler(spy)
         cpu = _cpu_seconds(pids) - cpu_before
         waited = _runqueue_seconds(pids) - waited_before
         client_cpu = _own_cpu_seconds() - client_before
@@ -521,6 +545,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=1, help="server processes")
     parser.add_argument("--redis", default=None, help="shared judge cache (with --workers)")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="directory for py-spy profiles (raw folded stacks) of the server under load",
+    )
+    parser.add_argument("--py-spy", default="py-spy", help="the py-spy command (with --profile)")
     args = parser.parse_args(argv)
 
     levels = [int(x) for x in args.levels.split(",")]
