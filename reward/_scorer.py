@@ -214,6 +214,7 @@ class RewardScorer:
         self.resources = resources or reward_resources()
         self._by_text = {q.text.strip(): q for q in benchmark.questions}
         self._rubrics: dict[str, Rubric | None] = {}
+        self._answering_models: dict[str, ModelConfig] = {}
 
     def resolve(self, request: AnyRequest) -> tuple[Question, Rubric | None]:
         """The question the request answers and its merged rubric.
@@ -269,7 +270,14 @@ class RewardScorer:
         name = "policy"
         if isinstance(request, ResponsesVerifyRequest):
             name = request.response.model or request.responses_create_params.model or name
-        return ModelConfig(id="rollout", model_name=name, model_provider="rollout")
+        # Built once per policy name (a trainer sends one or a few): building a
+        # ModelConfig was ~2.5 % of a judged request's server CPU.
+        model = self._answering_models.get(name)
+        if model is None:
+            model = ModelConfig(id="rollout", model_name=name, model_provider="rollout")
+            if len(self._answering_models) < 64:
+                self._answering_models[name] = model
+        return model
 
     def _equivalence(
         self, question: Question, answer: CachedAnswer, deadline: float
