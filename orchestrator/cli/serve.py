@@ -462,6 +462,8 @@ def worker_app() -> FastAPI:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .._serve_protocol import CoalescingHttpToolsProtocol
+
     check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
@@ -479,7 +481,8 @@ def _serve(args: argparse.Namespace) -> int:
             "port": args.port,
             "log_level": "warning",
             "access_log": False,
-            "http": "httptools",
+            # httptools, each reply written in one system call (_serve_protocol).
+            "http": CoalescingHttpToolsProtocol,
             "loop": "uvloop",
             # Thousands of RL rollouts arrive at once: the kernel's accept queue
             # must hold them until the loop accepts (uvicorn's default is 2048).
