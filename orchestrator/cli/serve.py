@@ -323,6 +323,14 @@ def register(commands: Any) -> None:
         f"(default {DEFAULT_MAX_INFLIGHT})",
     )
     parser.add_argument(
+        "--health-port",
+        type=_positive_int,
+        default=None,
+        metavar="PORT",
+        help="also answer GET /health and /ready on this port, from a thread of their own: "
+        "within milliseconds even while thousands of connections wait on the main port",
+    )
+    parser.add_argument(
         "--max-batch",
         type=_positive_int,
         default=DEFAULT_MAX_BATCH,
@@ -415,6 +423,7 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         max_batch=args.max_batch,
         infra_errors=args.infra_errors,
         allowed_hosts=args.allowed_host,
+        sandbox_scope=scorer.sandbox_scope,
     )
 
 
@@ -455,8 +464,21 @@ def worker_app() -> FastAPI:
         args, stack, redis_url=args.redis, models=models, shared_limits=args.request_timeout
     )
     app = _app(args, scorer)
+    _listen_for_probes(args, app)
     settle_heap()
     return app
+
+
+def _listen_for_probes(args: argparse.Namespace, app: Any) -> None:
+    """``--health-port``: /health and /ready on their own port and thread.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    if getattr(args, "health_port", None):
+        from .._serve_health import HealthListener
+
+        HealthListener(args.host, args.health_port, app.routes_fast.admission).start()
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -498,6 +520,7 @@ def _serve(args: argparse.Namespace) -> int:
             )
         else:
             app = _app(args, scorer)
+            _listen_for_probes(args, app)
             settle_heap()
             uvicorn.run(app, **options)
     return 0

@@ -37,8 +37,11 @@ CAP = 3
 
 
 def _scorer(args: argparse.Namespace, judge: ModelConfig, redis_url: str) -> RewardScorer:
+    """A scorer as `verifleet serve` builds it (no Redis when `redis_url` is empty)."""
     with contextlib.ExitStack() as stack:
-        return reward_setup(args, stack, redis_url=redis_url, models=[judge], shared_limits=60.0)
+        return reward_setup(
+            args, stack, redis_url=redis_url or None, models=[judge], shared_limits=60.0
+        )
 
 
 def _score_all(scorer: RewardScorer, texts: list[str]) -> list[float | None]:
@@ -91,3 +94,19 @@ def test_two_server_processes_share_the_judges_endpoint_limit(
     assert rewards == [expected, expected]
     assert stats.calls == 24  # every response judged once, none refused or retried
     assert stats.peak_in_flight == CAP  # reached, never exceeded across both processes
+
+
+def test_the_served_app_runs_the_benchmarks_templates_in_its_scope(tmp_path: Path) -> None:
+    # The app builds its own scorer: it must keep the benchmark's sandbox scope
+    # (one warm template process per executor), or every template of a large
+    # benchmark is compiled again in a process of its own, call after call.
+    from verifleet.orchestrator.cli.serve import _app
+
+    bench = tmp_path / "geo.yaml"
+    dump_benchmark(geo_benchmark(), bench)
+    args = build_parser().parse_args(["serve", str(bench), "--parsing", "unused"])
+    judge = ModelConfig.parse("http://127.0.0.1:9/v1#judge", temperature=0.0)
+    scorer = _scorer(args, judge, redis_url="")
+    served = _app(args, scorer).routes_fast.scorer
+    assert scorer.sandbox_scope is not None and scorer.sandbox_scope.startswith("serve-")
+    assert served.sandbox_scope == scorer.sandbox_scope
