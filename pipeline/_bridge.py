@@ -19,6 +19,7 @@ and makes no further model call.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -148,8 +149,8 @@ def sandbox_failure(exc: BaseException) -> Exception | None:
 
 class BridgedSandbox:
     """A :class:`~verifleet.sandbox.SandboxPool` whose calls, from bridged code,
-    wait for their executor on the event loop (:meth:`SandboxPool.awaiting`),
-    so the loop goes on; outside a bridge they are the pool's own calls.
+    run in a worker thread (an executor call blocks on its pipe), so the event
+    loop goes on; outside a bridge they are the pool's own calls.
 
     Set it as ``PipelineResources.sandbox`` (it has the pool's interface; what
     it does not wrap is the pool's own attribute).
@@ -168,16 +169,23 @@ class BridgedSandbox:
     ) -> None:
         self.pool = pool if pool is not None else default_pool()
         self.on_failure = on_failure
+        self._limiters: dict[int, anyio.CapacityLimiter] = {}
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        # One thread per executor: more would only wait in the pool for one, and
+        # dozens of threads taking turns there cost more CPU than the calls.
+        # (A limiter belongs to one event loop: one per loop.)
+        loop = id(asyncio.get_running_loop())
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            limiter = self._limiters[loop] = anyio.CapacityLimiter(self.pool.settings.pool_size)
+        return limiter
 
     def _call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             if not in_bridge():
                 return fn(*args, **kwargs)
-            # The pool talks to its executors through the loop (no thread hop:
-            # measured, handing each call to a worker thread and back was a
-            # tenth of the server's CPU per rollout).
-            with self.pool.awaiting(wait_for):
-                return fn(*args, **kwargs)
+            return call_blocking(lambda: fn(*args, **kwargs), limiter=self._limiter())
         except Exception as exc:
             failure = sandbox_failure(exc)
             if failure is not None and self.on_failure is not None:

@@ -74,10 +74,7 @@ def read_line(fd: int, timeout: float | None, *, limit: int, alive: object = Non
             if alive is not None and not alive():  # type: ignore[operator]
                 raise EOFError(f"the writer died after {size} bytes")
             continue
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:  # a non-blocking pipe (see ``call_async``) that poll woke early
-            continue
+        chunk = os.read(fd, 1 << 16)
         if not chunk:
             raise EOFError(f"end of file after {size} bytes")
         newline = chunk.find(b"\n")

@@ -12,7 +12,6 @@ die with that thread.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import dataclasses
@@ -20,7 +19,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextvars import ContextVar
 from queue import SimpleQueue
@@ -62,13 +61,6 @@ _MAX_HANDLES = 4096
 #: The scope (a job id) whose primed descriptions :meth:`SandboxPool.load_template`
 #: may use in this thread: see :meth:`SandboxPool.scoped`.
 _SCOPE: ContextVar[str | None] = ContextVar("verifleet_sandbox_scope", default=None)
-
-#: How calls made in this context wait for an executor's answer: None, on its
-#: pipe (blocking); else a function that awaits an awaitable on the running event
-#: loop and returns its result (see :meth:`SandboxPool.awaiting`).
-_AWAIT: ContextVar[Callable[[Awaitable[Any]], Any] | None] = ContextVar(
-    "verifleet_sandbox_await", default=None
-)
 
 #: Seconds a call waits for the busy executor that compiled its template before
 #: taking another idle one (which then compiles it too, ~1-1.5 ms against a
@@ -165,9 +157,6 @@ class SandboxPool:
         self._described = 0
         self._busy: set[ExecutorProcess] = set()
         self._affinity_waiters = 0
-        # Calls made from each event loop's side of the pool (``awaiting``):
-        # at most ``pool_size`` at once, the rest wait on the loop.
-        self._loop_slots: dict[int, asyncio.Semaphore] = {}
         _POOLS.add(self)
 
     # --- executors ---------------------------------------------------------------
@@ -230,22 +219,6 @@ class SandboxPool:
                     return index, True
         return len(self._idle) - 1, False
 
-    def _acquire_idle(self, template_id: str | None) -> ExecutorProcess | None:
-        """An idle, live executor (one that compiled ``template_id`` if any
-        did), or None when none is idle: never waits."""
-        with self._cond:
-            while not self._closed:
-                index, _ = self._preferred(template_id)
-                if index < 0:
-                    return None
-                proc = self._idle.pop(index)
-                if proc.alive():
-                    self._busy.add(proc)
-                    return proc
-                self._running -= 1
-                self._replacements += 1
-        return None
-
     def _check_layers(self, proc: ExecutorProcess) -> None:
         if self.settings.mode.uses_seccomp and not proc.seccomp:
             proc.kill()
@@ -280,10 +253,6 @@ class SandboxPool:
             ExecutorCrashed: The executor died or stopped answering (it is replaced).
             SandboxUnavailable: No executor can be started.
         """
-        wait = _AWAIT.get()
-        if wait is not None:
-            reply: Reply = wait(self._call_async(make, template))
-            return reply
         digest = template[0] if template is not None else None
         proc = self._acquire(digest)
         try:
@@ -294,70 +263,10 @@ class SandboxPool:
             if template is not None and error is not None and error.kind == "need_source":
                 send = True
                 reply = proc.call(make(proc.next_id(), template[1]))
-            self._learned(proc, template, send)
-            return reply
-        finally:
-            self._release(proc)
-
-    def _learned(self, proc: ExecutorProcess, template: tuple[str, str] | None, sent: bool) -> None:
-        if template is not None and sent:
-            if len(proc.known_templates) >= self.settings.max_templates:
-                proc.known_templates.clear()
-            proc.known_templates.add(template[0])
-
-    @contextlib.contextmanager
-    def awaiting(self, wait: Callable[[Awaitable[Any]], Any]) -> Iterator[None]:
-        """Within the block, this context's calls talk to the executors through
-        the running event loop: ``wait(awaitable)`` must await it on that loop
-        and return its result (the reward server's bridge,
-        :func:`verifleet.pipeline.wait_for`). No thread waits on a pipe and
-        the loop never blocks on an executor: a call waits on the loop for an
-        idle executor (at most ``pool_size`` calls of the loop at once), and
-        only starting an executor runs in a worker thread. A call whose waiter
-        is cancelled still finishes its exchange (the executor's answer must
-        be read before another call uses it); the cancellation is raised."""
-        token = _AWAIT.set(wait)
-        try:
-            yield
-        finally:
-            _AWAIT.reset(token)
-
-    def _slots(self) -> asyncio.Semaphore:
-        # A semaphore belongs to one event loop: one per loop.
-        loop = id(asyncio.get_running_loop())
-        slots = self._loop_slots.get(loop)
-        if slots is None:
-            slots = self._loop_slots[loop] = asyncio.Semaphore(self.settings.pool_size)
-        return slots
-
-    async def _call_async(
-        self, make: Callable[[int, str | None], Any], template: tuple[str, str] | None
-    ) -> Reply:
-        """:meth:`_call` on the running loop (see :meth:`awaiting`)."""
-        async with self._slots():
-            exchange = asyncio.ensure_future(self._exchange(make, template))
-            # Read its outcome even when nobody awaits it any more (cancelled).
-            exchange.add_done_callback(_consume)
-            return await asyncio.shield(exchange)
-
-    async def _exchange(
-        self, make: Callable[[int, str | None], Any], template: tuple[str, str] | None
-    ) -> Reply:
-        digest = template[0] if template is not None else None
-        proc = self._acquire_idle(digest)
-        if proc is None:
-            # None idle: one is starting or being started (the spawner thread
-            # blocks until it says hello), or another thread holds them.
-            proc = await asyncio.to_thread(self._acquire, digest)
-        try:
-            send = template is not None and template[0] not in proc.known_templates
-            source = template[1] if template is not None and send else None
-            reply = await proc.call_async(make(proc.next_id(), source))
-            error = reply.error
-            if template is not None and error is not None and error.kind == "need_source":
-                send = True
-                reply = await proc.call_async(make(proc.next_id(), template[1]))
-            self._learned(proc, template, send)
+            if template is not None and send:
+                if len(proc.known_templates) >= self.settings.max_templates:
+                    proc.known_templates.clear()
+                proc.known_templates.add(template[0])
             return reply
         finally:
             self._release(proc)
@@ -708,11 +617,6 @@ class SandboxPool:
         if reply.error is not None and reply.error.kind in ("timeout", "crash"):
             raise RubricError(f"{kind} trait {name!r} crashed the sandbox: {_error_text(reply)}")
         raise RubricError(_error_text(reply))
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _error_text(reply: Reply) -> str:

@@ -8,15 +8,10 @@ executor that stopped answering at all. The executor's stderr is drained by a
 thread that keeps its last few KiB, so a crash ("Fatal Python error", a seccomp
 refusal) can be named in the error. Pipes are watched with ``poll``: a host
 with more than 1,023 open descriptors (a busy reward server) works as any other.
-
-:meth:`ExecutorProcess.call_async` is the same exchange for a caller on an event
-loop (the reward server): the pipes are watched by the loop itself, so no thread
-waits on them and the loop never blocks on an executor.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -186,50 +181,6 @@ class ExecutorProcess:
                 self._proc.wait(timeout=5)
             raise self._death("sending the request failed") from None
         line = self._read(self._settings.host_timeout)
-        return self._checked(request, line)
-
-    async def call_async(self, request: BaseModel) -> Reply:
-        """:meth:`call` for a caller on a running event loop: waits on the loop.
-
-        The caller must let it finish (shield it from cancellation): an exchange
-        cut in the middle leaves a reply in the pipe for the next caller.
-
-        Raises:
-            ExecutorCrashed: As :meth:`call`.
-        """
-        stdin, stdout = self._proc.stdin, self._proc.stdout
-        assert stdin is not None and stdout is not None
-        limit = self._settings.host_timeout
-        try:
-            async with asyncio.timeout(limit):
-                await _write_async(stdin.fileno(), encode(request))
-        except TimeoutError:
-            self.kill()
-            raise ExecutorCrashed("the executor took no request; it was killed") from None
-        except OSError:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=5)
-            raise self._death("sending the request failed") from None
-        try:
-            async with asyncio.timeout(limit):
-                line = await _read_line_async(stdout.fileno(), MAX_ANSWER_BYTES)
-        except TimeoutError:
-            self.kill()
-            raise ExecutorCrashed(
-                f"no answer within {limit:g} s (wall-clock limit); the executor was killed"
-            ) from None
-        except OverflowError:
-            self.kill()
-            raise ExecutorCrashed(
-                f"answer larger than {MAX_ANSWER_BYTES} bytes; the executor was killed"
-            ) from None
-        except EOFError:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=5)
-            raise self._death("the executor died") from None
-        return self._checked(request, line)
-
-    def _checked(self, request: BaseModel, line: bytes) -> Reply:
         try:
             reply = decode_reply(line)
         except ValidationError:
@@ -244,67 +195,3 @@ class ExecutorProcess:
         """A request id not used before on this executor."""
         self._next_id += 1
         return self._next_id
-
-
-async def _ready(fd: int, *, write: bool) -> None:
-    """Return once the loop sees ``fd`` readable (or writable)."""
-    loop = asyncio.get_running_loop()
-    ready = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    if write:
-        loop.add_writer(fd, wake)
-    else:
-        loop.add_reader(fd, wake)
-    try:
-        await ready
-    finally:
-        if write:
-            loop.remove_writer(fd)
-        else:
-            loop.remove_reader(fd)
-
-
-async def _write_async(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to the non-blocking ``fd``, waiting on the loop
-    while the pipe is full. Raises OSError when the pipe is broken."""
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            await _ready(fd, write=True)
-
-
-async def _read_line_async(fd: int, limit: int) -> bytes:
-    """One line from ``fd`` (without its newline), waiting on the loop.
-
-    The descriptor is made non-blocking (the blocking reader polls before it
-    reads, so it works either way).
-
-    Raises:
-        EOFError: the writer closed the pipe first.
-        OverflowError: the line is longer than ``limit``.
-    """
-    os.set_blocking(fd, False)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            await _ready(fd, write=False)
-            continue
-        if not chunk:
-            raise EOFError(f"end of file after {size} bytes")
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            chunks.append(chunk[:newline])
-            return b"".join(chunks)  # one request, one answer: nothing follows
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise OverflowError(f"a line longer than {limit} bytes")

@@ -174,7 +174,7 @@ class Answer(BaseAnswer):
 """
 
 
-def test_bridged_sandbox_calls_wait_on_the_loop_and_survive_cancellation() -> None:
+def test_bridged_sandbox_calls_let_the_loop_run_and_survive_cancellation() -> None:
     # One executor: a call cancelled mid-exchange must still read its answer,
     # or the next call would get the stale one (and kill the executor).
     pool = SandboxPool(SandboxSettings(pool_size=1, timeout=10))
