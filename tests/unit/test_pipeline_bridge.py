@@ -216,3 +216,22 @@ def test_bridged_sandbox_calls_let_the_loop_run_and_survive_cancellation() -> No
         assert len(ticks) > 3  # the loop ran while the calls waited for the executor
     finally:
         pool.close()
+
+
+def test_a_bridged_sandbox_call_runs_in_the_callers_sandbox_scope() -> None:
+    # The scope is set in the bridged code (a greenlet with its own context);
+    # the call that hops to a thread must describe the template in that scope.
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
+    bridged = BridgedSandbox(pool)
+    source = TEMPLATE.replace("NAME", "scoped")
+
+    def unit() -> None:
+        with bridged.as_pool().scoped("job-1"):
+            bridged.load_template(source, "q1")
+
+    try:
+        anyio.run(run_bridged, unit)
+        assert pool.knows(source, scope="job-1")
+        assert not pool.knows(source)  # described in the scope's process, not for everyone
+    finally:
+        pool.close()
