@@ -5,7 +5,8 @@ Reinforcement-learning rollout collectors send each finished rollout to
 full verification result. The response is verified as given: no answer is
 generated. ``--reward-config`` chooses binary, continuous or hybrid rewards (see
 docs/reward.md); ``--redis`` shares the judge-call cache between service
-replicas so every replica gives a response the same reward.
+replicas so every replica gives a response the same reward, and the judges'
+endpoint limits (the fleet's call gate).
 
 Beyond this machine, set ``VERIFLEET_SERVE_TOKEN`` (every route but ``GET /health``
 and ``GET /ready`` then needs ``Authorization: Bearer <token>``) and put a TLS
@@ -16,7 +17,8 @@ over ``--max-body-bytes`` get 413, requests still scoring after
 ``--request-timeout`` seconds get 504, requests beyond ``--max-inflight`` get 503
 with ``Retry-After``. A request that could not be verified for an infrastructure
 reason gets no reward (``--infra-errors``). ``--workers N`` runs N server
-processes on one port (share their judge cache with ``--redis``).
+processes on one port (share their judge cache and limits with ``--redis``);
+``--health-port`` answers ``/health`` and ``/ready`` on a port of their own.
 """
 
 from __future__ import annotations
@@ -285,8 +287,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--redis",
         metavar="URL",
-        help="share the judge-call cache through Redis (redis://:PASSWORD@host:port/db, or "
-        "rediss:// for TLS)",
+        help="share the judge-call cache and the judges' endpoint limits through Redis "
+        "(redis://:PASSWORD@host:port/db, or rediss:// for TLS)",
     )
     parser.add_argument(
         "--token",
@@ -361,7 +363,7 @@ def register(commands: Any) -> None:
         default=1,
         metavar="N",
         help="server processes sharing the port (default 1); give them --redis so they "
-        "share the judge-call cache",
+        "share the judge-call cache and the judges' endpoint limits",
     )
     parser.set_defaults(handler=_serve)
 
