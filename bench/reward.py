@@ -162,9 +162,15 @@ def _start_judge(args: argparse.Namespace, faults: bool, answers: Path) -> tuple
     return proc, line.split()[2]
 
 
+def base_of(port: int) -> str:
+    """The URL of a port on this machine."""
+    return f"http://127.0.0.1:{port}"
+
+
 def _start_server(
     args: argparse.Namespace, bench: Path, reward: Path, judge_url: str
-) -> tuple[Any, str]:
+) -> tuple[Any, str, str]:
+    """The server process, its URL and the URL its ``/health`` is probed at."""
     port = _free_port()
     command = [
         str(Path(sys.executable).with_name("verifleet")),
@@ -183,10 +189,15 @@ def _start_server(
     ]
     if args.max_inflight is not None:
         command += ["--max-inflight", str(args.max_inflight)]
+    probe = base_of(port)
+    if args.health_port:
+        health_port = _free_port()
+        command += ["--health-port", str(health_port)]
+        probe = base_of(health_port)
     if args.redis:
         command += ["--redis", args.redis]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    base = base_of(port)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -195,12 +206,34 @@ def _start_server(
             with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
                 sock.sendall(b"GET /health HTTP/1.1\r\nhost: localhost\r\n\r\n")
                 if b"200 OK" in sock.recv(1024):
-                    return proc, base
+                    return proc, base, probe
         except OSError:
             pass
         time.sleep(0.2)
     proc.kill()
     raise RuntimeError("verifleet serve did not answer /health within 120 s")
+
+
+def _start_profiler(args: argparse.Namespace, pids: list[int], name: str) -> Any:
+    """``py-spy record`` of the (first) server process during the measured load,
+    when ``--profile DIR`` is given (its CPU then counts in the figures: profile
+    and measure in separate runs)."""
+    if not args.profile:
+        return None
+    out = Path(args.profile) / f"{name}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pid = pids[-1]  # the worker process with --workers, else the server itself
+    command = [args.py_spy, "record", "--pid", str(pid), "--rate", "250", "--gil"]
+    command += ["--format", "raw", "--output", str(out), "--nonblocking"]
+    spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the load starts
+    return spy
+
+
+def _stop_profiler(spy: Any) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
 
 
 def _server_pids(root: int) -> list[int]:
@@ -360,13 +393,16 @@ def _load_all(
     limit_s: float,
     expected: list[float] | None,
     clients: int,
+    probe: str | None = None,
 ) -> dict[str, Any]:
     """``bodies`` sent at once by ``clients`` client processes (round robin), while
     a prober process probes ``/health``; the merged figures."""
     # In its own process: a prober on a client's loop would wait behind thousands
     # of coroutines and report the client's lag, not the server's.
     prober = subprocess.Popen(
-        [sys.executable, "-c", PROBER, base], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, "-c", PROBER, probe or base],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     began = time.perf_counter()
     jobs = [
@@ -404,7 +440,7 @@ def _run(
     judge_pid, judge_url = judge
     reward = tmp / f"reward-{scenario}.json"
     reward.write_text(json.dumps(_reward_config(scenario, args.judge_timeout)))
-    server, base = _start_server(args, tmp / "bench.yaml", reward, judge_url)
+    server, base, probe = _start_server(args, tmp / "bench.yaml", reward, judge_url)
     try:
         pids = _server_pids(server.pid)
         tag = f"{scenario}-{level}-{time.time_ns()}"
@@ -419,6 +455,7 @@ def _run(
         client_before, judge_before = _own_cpu_seconds(), _cpu_seconds([judge_pid])
         sandbox_before = _descendants_cpu_seconds(server.pid, pids)
         load_before = _loadavg()
+        spy = _start_profiler(args, pids, f"{scenario}-{level}")
         bodies, expected = [], []
         for i in range(level):
             q = i % args.questions
@@ -429,7 +466,8 @@ def _run(
         if scenario == "nojudge":
             expected = [1.0] * level  # every response is short: the regex trait holds
         clients = args.clients or max(1, math.ceil(level / 4000))
-        result = _load_all(base, bodies, args.limit, expected, clients)
+        result = _load_all(base, bodies, args.limit, expected, clients, probe)
+        _stop_profiler(spy)
         cpu = _cpu_seconds(pids) - cpu_before
         waited = _runqueue_seconds(pids) - waited_before
         client_cpu = _own_cpu_seconds() - client_before
@@ -473,8 +511,9 @@ def _run(
             f"503 latency ms: p50={_percentile(refused, 0.5):.0f} "
             f"p99={_percentile(refused, 0.99):.0f} max={refused[-1]:.0f}"
         )
+    where = " (on --health-port)" if args.health_port else ""
     print(
-        f"/health ms while loaded: p50={_percentile(health, 0.5):.1f} "
+        f"/health ms while loaded{where}: p50={_percentile(health, 0.5):.1f} "
         f"p99={_percentile(health, 0.99):.1f} max={health[-1] if health else float('nan'):.1f} "
         f"({len(health)} probes, {result['health_failed']} failed)"
     )
@@ -521,6 +560,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=1, help="server processes")
     parser.add_argument("--redis", default=None, help="shared judge cache (with --workers)")
+    parser.add_argument(
+        "--health-port",
+        action="store_true",
+        help="start the server with --health-port and probe /health there",
+    )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="directory for py-spy profiles (raw folded stacks) of the server under load",
+    )
+    parser.add_argument("--py-spy", default="py-spy", help="the py-spy command (with --profile)")
     args = parser.parse_args(argv)
 
     levels = [int(x) for x in args.levels.split(",")]

@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any, Literal
 
+import orjson
 from pydantic import ValidationError
 
 from verifleet import __version__
@@ -69,10 +70,37 @@ def reply_fields(scored: ScoredRollout) -> dict[str, Any]:
     return fields
 
 
+def encode_json(payload: Any) -> bytes:
+    """``payload`` as UTF-8 JSON (orjson; a value it refuses, such as an integer
+    beyond 64 bits or a non-string key, through the standard library instead).
+    A NaN or infinite float is written as ``null``.
+
+    Raises:
+        TypeError, ValueError: ``payload`` is not JSON data.
+    """
+    try:
+        return orjson.dumps(payload)
+    except orjson.JSONEncodeError:
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False).encode()
+
+
+def decode_json(raw: bytes) -> Any:
+    """A request body's JSON (orjson; what it refuses, such as ``NaN`` or an
+    integer beyond 64 bits, through the standard library).
+
+    Raises:
+        ValueError: not JSON.
+    """
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
+
+
 async def _send(
     send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
 ) -> None:
-    body = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode()
+    body = encode_json(payload)
     head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     for name, value in (headers or {}).items():
         head.append((name.encode(), value.encode()))
@@ -171,7 +199,7 @@ class ServiceRoutes:
         if raw is None:
             return
         try:
-            data = json.loads(raw)
+            data = decode_json(raw)
         except ValueError:
             await _send(send, 400, {"message": "the request body is not valid JSON"})
             return

@@ -218,6 +218,7 @@ def create_app(
     max_batch: int = DEFAULT_MAX_BATCH,
     infra_errors: InfraErrors = "status",
     allowed_hosts: Sequence[str] = (),
+    sandbox_scope: str | None = None,
 ) -> RewardService:
     """The reward service for ``benchmark``.
 
@@ -240,6 +241,9 @@ def create_app(
             and the ``failure``.
         allowed_hosts: Host names accepted besides localhost and IP addresses
             (``*``: any).
+        sandbox_scope: The benchmark's templates run in the executors'
+            template process of this scope (:class:`~verifleet.reward.RewardScorer`);
+            None: one process per template source.
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -253,7 +257,13 @@ def create_app(
         )
     if infra_errors not in ("status", "null"):
         raise ConfigError(f"infra_errors must be 'status' or 'null', not {infra_errors!r}")
-    scorer = RewardScorer(benchmark, parsing_models, reward_config, resources=resources)
+    scorer = RewardScorer(
+        benchmark,
+        parsing_models,
+        reward_config,
+        resources=resources,
+        sandbox_scope=sandbox_scope,
+    )
     admission = Admission(max_inflight)
     app = RewardService(
         title="verifleet reward service",

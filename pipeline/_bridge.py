@@ -20,6 +20,7 @@ and makes no further model call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -185,7 +186,12 @@ class BridgedSandbox:
         try:
             if not in_bridge():
                 return fn(*args, **kwargs)
-            return call_blocking(lambda: fn(*args, **kwargs), limiter=self._limiter())
+            # The thread runs in the bridged code's context, not the loop
+            # task's: the pool reads its scope (SandboxPool.scoped, set by the
+            # caller in its greenlet) there. Without it a served benchmark's
+            # templates ran unscoped, a process and a compile per call.
+            context = contextvars.copy_context()
+            return call_blocking(lambda: context.run(fn, *args, **kwargs), limiter=self._limiter())
         except Exception as exc:
             failure = sandbox_failure(exc)
             if failure is not None and self.on_failure is not None:

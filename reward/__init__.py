@@ -54,6 +54,7 @@ from ._fleet import (
     score_rollouts_fleet,
     store_reward_job,
 )
+from ._loop_gate import LoopSafeGate
 from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
 from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
@@ -73,6 +74,7 @@ __all__ = [
     "InvalidRequestError",
     "JudgeCache",
     "LineError",
+    "LoopSafeGate",
     "MemoryJudgeCache",
     "PlainVerifyRequest",
     "RedisJudgeCache",

@@ -158,6 +158,11 @@ class RewardScorer:
         parsing_models: The judges (temperature 0 for a deterministic reward).
         reward_config: How results become rewards.
         resources: Per-process caches; :func:`reward_resources` when None.
+        sandbox_scope: When set, the benchmark's own templates run in the
+            executors' template process of this scope (one per executor, every
+            template compiled there once and kept warm, as a job's on the
+            fleet); None: in one process per template source. Inline
+            questions of a request (someone else's code) never run in it.
 
     Raises:
         ConfigError: the reward config names unknown traits, or its
@@ -171,8 +176,10 @@ class RewardScorer:
         reward_config: RewardConfig,
         *,
         resources: PipelineResources | None = None,
+        sandbox_scope: str | None = None,
     ) -> None:
         reward_config.check_benchmark(benchmark)
+        self.sandbox_scope = sandbox_scope
         self.benchmark = benchmark
         self.reward_config = reward_config
         data: dict[str, Any] = {
@@ -206,6 +213,8 @@ class RewardScorer:
                 )
         self.resources = resources or reward_resources()
         self._by_text = {q.text.strip(): q for q in benchmark.questions}
+        self._rubrics: dict[str, Rubric | None] = {}
+        self._answering_models: dict[str, ModelConfig] = {}
 
     def resolve(self, request: AnyRequest) -> tuple[Question, Rubric | None]:
         """The question the request answers and its merged rubric.
@@ -251,13 +260,24 @@ class RewardScorer:
                     f"{self.benchmark.name!r}"
                 )
             question = found
-        return question, self.benchmark.rubric_for(question)
+        if question.id not in self._rubrics:
+            # Merged once per question: the benchmark does not change while
+            # the scorer lives, and merging was a visible part of a request.
+            self._rubrics[question.id] = self.benchmark.rubric_for(question)
+        return question, self._rubrics[question.id]
 
     def _answering(self, request: AnyRequest) -> ModelConfig:
         name = "policy"
         if isinstance(request, ResponsesVerifyRequest):
             name = request.response.model or request.responses_create_params.model or name
-        return ModelConfig(id="rollout", model_name=name, model_provider="rollout")
+        # Built once per policy name (a trainer sends one or a few): building a
+        # ModelConfig was ~2.5 % of a judged request's server CPU.
+        model = self._answering_models.get(name)
+        if model is None:
+            model = ModelConfig(id="rollout", model_name=name, model_provider="rollout")
+            if len(self._answering_models) < 64:
+                self._answering_models[name] = model
+        return model
 
     def _equivalence(
         self, question: Question, answer: CachedAnswer, deadline: float
@@ -300,8 +320,12 @@ class RewardScorer:
         answer = request_answer(request)
         if deadline is None:
             deadline = time.monotonic() + self.config.unit_deadline
+        inline = isinstance(request, PlainVerifyRequest) and request.question is not None
         with recording() as failures:
-            return self._score(question, rubric, request, answer, deadline, failures)
+            if self.sandbox_scope is None or inline:
+                return self._score(question, rubric, request, answer, deadline, failures)
+            with self.resources.sandbox.scoped(self.sandbox_scope):
+                return self._score(question, rubric, request, answer, deadline, failures)
 
     def _score(
         self,

@@ -10,6 +10,7 @@ probe instance with placeholder field values, as the pipeline will.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import threading
 import types
@@ -57,10 +58,18 @@ def compute_template_id(source: str | None) -> str:
     """MD5 of the template source after normalising line endings (CRLF/CR to LF) and
     stripping trailing whitespace from every line and from the end.
 
-    Returns ``"no_template"`` for None or blank source.
+    Returns ``"no_template"`` for None or blank source. Never raises.
     """
     if source is None or not source.strip():
         return NO_TEMPLATE_ID
+    return _template_id(source)
+
+
+# The same few sources are hashed for every unit of a benchmark (the reward
+# server: every request); a source string caches its own hash, so a hit costs
+# one comparison.
+@functools.lru_cache(maxsize=1024)
+def _template_id(source: str) -> str:
     text = source.replace("\r\n", "\n").replace("\r", "\n")
     normalised = "\n".join(line.rstrip() for line in text.split("\n")).rstrip()
     return hashlib.md5(normalised.encode("utf-8")).hexdigest()

@@ -5,7 +5,8 @@ Reinforcement-learning rollout collectors send each finished rollout to
 full verification result. The response is verified as given: no answer is
 generated. ``--reward-config`` chooses binary, continuous or hybrid rewards (see
 docs/reward.md); ``--redis`` shares the judge-call cache between service
-replicas so every replica gives a response the same reward.
+replicas so every replica gives a response the same reward, and the judges'
+endpoint limits (the fleet's call gate).
 
 Beyond this machine, set ``VERIFLEET_SERVE_TOKEN`` (every route but ``GET /health``
 and ``GET /ready`` then needs ``Authorization: Bearer <token>``) and put a TLS
@@ -16,13 +17,15 @@ over ``--max-body-bytes`` get 413, requests still scoring after
 ``--request-timeout`` seconds get 504, requests beyond ``--max-inflight`` get 503
 with ``Retry-After``. A request that could not be verified for an infrastructure
 reason gets no reward (``--infra-errors``). ``--workers N`` runs N server
-processes on one port (share their judge cache with ``--redis``).
+processes on one port (share their judge cache and limits with ``--redis``);
+``--health-port`` answers ``/health`` and ``/ready`` on a port of their own.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import ipaddress
 import json
 import os
@@ -162,10 +165,13 @@ def reward_setup(
     *,
     redis_url: str | None,
     models: list[ModelConfig] | None = None,
+    shared_limits: float | None = None,
 ) -> RewardScorer:
     """The scorer for the benchmark, judges and reward config named by the flags;
-    its judge-call cache is shared through Redis when ``redis_url`` is set. A
-    ``local`` judge runs until ``stack`` closes.
+    its judge-call cache is shared through Redis when ``redis_url`` is set, and
+    with ``shared_limits`` (the seconds one request may take) so are the judges'
+    endpoint limits (the fleet's call gate). A ``local`` judge runs until
+    ``stack`` closes.
 
     A question whose template does not compile or is refused fails alone: its
     requests get results carrying the error (and the config's error reward); a
@@ -181,7 +187,14 @@ def reward_setup(
             a missing API key.
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
-    from verifleet.reward import MemoryJudgeCache, RedisJudgeCache, RewardScorer, reward_resources
+    from verifleet.limits import RedisCallGate
+    from verifleet.reward import (
+        LoopSafeGate,
+        MemoryJudgeCache,
+        RedisJudgeCache,
+        RewardScorer,
+        reward_resources,
+    )
     from verifleet.schemas import BenchmarkLoadError, load_benchmark
     from verifleet.store import RedisTarget
 
@@ -202,14 +215,33 @@ def reward_setup(
     if models is None:
         models = judge_models(args.parsing, stack)
     reward = _reward_config(args.reward_config, benchmark.custom_metadata)
+    gate = None
+    cache: Any = MemoryJudgeCache()
     if redis_url:
         target = RedisTarget.parse(redis_url)
         target.check()  # a wrong password or CA fails here, not on the first request
-        cache: Any = RedisJudgeCache(target.client())
-    else:
-        cache = MemoryJudgeCache()
-    resources = reward_resources(cache)
-    scorer = RewardScorer(benchmark, models, reward, resources=resources)
+        client = target.client()
+        cache = RedisJudgeCache(client)
+        if shared_limits is not None:
+            # The fleet's endpoint limits (window, budgets, pauses), shared by
+            # every --workers process and by the fleet's workers on the same
+            # Redis. A lease outlives the request (and so its judge calls); a
+            # call waits for its slot at most as long as its request may take.
+            gate = LoopSafeGate(
+                RedisCallGate(client, lease_seconds=shared_limits + 30.0, max_wait=shared_limits)
+            )
+    resources = reward_resources(cache, call_gate=gate)
+    # The operator's benchmark is the server's one job: its templates share a
+    # warm template process per executor (a template process per source, as
+    # for inline questions, meant a fork and a compile for most calls of a
+    # benchmark with more templates than an executor keeps processes).
+    scope = (
+        "serve-"
+        + hashlib.sha256(
+            "\0".join(q.answer_template or "" for q in benchmark.questions).encode()
+        ).hexdigest()[:16]
+    )
+    scorer = RewardScorer(benchmark, models, reward, resources=resources, sandbox_scope=scope)
     _with_cost_and_cache(scorer, args, redis_url)
     problems = missing_credentials(scorer.config)
     if problems:
@@ -255,8 +287,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--redis",
         metavar="URL",
-        help="share the judge-call cache through Redis (redis://:PASSWORD@host:port/db, or "
-        "rediss:// for TLS)",
+        help="share the judge-call cache and the judges' endpoint limits through Redis "
+        "(redis://:PASSWORD@host:port/db, or rediss:// for TLS)",
     )
     parser.add_argument(
         "--token",
@@ -293,6 +325,14 @@ def register(commands: Any) -> None:
         f"(default {DEFAULT_MAX_INFLIGHT})",
     )
     parser.add_argument(
+        "--health-port",
+        type=_positive_int,
+        default=None,
+        metavar="PORT",
+        help="also answer GET /health and /ready on this port, from a thread of their own: "
+        "within milliseconds even while thousands of connections wait on the main port",
+    )
+    parser.add_argument(
         "--max-batch",
         type=_positive_int,
         default=DEFAULT_MAX_BATCH,
@@ -323,7 +363,7 @@ def register(commands: Any) -> None:
         default=1,
         metavar="N",
         help="server processes sharing the port (default 1); give them --redis so they "
-        "share the judge-call cache",
+        "share the judge-call cache and the judges' endpoint limits",
     )
     parser.set_defaults(handler=_serve)
 
@@ -385,6 +425,7 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         max_batch=args.max_batch,
         infra_errors=args.infra_errors,
         allowed_hosts=args.allowed_host,
+        sandbox_scope=scorer.sandbox_scope,
     )
 
 
@@ -421,19 +462,36 @@ def worker_app() -> FastAPI:
     start_sandbox(args)
     # The process lives as long as the server: nothing to close before exit.
     stack = contextlib.ExitStack()
-    scorer = reward_setup(args, stack, redis_url=args.redis, models=models)
+    scorer = reward_setup(
+        args, stack, redis_url=args.redis, models=models, shared_limits=args.request_timeout
+    )
     app = _app(args, scorer)
+    _listen_for_probes(args, app)
     settle_heap()
     return app
+
+
+def _listen_for_probes(args: argparse.Namespace, app: Any) -> None:
+    """``--health-port``: /health and /ready on their own port and thread.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    if getattr(args, "health_port", None):
+        from .._serve_health import HealthListener
+
+        HealthListener(args.host, args.health_port, app.routes_fast.admission).start()
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .._serve_protocol import CoalescingHttpToolsProtocol
+
     check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
-        scorer = reward_setup(args, stack, redis_url=args.redis)
+        scorer = reward_setup(args, stack, redis_url=args.redis, shared_limits=args.request_timeout)
         benchmark, reward = scorer.benchmark, scorer.reward_config
         auth = "bearer token required" if args.token else "NO authentication"
         processes = f", {args.workers} processes" if args.workers > 1 else ""
@@ -447,7 +505,8 @@ def _serve(args: argparse.Namespace) -> int:
             "port": args.port,
             "log_level": "warning",
             "access_log": False,
-            "http": "httptools",
+            # httptools, each reply written in one system call (_serve_protocol).
+            "http": CoalescingHttpToolsProtocol,
             "loop": "uvloop",
             # Thousands of RL rollouts arrive at once: the kernel's accept queue
             # must hold them until the loop accepts (uvicorn's default is 2048).
@@ -463,6 +522,7 @@ def _serve(args: argparse.Namespace) -> int:
             )
         else:
             app = _app(args, scorer)
+            _listen_for_probes(args, app)
             settle_heap()
             uvicorn.run(app, **options)
     return 0

@@ -139,21 +139,99 @@ def test_sandbox_failures_are_told_from_verdicts_on_the_code() -> None:
     assert sandbox_failure(KeyboardInterrupt()) is None
 
 
-def test_a_described_template_loads_in_a_bridge_without_a_hop() -> None:
-    # A hop creates the bridge's thread limiter for the loop: none may exist
-    # after loading a template this process has described (the check used to
-    # be handed the template id instead of the source and never matched).
+def test_a_described_template_loads_in_a_bridge_without_an_executor_call() -> None:
     pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
     bridged = BridgedSandbox(pool)
     known, new = TEMPLATE.replace("NAME", "known"), TEMPLATE.replace("NAME", "new")
     try:
         pool.load_template(known, "q1")
+        described = pool.stats().described
         handle = anyio.run(run_bridged, bridged.load_template, known, "q2")
         assert handle.question_id == "q2" and handle.ground_truth() == {"value": "known"}
-        assert bridged._limiters == {}
-        # A template not described yet is, in a thread: the check sees hops.
+        assert pool.stats().described == described
         handle = anyio.run(run_bridged, bridged.load_template, new, "q3")
         assert handle.ground_truth() == {"value": "new"}
-        assert len(bridged._limiters) == 1
+        assert pool.stats().described == described + 1
+    finally:
+        pool.close()
+
+
+SLOW = """
+from verifleet.templates import BaseAnswer
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "NAME"}
+
+    def verify(self) -> bool:
+        total = 0
+        for i in range(LOOPS):
+            total += i
+        return self.value == self.correct["value"]
+"""
+
+
+def test_bridged_sandbox_calls_let_the_loop_run_and_survive_cancellation() -> None:
+    # One executor: a call cancelled mid-exchange must still read its answer,
+    # or the next call would get the stale one (and kill the executor).
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=10))
+    bridged = BridgedSandbox(pool)
+    slow = SLOW.replace("NAME", "slow").replace("LOOPS", "3_000_000")
+    fast = SLOW.replace("NAME", "fast").replace("LOOPS", "1")
+    ticks: list[int] = []
+
+    def verdict(source: str, value: str) -> bool | None:
+        handle = bridged.load_template(source, "q")
+        evaluation = bridged.evaluate(handle, {"value": value}, "trace")
+        assert evaluation.verification is not None
+        return evaluation.verification.field_ok
+
+    async def ticker(done: anyio.Event) -> None:
+        while not done.is_set():
+            ticks.append(1)
+            await anyio.sleep(0.005)
+
+    async def main() -> list[bool | None]:
+        await run_bridged(verdict, slow, "slow")  # compiled, executor warm
+        done = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(ticker, done)
+            with anyio.move_on_after(0.01):  # cancelled while the executor works
+                await run_bridged(verdict, slow, "slow")
+            after = [
+                await run_bridged(verdict, fast, "fast"),
+                await run_bridged(verdict, slow, "other"),
+                await run_bridged(verdict, slow, "slow"),
+            ]
+            done.set()
+        return after
+
+    try:
+        before = pool.stats().replacements
+        assert anyio.run(main) == [True, False, True]
+        assert pool.stats().replacements == before  # no executor killed for a stale reply
+        assert len(ticks) > 3  # the loop ran while the calls waited for the executor
+    finally:
+        pool.close()
+
+
+def test_a_bridged_sandbox_call_runs_in_the_callers_sandbox_scope() -> None:
+    # The scope is set in the bridged code (a greenlet with its own context);
+    # the call that hops to a thread must describe the template in that scope.
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5))
+    bridged = BridgedSandbox(pool)
+    source = TEMPLATE.replace("NAME", "scoped")
+
+    def unit() -> None:
+        with bridged.as_pool().scoped("job-1"):
+            bridged.load_template(source, "q1")
+
+    try:
+        anyio.run(run_bridged, unit)
+        assert pool.knows(source, scope="job-1")
+        assert not pool.knows(source)  # described in the scope's process, not for everyone
     finally:
         pool.close()
