@@ -74,6 +74,7 @@ __all__ = [
     "RewardService",
     "VerifyResponse",
     "create_app",
+    "service_for",
 ]
 
 
@@ -249,6 +250,44 @@ def create_app(
         ConfigError: the reward config does not fit the benchmark, an empty
             token, or a limit that is not positive.
     """
+    scorer = RewardScorer(
+        benchmark,
+        parsing_models,
+        reward_config,
+        resources=resources,
+        sandbox_scope=sandbox_scope,
+    )
+    return service_for(
+        scorer,
+        max_body_bytes=max_body_bytes,
+        token=token,
+        request_timeout=request_timeout,
+        max_inflight=max_inflight,
+        max_batch=max_batch,
+        infra_errors=infra_errors,
+        allowed_hosts=allowed_hosts,
+    )
+
+
+def service_for(
+    scorer: RewardScorer,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    token: str | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    max_inflight: int = DEFAULT_MAX_INFLIGHT,
+    max_batch: int = DEFAULT_MAX_BATCH,
+    infra_errors: InfraErrors = "status",
+    allowed_hosts: Sequence[str] = (),
+) -> RewardService:
+    """The reward service around a scorer built already (``verifleet serve``
+    builds one with its cache, pricing and sandbox scope); the options are
+    :func:`create_app`'s.
+
+    Raises:
+        ConfigError: an empty token, a limit that is not positive or an unknown
+            ``infra_errors``.
+    """
     if token is not None and not token.strip():
         raise ConfigError("the bearer token is empty")
     if min(max_body_bytes, request_timeout, max_inflight, max_batch) <= 0:
@@ -257,13 +296,6 @@ def create_app(
         )
     if infra_errors not in ("status", "null"):
         raise ConfigError(f"infra_errors must be 'status' or 'null', not {infra_errors!r}")
-    scorer = RewardScorer(
-        benchmark,
-        parsing_models,
-        reward_config,
-        resources=resources,
-        sandbox_scope=sandbox_scope,
-    )
     admission = Admission(max_inflight)
     app = RewardService(
         title="verifleet reward service",

@@ -411,13 +411,12 @@ def check_exposure(host: str, token: str | None, *, insecure_no_auth: bool) -> N
 
 
 def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
-    from ..serve import create_app
+    from ..serve import service_for
 
-    return create_app(
-        scorer.benchmark,
-        scorer.parsing_models,
-        scorer.reward_config,
-        resources=scorer.resources,
+    # The scorer itself, not one rebuilt from its parts: --cache and --pricing
+    # changed its config after it was built.
+    return service_for(
+        scorer,
         max_body_bytes=args.max_body_bytes,
         token=args.token,
         request_timeout=args.request_timeout,
@@ -425,7 +424,6 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         max_batch=args.max_batch,
         infra_errors=args.infra_errors,
         allowed_hosts=args.allowed_host,
-        sandbox_scope=scorer.sandbox_scope,
     )
 
 
