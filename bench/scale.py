@@ -361,6 +361,19 @@ def _rss_over_run(samples: list[tuple[int, list[float]]], units: int) -> str:
     return "; ".join(marks) + " MB"
 
 
+def _settle(job: Any, quiet: float = 5.0, limit: float = 60.0) -> None:
+    """Wait until a cancelled job's done count has not moved for ``quiet``
+    seconds (at most ``limit``): its units already running finish and are kept."""
+    seen, moved, began = -1, time.perf_counter(), time.perf_counter()
+    while time.perf_counter() - began < limit:
+        done = job.progress().done_units
+        if done != seen:
+            seen, moved = done, time.perf_counter()
+        elif time.perf_counter() - moved >= quiet:
+            return
+        time.sleep(0.5)
+
+
 def _run_units(args: argparse.Namespace) -> None:
     """The issue 23 run: ``--units`` units with results drained to shards."""
     from verifleet.orchestrator._fleet.job import Job
@@ -426,6 +439,8 @@ def _run_units(args: argparse.Namespace) -> None:
                 break
             time.sleep(1.0)
         end = time.perf_counter()
+        if stopped:  # the units running at the cancel still finish: count them too
+            _settle(job)
         used, peak = sampler.memory()
         sampler.stop()
         sampler.line(used, peak)
