@@ -389,6 +389,10 @@ class WorkerProcs:
         env: Extra environment (e.g. ``VERIFLEET_LEASE_SECONDS``).
         count_round_trips: Run each worker under ``bench/_roundtrips.py``, which
             counts its Redis round trips (read with :meth:`round_trips`).
+        drain: Start each worker as ``verifleet worker --no-supervise``, which
+            also runs the result drainer (jobs submitted with ``results_to``);
+            the process is still the Celery worker itself, so its RSS is the
+            worker's.
     """
 
     def __init__(
@@ -399,6 +403,7 @@ class WorkerProcs:
         concurrency: int | None,
         env: dict[str, str] | None = None,
         count_round_trips: bool = False,
+        drain: bool = False,
     ) -> None:
         self.logdir = Path(tempfile.mkdtemp(prefix="vf-workers-"))
         environment = {**os.environ, "VERIFLEET_REDIS_URL": redis_url, **(env or {})}
@@ -415,9 +420,15 @@ class WorkerProcs:
             log = (self.logdir / f"w{index}.log").open("wb")
             counter = [str(BENCH_DIR / "_roundtrips.py"), str(self.logdir / f"w{index}.rtt")]
             command = [sys.executable, *(counter if count_round_trips else []), *celery]
+            command += ["-n", f"bench{index}@%h", "--loglevel", "WARNING"]
+            if drain:
+                # The celery command has no drainer: it is started by the CLI.
+                command = [sys.executable, "-m", "verifleet", "worker", "--no-supervise"]
+                command += ["--concurrency", str(concurrency), "--queues", DEFAULT_QUEUE]
+                command += ["--hostname", f"bench{index}@%h", "--loglevel", "WARNING"]
             self.procs.append(
                 subprocess.Popen(
-                    [*command, "-n", f"bench{index}@%h", "--loglevel", "WARNING"],
+                    command,
                     env=environment,
                     stdout=log,
                     stderr=subprocess.STDOUT,

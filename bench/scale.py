@@ -5,6 +5,8 @@ Usage::
     .venv/bin/python bench/scale.py                                  # 100,000 units
     .venv/bin/python bench/scale.py --questions 2000                 # 20,000 units
     .venv/bin/python bench/scale.py --export-only 100000 --compare-slow  # export only
+    nice -n 15 .venv/bin/python bench/scale.py --units 1000000      # issue 23: a million
+    .venv/bin/python bench/scale.py --units 20000                   # the same, small
 
 The job is ``--questions`` x ``--answering`` models x ``--replicates`` units
 (default 10,000 x 5 x 2 = 100,000), one parsing model, against the instant
@@ -21,6 +23,19 @@ endpoint. Printed figures and their targets:
   also exports through the validating reference path, for a before/after);
 - each worker's resident memory after a warm-up job and at the end (no growth
   beyond noise).
+
+``--units N`` (issue 23, "a million units") runs N units as N / 100 questions
+x 5 answering models x 20 replicates with ``--results-to`` (a temporary folder
+unless given): the workers (started as ``verifleet worker``, which drains)
+move finished results into Parquet shards as the job runs. It prints, every
+30 s, the units done, units/s, Redis ``used_memory`` (and the highest seen;
+sampled every 2 s) and each worker's RSS, so that a run stopped early still
+gives figures; then the submit (time, <= 2 min; peak RSS, <= 300 MB), Redis's
+peak over the run (the sampled maximum and its own ``used_memory_peak``;
+<= 300 MB), workers' RSS over the run (no growth), the time from the job's end
+to the final Parquet file (``Job.export``, what ``verifleet results JOB --out``
+runs, reading shards and Redis) and whether that file holds exactly N distinct
+result keys.
 
 ``--export-only N`` skips the run: it writes N results shaped like this job's
 straight into a private redis-server with the store API (as workers write them;
@@ -39,6 +54,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -59,6 +75,8 @@ from bench._harness import (
 from bench._stored import capitals_results, export_in_child, fill_store, run_export
 
 TARGETS = {"submit_mb": 200.0, "result_bytes": 2048.0, "export_rate": 20_000.0, "export_mb": 500.0}
+# Issue 23, a million units with --results-to.
+MILLION = {"submit_s": 120.0, "submit_mb": 300.0, "redis_mb": 300.0}
 
 
 def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
@@ -76,7 +94,7 @@ def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
         replicate_count=args.replicates,
     )
     built = time.perf_counter() - start
-    job = Job.submit(bench, config, args.redis)
+    job = Job.submit(bench, config, args.redis, results_to=args.results_to)
     return {
         "job_id": job.job_id,
         "build_s": built,
@@ -87,8 +105,18 @@ def _child_submit(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _child_export(args: argparse.Namespace) -> dict[str, Any]:
-    """In a fresh process: stream the job's results from Redis into Parquet."""
-    return run_export(args.redis, args.job, Path(args.out), args.export_path)
+    """In a fresh process: stream the job's results (shards and Redis) into
+    Parquet; with ``--count-keys`` also count the file's rows and distinct
+    ``result_key`` values (after the peak RSS of the export was taken)."""
+    figures = run_export(args.redis, args.job, Path(args.out), args.export_path)
+    if args.count_keys:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        column = pq.read_table(args.out, columns=["result_key"]).column("result_key")
+        figures["file_rows"] = len(column)
+        figures["distinct_keys"] = pc.count_distinct(column).as_py()
+    return figures
 
 
 def _in_child(phase: str, *options: str) -> dict[str, Any]:
@@ -242,6 +270,220 @@ def _run(args: argparse.Namespace) -> None:
     print(f"total    {time.perf_counter() - began:.0f}s")
 
 
+class _Sampler(threading.Thread):
+    """Samples Redis memory every 2 s and, every 30 s, prints a progress line
+    (units, units/s, Redis memory, drained results, workers' RSS, load), so a
+    run stopped early still leaves its figures.
+
+    ``job`` is set once the submit has returned; until then the lines show
+    Redis and the workers only.
+    """
+
+    def __init__(self, redis_proc: RedisProc, workers: WorkerProcs, units: int) -> None:
+        super().__init__(name="scale-sampler", daemon=True)
+        self.client = redis_proc.client()
+        self.workers = workers
+        self.units = units
+        self.job: Any = None
+        self.began = time.perf_counter()
+        self.max_used = 0
+        self.rss: list[tuple[int, list[float]]] = []  # (units done, RSS of each worker)
+        self.lines = 0
+        self._stop_event = threading.Event()
+        self._last: tuple[float, int] = (self.began, 0)
+
+    def memory(self) -> tuple[int, int]:
+        """(``used_memory``, ``used_memory_peak``) now, and the sampled maximum updated."""
+        info = self.client.info("memory")
+        used = int(info["used_memory"])
+        self.max_used = max(self.max_used, used)
+        return used, int(info["used_memory_peak"])
+
+    def run(self) -> None:
+        last_line = time.perf_counter()
+        while not self._stop_event.wait(2.0):
+            with contextlib.suppress(Exception):  # a sample lost is not a failed run
+                used, peak = self.memory()
+                if time.perf_counter() - last_line >= 30:
+                    last_line = time.perf_counter()
+                    self.line(used, peak)
+
+    def line(self, used: int, peak: int) -> None:
+        now = time.perf_counter()
+        done = drained = 0
+        if self.job is not None:
+            done = self.job.progress().done_units
+            meta = self.job.store.keys(self.job.job_id).meta
+            drained = int(self.client.hget(meta, "drained") or 0)
+        rss = self.workers.rss_mb()
+        self.rss.append((done, rss))
+        when, before = self._last
+        self._last = (now, done)
+        print(
+            f"  [{now - self.began:5.0f}s] {done}/{self.units} units ({done / self.units:.1%}), "
+            f"{(done - before) / (now - when):.0f} units/s over the last {now - when:.0f}s; "
+            f"redis used {used / 2**20:.0f} MB (max sampled {self.max_used / 2**20:.0f}, "
+            f"used_memory_peak {peak / 2**20:.0f}); drained {drained}; workers RSS "
+            + ", ".join(f"{mb:.0f}" for mb in rss)
+            + f" MB; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            flush=True,
+        )
+
+    def stop(self) -> None:
+        """Stop sampling (after the current sample)."""
+        self._stop_event.set()
+
+
+def _units_shape(units: int) -> tuple[int, int, int]:
+    """(questions, answering models, replicates) of an ``--units`` job: N / 100
+    questions x 5 x 20.
+
+    Raises:
+        SystemExit: ``units`` is not a positive multiple of 100.
+    """
+    if units <= 0 or units % 100:
+        raise SystemExit("--units must be a positive multiple of 100 (questions x 5 x 20)")
+    return units // 100, 5, 20
+
+
+def _rss_over_run(samples: list[tuple[int, list[float]]], units: int) -> str:
+    """Workers' RSS at the first samples past 10%, 50% and 90% of the units, and at
+    the last sample: flat from 10% on is "no growth"."""
+    marks = []
+    for share in (0.1, 0.5, 0.9):
+        for done, rss in samples:
+            if done >= share * units:
+                marks.append(f"{done} units: " + ", ".join(f"{mb:.0f}" for mb in rss))
+                break
+    if samples:
+        done, rss = samples[-1]
+        marks.append(f"last sample ({done} units): " + ", ".join(f"{mb:.0f}" for mb in rss))
+    return "; ".join(marks) + " MB"
+
+
+def _settle(job: Any, quiet: float = 5.0, limit: float = 60.0) -> None:
+    """Wait until a cancelled job's done count has not moved for ``quiet``
+    seconds (at most ``limit``): its units already running finish and are kept."""
+    seen, moved, began = -1, time.perf_counter(), time.perf_counter()
+    while time.perf_counter() - began < limit:
+        done = job.progress().done_units
+        if done != seen:
+            seen, moved = done, time.perf_counter()
+        elif time.perf_counter() - moved >= quiet:
+            return
+        time.sleep(0.5)
+
+
+def _run_units(args: argparse.Namespace) -> None:
+    """The issue 23 run: ``--units`` units with results drained to shards."""
+    from verifleet.orchestrator._fleet.job import Job
+
+    units = args.units
+    questions, answering, replicates = _units_shape(units)
+    results_to = args.results_to or tempfile.mkdtemp(prefix="vf-scale-shards-")
+    print(machine_line())
+    print(
+        f"job: {questions} questions x {answering} answering x {replicates} replicates = "
+        f"{units} units ({units} results), {args.workers} workers x {args.threads} threads, "
+        f"instant endpoint, results drained to {results_to}; nice {os.nice(0)}",
+        flush=True,
+    )
+    _bench, answers = capitals(questions)
+    del _bench
+    began = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        endpoint = stack.enter_context(EndpointProc(answers))
+        redis_proc = stack.enter_context(RedisProc())
+        workers = stack.enter_context(
+            WorkerProcs(redis_proc.url, args.workers, concurrency=args.threads, drain=True)
+        )
+        warm, _ = capitals(200)
+        warm_config = fleet_config(endpoint.base_url, parsing="judge")
+        Job.submit(warm, warm_config, redis_proc.url).wait(timeout=300, poll=0.2)
+        rss_start = workers.rss_mb()
+        sampler = _Sampler(redis_proc, workers, units)
+        mem_before, _ = sampler.memory()
+        print(
+            "warm-up  200 units; workers RSS "
+            + ", ".join(f"{mb:.0f}" for mb in rss_start)
+            + f" MB; redis used {mem_before / 2**20:.1f} MB",
+            flush=True,
+        )
+        sampler.start()
+        common = ["--redis", redis_proc.url, "--base-url", endpoint.base_url]
+        sizes = ["--questions", str(questions), "--answering", str(answering)]
+        sizes += ["--replicates", str(replicates), "--results-to", results_to]
+        submitting = time.perf_counter()
+        sub = _in_child("submit", *common, *sizes)
+        sampler.job = job = Job(sub["job_id"], redis_proc.url)
+        submit_wall = time.perf_counter() - submitting
+        print(
+            f"submit   {submit_wall:.1f}s wall in a child (build {sub['build_s']:.1f}s + submit "
+            f"{sub['submit_s']:.1f}s; target <= {MILLION['submit_s']:.0f}s: "
+            f"{_verdict(submit_wall, MILLION['submit_s'])}); peak RSS {sub['peak_mb']:.0f} MB "
+            f"({sub['imported_mb']:.0f} MB after imports; target <= {MILLION['submit_mb']:.0f} "
+            f"MB: {_verdict(sub['peak_mb'], MILLION['submit_mb'])})",
+            flush=True,
+        )
+        seen, moved, stopped = -1, time.perf_counter(), False
+        while not (progress := job.progress()).finished:
+            now = time.perf_counter()
+            if progress.done_units != seen:
+                seen, moved = progress.done_units, now
+            elif now - moved > 300:
+                raise RuntimeError(f"no unit finished in 300 s; worker logs in {workers.logdir}")
+            if args.max_minutes and now - submitting > args.max_minutes * 60:
+                print(f"STOPPED  after {args.max_minutes} min: cancelling the job", flush=True)
+                job.cancel()
+                stopped = True
+                break
+            time.sleep(1.0)
+        end = time.perf_counter()
+        if stopped:  # the units running at the cancel still finish: count them too
+            _settle(job)
+        used, peak = sampler.memory()
+        sampler.stop()
+        sampler.line(used, peak)
+        progress = job.progress()
+        job_s = end - submitting
+        print(
+            f"run      {progress.done_units}/{units} units in {job_s:.0f}s from the start of the "
+            f"submit = {progress.done_units / job_s:.0f} units/s; {progress.failed_units} failed "
+            f"units{' (STOPPED early)' if stopped else ''}",
+            flush=True,
+        )
+        print(
+            f"redis    max used_memory sampled every 2 s {sampler.max_used / 2**20:.0f} MB, "
+            f"used_memory_peak {peak / 2**20:.0f} MB (target <= {MILLION['redis_mb']:.0f} MB: "
+            f"{_verdict(max(sampler.max_used, peak) / 2**20, MILLION['redis_mb'])}); "
+            f"{mem_before / 2**20:.0f} MB before the submit, {used / 2**20:.0f} MB at the end",
+            flush=True,
+        )
+        print(
+            "workers  RSS after warm-up "
+            + ", ".join(f"{mb:.0f}" for mb in rss_start)
+            + " MB; "
+            + _rss_over_run(sampler.rss, units),
+            flush=True,
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "results.parquet"
+            options = ["--redis", redis_proc.url, "--job", job.job_id, "--out", str(out)]
+            exp = _in_child("export", "--export-path", "fast", "--count-keys", *options)
+        to_file = time.perf_counter() - end
+        expected = progress.done_units  # one parsing model: one result per unit
+        ok = exp["file_rows"] == exp["distinct_keys"] == expected
+        print(
+            f"export   {to_file:.0f}s from the job's end to the final Parquet file "
+            f"({exp['rows']} rows written in {exp['seconds']:.0f}s in the child; peak RSS "
+            f"{exp['peak_mb']:.0f} MB; file {exp['bytes'] / 2**20:.0f} MB; load "
+            f"{exp['load']:.2f}); {exp['file_rows']} rows, {exp['distinct_keys']} distinct "
+            f"result keys, expected {expected}: {'met' if ok else 'MISSED'}",
+            flush=True,
+        )
+    print(f"total    {time.perf_counter() - began:.0f}s")
+
+
 def _export(url: str, job_id: str, compare_slow: bool) -> None:
     """Export the job in a child process (and by the reference path too)."""
     for path in ("fast", "slow") if compare_slow else ("fast",):
@@ -306,6 +548,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also export through the validating reference path (the pre-fast-path export)",
     )
+    parser.add_argument(
+        "--units",
+        type=int,
+        default=0,
+        metavar="N",
+        help="issue 23 run: N units (N/100 questions x 5 x 20) drained with --results-to",
+    )
+    parser.add_argument(
+        "--results-to",
+        metavar="DIR",
+        help="with --units: where the shards go (default: a new temporary folder)",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0.0,
+        help="with --units: cancel the job after this long and report what was measured",
+    )
+    parser.add_argument("--count-keys", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=["submit", "export"], help=argparse.SUPPRESS)
     parser.add_argument("--export-path", choices=["fast", "slow"], help=argparse.SUPPRESS)
     parser.add_argument("--redis", help=argparse.SUPPRESS)
@@ -319,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child_export(args)))
     elif args.export_only:
         _export_only(args)
+    elif args.units:
+        _run_units(args)
     else:
         _run(args)
     return 0

@@ -19,9 +19,11 @@ slow write) record two shards holding the same keys; readers keep each key once.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import time
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -48,6 +50,7 @@ def write_shard(url: str, job_id: str, items: Sequence[tuple[str, bytes]]) -> st
     Raises:
         OSError: the location cannot be written (the caller keeps the results
             in Redis and tries again later).
+        pyarrow.ArrowInvalid: a result is not valid UTF-8 (nothing is written).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -56,12 +59,9 @@ def write_shard(url: str, job_id: str, items: Sequence[tuple[str, bytes]]) -> st
     folder = f"{root.rstrip('/')}/{job_id}"
     fs.makedirs(folder, exist_ok=True)
     path = f"{folder}/part-{time.time_ns():020d}-{secrets.token_hex(4)}.parquet"
-    table = pa.table(
-        {
-            _KEY: pa.array([key for key, _ in items], pa.string()),
-            _RESULT: pa.array([blob.decode() for _, blob in items], pa.large_string()),
-        }
-    )
+    keys = _strings([key.encode() for key, _ in items], large=False)
+    results = _strings([blob for _, blob in items], large=True)
+    table = pa.Table.from_arrays([keys, results], names=[_KEY, _RESULT])
     with fs.open(path, "wb") as handle:
         pq.write_table(table, handle, compression="zstd")
         fileno = getattr(handle, "fileno", None)
@@ -73,6 +73,28 @@ def write_shard(url: str, job_id: str, items: Sequence[tuple[str, bytes]]) -> st
                 pass  # not a local file: the store makes it durable on close
     written: str = fs.unstrip_protocol(path)
     return written
+
+
+def _strings(values: Sequence[bytes], *, large: bool) -> Any:
+    """An Arrow string array made straight from UTF-8 bytes.
+
+    Not ``pa.array``: its first call imports pandas (about 50 MB in every worker
+    process that drains, for good), and a ``str`` per value would copy the page
+    once more. The buffers are the joined bytes and their offsets (native
+    integers: Arrow's layout on the little-endian machines pyarrow supports).
+
+    Raises:
+        pyarrow.ArrowInvalid: a value is not valid UTF-8 (nothing is written).
+    """
+    import pyarrow as pa
+
+    offsets = array("q" if large else "i", [0])
+    offsets.extend(itertools.accumulate(len(value) for value in values))
+    kind = pa.large_string() if large else pa.string()
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
+    strings = pa.Array.from_buffers(kind, len(values), buffers)
+    strings.validate(full=True)
+    return strings
 
 
 def read_shard(url: str) -> Iterator[tuple[str, bytes]]:
