@@ -419,13 +419,15 @@ class WorkerProcs:
         for index in range(count):
             log = (self.logdir / f"w{index}.log").open("wb")
             counter = [str(BENCH_DIR / "_roundtrips.py"), str(self.logdir / f"w{index}.rtt")]
-            command = [sys.executable, *(counter if count_round_trips else []), *celery]
-            command += ["-n", f"bench{index}@%h", "--loglevel", "WARNING"]
             if drain:
                 # The celery command has no drainer: it is started by the CLI.
                 command = [sys.executable, "-m", "verifleet", "worker", "--no-supervise"]
                 command += ["--concurrency", str(concurrency), "--queues", DEFAULT_QUEUE]
-                command += ["--hostname", f"bench{index}@%h", "--loglevel", "WARNING"]
+                command += ["--hostname", f"bench{index}@%h"]
+            else:
+                command = [sys.executable, *(counter if count_round_trips else []), *celery]
+                command += ["-n", f"bench{index}@%h"]
+            command += ["--loglevel", "WARNING"]
             self.procs.append(
                 subprocess.Popen(
                     command,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Collection
+from typing import Any
 
 from ._serve_guards import ASGIApp, Receive, Scope, Send, send_json_error
 
@@ -64,6 +65,21 @@ class Admission:
         """Rollouts finished per second, recently."""
         decay = math.exp(-(time.monotonic() - self._rate_at) / self.RATE_WINDOW)
         return self._rate * decay
+
+    def readiness(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """What ``GET /ready`` answers: 200 while a rollout would be admitted,
+        else 503 with ``Retry-After``; the payload counts the rollouts in flight
+        and refused (the service's port and ``--health-port`` answer the same)."""
+        ready = not self.saturated
+        payload = {
+            "ready": ready,
+            "inflight": self.inflight,
+            "max_inflight": self.max_inflight,
+            "rejected": self.rejected,
+        }
+        if ready:
+            return 200, payload, {}
+        return 503, payload, {"retry-after": str(self.retry_after())}
 
     def retry_after(self) -> int:
         """Whole seconds after which the current backlog should have drained

@@ -72,15 +72,7 @@ class HealthListener:
                 if path == "/health":
                     status, payload = 200, {"status": "ok", "version": __version__}
                 elif path == "/ready":
-                    payload = {
-                        "ready": not admission.saturated,
-                        "inflight": admission.inflight,
-                        "max_inflight": admission.max_inflight,
-                        "rejected": admission.rejected,
-                    }
-                    status = 200 if payload["ready"] else 503
-                    if status == 503:
-                        headers["retry-after"] = str(admission.retry_after())
+                    status, payload, headers = admission.readiness()
                 else:
                     status, payload = 404, {"message": f"{path} is not served on this port"}
                 self._reply(status, payload, headers)

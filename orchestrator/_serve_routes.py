@@ -181,17 +181,8 @@ class ServiceRoutes:
 
     async def ready(self, _scope: Scope, _receive: Receive, send: Send) -> None:
         """200 while a rollout would be admitted, else 503 with ``Retry-After``."""
-        admission = self.admission
-        payload = {
-            "ready": not admission.saturated,
-            "inflight": admission.inflight,
-            "max_inflight": admission.max_inflight,
-            "rejected": admission.rejected,
-        }
-        if payload["ready"]:
-            await _send(send, 200, payload)
-        else:
-            await _send(send, 503, payload, {"retry-after": str(admission.retry_after())})
+        status, payload, headers = self.admission.readiness()
+        await _send(send, status, payload, headers)
 
     async def verify(self, _scope: Scope, receive: Receive, send: Send) -> None:
         """One rollout: its request back with the reward (see the module of the service)."""

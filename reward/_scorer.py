@@ -7,6 +7,7 @@ The service, the local rollouts scorer and the fleet's reward task all call
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import statistics
 import time
@@ -321,11 +322,13 @@ class RewardScorer:
         if deadline is None:
             deadline = time.monotonic() + self.config.unit_deadline
         inline = isinstance(request, PlainVerifyRequest) and request.question is not None
-        with recording() as failures:
-            if self.sandbox_scope is None or inline:
-                return self._score(question, rubric, request, answer, deadline, failures)
-            with self.resources.sandbox.scoped(self.sandbox_scope):
-                return self._score(question, rubric, request, answer, deadline, failures)
+        scope = (
+            contextlib.nullcontext()
+            if self.sandbox_scope is None or inline
+            else self.resources.sandbox.scoped(self.sandbox_scope)
+        )
+        with recording() as failures, scope:
+            return self._score(question, rubric, request, answer, deadline, failures)
 
     def _score(
         self,
