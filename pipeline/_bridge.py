@@ -20,6 +20,7 @@ and makes no further model call.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import sys
 import time
@@ -32,10 +33,12 @@ import greenlet
 
 from verifleet.errors import VerifleetError
 from verifleet.sandbox import (
+    ExecutorBusy,
     SandboxError,
     SandboxPool,
     TemplateEvaluation,
     TemplateHandle,
+    cooperative,
     default_pool,
 )
 
@@ -148,6 +151,82 @@ def sandbox_failure(exc: BaseException) -> Exception | None:
     return None
 
 
+async def _readable(fd: int, timeout: float) -> tuple[bool, BaseException | None]:
+    """(True once ``fd`` is readable, False after ``timeout`` s; the cancellation
+    that came meanwhile). A cancellation does not end the wait: the executor's
+    reply is on its way, and an executor left with an unread reply is lost."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[bool] = loop.create_future()
+
+    def settle(value: bool) -> None:
+        if not ready.done():
+            ready.set_result(value)
+
+    loop.add_reader(fd, settle, True)
+    timer = loop.call_later(max(timeout, 0.0), settle, False)
+    cancelled: BaseException | None = None
+    try:
+        while True:
+            try:
+                return await asyncio.shield(ready), cancelled
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+    finally:
+        timer.cancel()
+        loop.remove_reader(fd)
+
+
+class _ReplyWait:
+    """The :data:`~verifleet.sandbox.ReadWait` of one bridged sandbox call: the
+    greenlet waits on the loop; a cancellation is kept for after the reply."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled: BaseException | None = None
+
+    def __call__(self, fd: int, timeout: float) -> bool:
+        ready, cancelled = wait_for(_readable(fd, timeout))
+        if self.cancelled is None:
+            self.cancelled = cancelled
+        return ready
+
+
+class _LoopSlots:
+    """How many of the pool's executors one loop's bridged calls hold at once
+    (its size): a call beyond waits on the loop for one to be given back, so it
+    finds an executor idle rather than going to a thread to wait for one."""
+
+    __slots__ = ("free", "waiters")
+
+    def __init__(self, size: int) -> None:
+        self.free = size
+        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def take(self) -> None:
+        """Take a slot, waiting on the loop (from bridged code) while none is free."""
+        if self.free > 0:
+            self.free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(turn)
+        try:
+            wait_for(turn)
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.give()  # handed a slot as the cancellation came
+            raise
+
+    def give(self) -> None:
+        """Give a slot back: to the first caller still waiting, else to the free ones."""
+        while self.waiters:
+            turn = self.waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.free += 1
+
+
 class BridgedSandbox:
     """A :class:`~verifleet.sandbox.SandboxPool` whose calls, from bridged code,
     run in a worker thread (an executor call blocks on its pipe), so the event
@@ -171,6 +250,7 @@ class BridgedSandbox:
         self.pool = pool if pool is not None else default_pool()
         self.on_failure = on_failure
         self._limiters: dict[int, anyio.CapacityLimiter] = {}
+        self._loop_slots: dict[int, _LoopSlots] = {}
 
     def _limiter(self) -> anyio.CapacityLimiter:
         # One thread per executor: more would only wait in the pool for one, and
@@ -182,10 +262,20 @@ class BridgedSandbox:
             limiter = self._limiters[loop] = anyio.CapacityLimiter(self.pool.settings.pool_size)
         return limiter
 
+    def _slots(self) -> _LoopSlots:
+        loop = id(asyncio.get_running_loop())
+        slots = self._loop_slots.get(loop)
+        if slots is None:
+            slots = self._loop_slots[loop] = _LoopSlots(self.pool.settings.pool_size)
+        return slots
+
     def _call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             if not in_bridge():
                 return fn(*args, **kwargs)
+            done, outcome = self._on_loop(fn, *args, **kwargs)
+            if done:
+                return cast(T, outcome)
             # The thread runs in the bridged code's context, not the loop
             # task's: the pool reads its scope (SandboxPool.scoped, set by the
             # caller in its greenlet) there. Without it a served benchmark's
@@ -197,6 +287,31 @@ class BridgedSandbox:
             if failure is not None and self.on_failure is not None:
                 self.on_failure(failure)
             raise
+
+    def _on_loop(
+        self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> tuple[bool, T | None]:
+        """Make the call on this thread, its reply awaited on the loop: (True,
+        its outcome); (False, None) when it needs an executor that is not idle
+        (nothing was sent). A cancellation meanwhile is raised once the reply
+        is in, as the threaded call does: the executor stays usable."""
+        slots = self._slots()
+        slots.take()
+        waiter = _ReplyWait()
+        try:
+            with cooperative(waiter):
+                outcome = fn(*args, **kwargs)
+        except ExecutorBusy:
+            return False, None
+        except BaseException:
+            if waiter.cancelled is not None:
+                raise waiter.cancelled from None
+            raise
+        finally:
+            slots.give()
+        if waiter.cancelled is not None:
+            raise waiter.cancelled
+        return True, outcome
 
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
         """:meth:`SandboxPool.load_template`; a template described before costs no hop."""

@@ -14,13 +14,16 @@ the standard library.
 """
 
 from ._checkers import SandboxChecker, sandbox_checker
+from ._cooperative import ExecutorBusy, ReadWait, cooperative
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
 from ._settings import SandboxMode, SandboxSettings
 
 __all__ = [
+    "ExecutorBusy",
     "ExecutorCrashed",
+    "ReadWait",
     "SandboxChecker",
     "SandboxError",
     "SandboxMode",
@@ -31,6 +34,7 @@ __all__ = [
     "TemplateEvaluation",
     "TemplateHandle",
     "TemplateVerification",
+    "cooperative",
     "default_pool",
     "reset_default_pool",
     "sandbox_checker",

@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 
 from ._errors import SandboxError
 
@@ -39,7 +40,14 @@ class Deadline(SandboxError):
     """A pipe did not deliver within its time."""
 
 
-def read_line(fd: int, timeout: float | None, *, limit: int, alive: object = None) -> bytes:
+def read_line(
+    fd: int,
+    timeout: float | None,
+    *,
+    limit: int,
+    alive: object = None,
+    wait: Callable[[int, float], bool] | None = None,
+) -> bytes:
     """Read from ``fd`` until a newline; return the line without it.
 
     Args:
@@ -49,6 +57,9 @@ def read_line(fd: int, timeout: float | None, *, limit: int, alive: object = Non
         alive: Optional callable; checked every 50 ms while waiting, and when it
             returns False the wait ends as at end of file (the writer died while
             someone else still holds the pipe's write end).
+        wait: Optional ``wait(fd, seconds)`` that returns True once ``fd`` is
+            readable, False when the seconds passed first; used instead of
+            blocking in ``poll`` (needs ``timeout``; ``alive`` is not checked).
 
     Raises:
         Deadline: no complete line within ``timeout``.
@@ -70,7 +81,10 @@ def read_line(fd: int, timeout: float | None, *, limit: int, alive: object = Non
             if left <= 0:
                 raise Deadline(f"no answer within {timeout:g} s")
             wait_ms = min(left, 0.05 if alive is not None else 3600.0) * 1000
-        if not poller.poll(wait_ms):
+        if wait is not None and end is not None:
+            if not poller.poll(0) and not wait(fd, left):
+                raise Deadline(f"no answer within {timeout:g} s")
+        elif not poller.poll(wait_ms):
             if alive is not None and not alive():  # type: ignore[operator]
                 raise EOFError(f"the writer died after {size} bytes")
             continue

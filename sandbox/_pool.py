@@ -36,6 +36,7 @@ from verifleet.schemas import (
 from verifleet.templates import RegexOutcome, source_digest
 
 from ._bounds import bounded_error, description_problem, evaluation_problem
+from ._cooperative import ExecutorBusy, current_wait
 from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._process import ExecutorProcess
@@ -168,6 +169,8 @@ class SandboxPool:
         times a call); else any idle one, a new one while below ``pool_size``,
         or the next to be free."""
         give_up_affinity = time.monotonic() + AFFINITY_WAIT
+        if current_wait() is not None:
+            return self._acquire_idle(template_id)
         with self._cond:
             while True:
                 if self._closed:
@@ -209,6 +212,28 @@ class SandboxPool:
         with self._cond:
             self._busy.add(proc)
         return proc
+
+    def _acquire_idle(self, template_id: str | None) -> ExecutorProcess:
+        """:meth:`_acquire` inside ``cooperative``: an idle, live executor that
+        knows ``template_id`` (any idle one when no busy one knows it).
+
+        Raises:
+            ExecutorBusy: Getting one would mean waiting (or starting one).
+        """
+        with self._cond:
+            if self._closed:
+                raise SandboxError("the sandbox pool is closed")
+            index, known = self._preferred(template_id)
+            busy_knows = (
+                not known
+                and template_id is not None
+                and any(template_id in p.known_templates for p in self._busy)
+            )
+            if index < 0 or busy_knows or not self._idle[index].alive():
+                raise ExecutorBusy
+            proc = self._idle.pop(index)
+            self._busy.add(proc)
+            return proc
 
     def _preferred(self, template_id: str | None) -> tuple[int, bool]:
         """(index in the idle list of the executor to hand out, whether it knows
@@ -258,11 +283,12 @@ class SandboxPool:
         try:
             send = template is not None and template[0] not in proc.known_templates
             source = template[1] if template is not None and send else None
-            reply = proc.call(make(proc.next_id(), source))
+            wait = current_wait()
+            reply = proc.call(make(proc.next_id(), source), wait=wait)
             error = reply.error
             if template is not None and error is not None and error.kind == "need_source":
                 send = True
-                reply = proc.call(make(proc.next_id(), template[1]))
+                reply = proc.call(make(proc.next_id(), template[1]), wait=wait)
             if template is not None and send:
                 if len(proc.known_templates) >= self.settings.max_templates:
                     proc.known_templates.clear()
@@ -407,7 +433,12 @@ class SandboxPool:
         # An executor that fails (its router, not the template's processes: those
         # answer ``timeout`` or ``crash``) is the infrastructure's failure:
         # ExecutorCrashed goes to the caller and nothing is cached.
-        reply = self._call(make, template=(digest, source))
+        try:
+            reply = self._call(make, template=(digest, source))
+        except ExecutorBusy:
+            with self._handles_lock:
+                self._described -= 1  # nothing was asked: the caller asks again
+            raise
         if not reply.ok:
             return TemplateValidationError(_error_text(reply))
         too_large = description_problem(reply.result or {}, self.settings.result_limits)

@@ -22,6 +22,7 @@ from collections import deque
 from pydantic import BaseModel, ValidationError
 
 from ._children import MAX_ANSWER_BYTES
+from ._cooperative import ReadWait
 from ._errors import ExecutorCrashed, SandboxUnavailable
 from ._launch import executor_command
 from ._pipes import Deadline, read_line, write_all
@@ -141,11 +142,11 @@ class ExecutorProcess:
         tail = self.stderr_tail()
         return ExecutorCrashed(f"{what}: the executor {cause}" + (f" ({tail})" if tail else ""))
 
-    def _read(self, timeout: float) -> bytes:
+    def _read(self, timeout: float, wait: ReadWait | None = None) -> bytes:
         stdout = self._proc.stdout
         assert stdout is not None
         try:
-            return read_line(stdout.fileno(), timeout, limit=MAX_ANSWER_BYTES)
+            return read_line(stdout.fileno(), timeout, limit=MAX_ANSWER_BYTES, wait=wait)
         except Deadline:
             self.kill()
             raise ExecutorCrashed(
@@ -161,9 +162,13 @@ class ExecutorProcess:
                 self._proc.wait(timeout=5)
             raise self._death("the executor died") from None
 
-    def call(self, request: BaseModel) -> Reply:
+    def call(self, request: BaseModel, *, wait: ReadWait | None = None) -> Reply:
         """Send one request (a ``_protocol`` request with a fresh ``id``, see
         :meth:`next_id`) and return the executor's reply.
+
+        ``wait`` (see ``_cooperative``) waits for the reply instead of blocking
+        this thread in ``poll``. The request is written at once: the executor
+        is idle and reading, so only one larger than a pipe's buffer waits here.
 
         Raises:
             ExecutorCrashed: The executor died, stopped answering or answered
@@ -180,7 +185,14 @@ class ExecutorProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=5)
             raise self._death("sending the request failed") from None
-        line = self._read(self._settings.host_timeout)
+        try:
+            line = self._read(self._settings.host_timeout, wait)
+        except BaseException:
+            if wait is not None and self.alive():
+                # Left mid-call: its reply may still come, and would be taken
+                # for the next call's.
+                self.kill()
+            raise
         try:
             reply = decode_reply(line)
         except ValidationError:
