@@ -14,8 +14,8 @@ the standard library.
 """
 
 from ._checkers import SandboxChecker, sandbox_checker
-from ._cooperative import ExecutorBusy, ReadWait, cooperative
-from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
+from ._cooperative import ReadWait, cooperative
+from ._errors import ExecutorBusy, ExecutorCrashed, SandboxError, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
 from ._settings import SandboxMode, SandboxSettings

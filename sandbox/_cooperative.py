@@ -18,6 +18,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
+from ._errors import ExecutorBusy
+
 __all__ = ["ExecutorBusy", "ReadWait", "cooperative", "current_wait"]
 
 #: ``wait(fd, timeout)``: True once ``fd`` is readable, False when ``timeout``
@@ -25,11 +27,6 @@ __all__ = ["ExecutorBusy", "ReadWait", "cooperative", "current_wait"]
 ReadWait = Callable[[int, float], bool]
 
 _WAIT: ContextVar[ReadWait | None] = ContextVar("verifleet_sandbox_wait", default=None)
-
-
-class ExecutorBusy(Exception):
-    """A pool call inside :func:`cooperative` would have had to wait for an
-    executor. Nothing was sent: make the same call outside the block."""
 
 
 @contextlib.contextmanager
