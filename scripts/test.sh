@@ -18,4 +18,8 @@ if ! layers=$(.venv/bin/python scripts/check_layers.py 2>&1); then
     echo "$layers" >&2
     exit 1
 fi
-exec .venv/bin/python -m pytest "$@"
+# Four test processes, each test file whole in one of them (pytest-xdist): the
+# tests mostly wait on their servers, workers and the model, so on two cores the
+# suite took 25-29 min one file at a time, 13.8 min with two processes and 11.5
+# with four. VERIFLEET_TEST_PROCESSES=0 runs it in this process alone.
+exec .venv/bin/python -m pytest -n "${VERIFLEET_TEST_PROCESSES:-4}" --dist loadfile "$@"
