@@ -13,11 +13,17 @@ once at the end of it (or before the connection closes).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["CoalescingHttpToolsProtocol", "CoalescingTransport"]
+__all__ = [
+    "DISCONNECT_EXTENSION",
+    "CoalescingHttpToolsProtocol",
+    "CoalescingTransport",
+    "OnDisconnect",
+]
 
 
 class CoalescingTransport:
@@ -61,11 +67,46 @@ class CoalescingTransport:
         return getattr(self._inner, name)
 
 
+#: The scope extension a route calls with a callback to be told, once, that the
+#: client went away mid-request; it returns a function that takes the callback
+#: back. The route's alternative, a task per request reading ``receive`` until
+#: ``http.disconnect``, was ~5 % of a judge-free request's server CPU.
+DISCONNECT_EXTENSION = "verifleet.on_disconnect"
+
+OnDisconnect = Callable[[Callable[[], None]], Callable[[], None]]
+
+
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's ``httptools`` protocol over a :class:`CoalescingTransport`
-    (pass the class as uvicorn's ``http`` option)."""
+    (pass the class as uvicorn's ``http`` option), offering each request's
+    route the :data:`DISCONNECT_EXTENSION`."""
+
+    _on_lost: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Wrap ``transport`` before uvicorn sees it."""
         wrapped = CoalescingTransport(transport, self.loop)
         super().connection_made(wrapped)  # type: ignore[arg-type]
+
+    def on_message_begin(self) -> None:
+        """Start a request's scope, with the disconnect extension in it."""
+        super().on_message_begin()
+        self._on_lost = None
+        extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+        extensions[DISCONNECT_EXTENSION] = self._watch
+
+    def _watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        self._on_lost = callback
+
+        def stop() -> None:
+            if self._on_lost is callback:
+                self._on_lost = None
+
+        return stop
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """uvicorn's bookkeeping, then the watching route's callback."""
+        on_lost, self._on_lost = self._on_lost, None
+        super().connection_lost(exc)
+        if on_lost is not None:
+            on_lost()

@@ -30,6 +30,7 @@ from verifleet.reward import (
 from ._serve_admission import Admission
 from ._serve_batch import BATCH_PATH, REQUEST, score_batch, validation_problems
 from ._serve_guards import Receive, Scope, Send, bearer_token_ok
+from ._serve_protocol import DISCONNECT_EXTENSION
 from ._serve_scoring import score_on_loop
 
 __all__ = [
@@ -184,7 +185,7 @@ class ServiceRoutes:
         status, payload, headers = self.admission.readiness()
         await _send(send, status, payload, headers)
 
-    async def verify(self, _scope: Scope, receive: Receive, send: Send) -> None:
+    async def verify(self, scope: Scope, receive: Receive, send: Send) -> None:
         """One rollout: its request back with the reward (see the module of the service)."""
         raw = await _body(receive)
         if raw is None:
@@ -205,7 +206,13 @@ class ServiceRoutes:
             await _send(send, 422, {"message": message, "detail": detail})
             return
         try:
-            outcome = await score_on_loop(self.scorer, body, timeout=self.timeout, receive=receive)
+            outcome = await score_on_loop(
+                self.scorer,
+                body,
+                timeout=self.timeout,
+                receive=receive,
+                on_disconnect=scope.get("extensions", {}).get(DISCONNECT_EXTENSION),
+            )
         except InvalidRequestError as exc:
             status = 404 if isinstance(exc, UnknownQuestionError) else 422
             await _send(send, status, {"message": str(exc)})

@@ -16,6 +16,8 @@ from typing import Any
 from verifleet.pipeline import run_bridged
 from verifleet.reward import Failure, RewardScorer, ScoredRollout
 
+from ._serve_protocol import OnDisconnect
+
 __all__ = ["Receive", "score_on_loop", "timed_out_message", "until_disconnected"]
 
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -39,7 +41,12 @@ async def until_disconnected(receive: Receive) -> None:
 
 
 async def score_on_loop(
-    scorer: RewardScorer, body: Any, *, timeout: float, receive: Receive | None = None
+    scorer: RewardScorer,
+    body: Any,
+    *,
+    timeout: float,
+    receive: Receive | None = None,
+    on_disconnect: OnDisconnect | None = None,
 ) -> ScoredRollout | Failure | None:
     """Score ``body`` on this event loop within ``timeout`` seconds.
 
@@ -49,6 +56,8 @@ async def score_on_loop(
         timeout: Seconds it may take (the judge calls get the same deadline).
         receive: The request's ASGI ``receive``: when its client disconnects,
             the scoring is cancelled where it waits (no judge call starts after).
+        on_disconnect: The server's :data:`DISCONNECT_EXTENSION`, told the same
+            without a task reading ``receive`` (used instead when given).
 
     Returns:
         The scored rollout; a ``timeout`` :class:`Failure` when the deadline
@@ -62,7 +71,16 @@ async def score_on_loop(
     deadline = time.monotonic() + timeout
     gone = False
     watcher: asyncio.Task[None] | None = None
-    if receive is not None:
+    stop_watching: Callable[[], None] | None = None
+    if on_disconnect is not None:
+
+        def lost() -> None:
+            nonlocal gone
+            gone = True
+            task.cancel()
+
+        stop_watching = on_disconnect(lost)
+    elif receive is not None:
 
         async def watch() -> None:
             nonlocal gone
@@ -84,3 +102,5 @@ async def score_on_loop(
     finally:
         if watcher is not None:
             watcher.cancel()
+        if stop_watching is not None:
+            stop_watching()

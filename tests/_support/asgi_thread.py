@@ -37,8 +37,11 @@ class ServedApp:
         self.stop()
 
 
-def serve_in_thread(app: Any, *, port: int = 0, lifespan: str = "on") -> ServedApp:
-    """Start ``app`` with uvicorn on 127.0.0.1 and return once it accepts connections.
+def serve_in_thread(
+    app: Any, *, port: int = 0, lifespan: str = "on", http: Any = "auto"
+) -> ServedApp:
+    """Start ``app`` with uvicorn on 127.0.0.1 and return once it accepts connections
+    (``http``: uvicorn's protocol option, e.g. the class ``verifleet serve`` uses).
 
     Raises:
         OSError: the port cannot be bound.
@@ -48,7 +51,12 @@ def serve_in_thread(app: Any, *, port: int = 0, lifespan: str = "on") -> ServedA
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     config = uvicorn.Config(
-        app, lifespan=lifespan, log_level="warning", access_log=False, timeout_graceful_shutdown=1
+        app,
+        lifespan=lifespan,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+        http=http,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(
