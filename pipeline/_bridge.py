@@ -229,8 +229,10 @@ class _LoopSlots:
 
 class BridgedSandbox:
     """A :class:`~verifleet.sandbox.SandboxPool` whose calls, from bridged code,
-    run in a worker thread (an executor call blocks on its pipe), so the event
-    loop goes on; outside a bridge they are the pool's own calls.
+    let the event loop go on: sent to an idle executor from the loop's thread,
+    the reply awaited on the loop (:func:`~verifleet.sandbox.cooperative`); in a
+    worker thread when that would mean waiting for an executor (an executor
+    call blocks on its pipe). Outside a bridge they are the pool's own calls.
 
     Set it as ``PipelineResources.sandbox`` (it has the pool's interface; what
     it does not wrap is the pool's own attribute).
