@@ -24,7 +24,7 @@ import collections
 import contextvars
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, cast
 
 import anyio
@@ -74,6 +74,8 @@ def wait_for(awaitable: Awaitable[T]) -> T:
     """
     current = greenlet.getcurrent()
     if not isinstance(current, _Bridged):
+        if isinstance(awaitable, Coroutine):
+            awaitable.close()  # never to be awaited: no "never awaited" warning
         raise RuntimeError("wait_for() needs a bridged call (run_bridged)")
     return cast(T, current.parent.switch(awaitable))
 
