@@ -132,10 +132,12 @@ def test_the_matrix_compares_different_models_question_by_question(
     rows[1].find_elements(By.CSS_SELECTOR, "td[data-verdict] a")[2].click()
     wait_for(browser, lambda d: "#/run/1/result/" in d.current_url)
     _open(browser, viewer.url + "#/matrix?by=parsing&runs=0")
-    judges = [
-        th.get_attribute("data-column")
-        for th in browser.find_elements(By.CSS_SELECTOR, "#matrix th[data-column]")
-    ]
+    # The result page's own render can be the one _open saw (the click above
+    # did not wait for it): wait for the matrix itself.
+    headers = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#matrix th[data-column]")
+    )
+    judges = [th.get_attribute("data-column") for th in headers]
     assert judges == ["openai_endpoint:judge-small", "openai_endpoint:judge-large"]
     _no_null(browser)
 
