@@ -23,6 +23,7 @@ from typing import Any
 import redis
 from celery import Celery
 
+from verifleet.limits import reclaim_leases
 from verifleet.store import Liveness
 
 from ._stalls import StallDetector
@@ -204,6 +205,7 @@ class LivenessThread(threading.Thread):
                     self.reconcile()
                     if self.liveness.take_reaper_turn(every=self.interval):
                         self.reap()
+                        self.reclaim_slots()
                         self.check_stalls()
             except redis.RedisError as exc:
                 log.warning("liveness: redis unavailable (%s); retrying", exc)
@@ -239,6 +241,22 @@ class LivenessThread(threading.Thread):
                 self.liveness.release(task_id)
                 restored += 1
             return restored
+
+    def reclaim_slots(self) -> int:
+        """Give back the endpoint slots of worker processes without a heartbeat
+        (:func:`~verifleet.limits.reclaim_leases`); returns how many.
+
+        Raises:
+            redis.RedisError: Redis is unreachable (the next turn tries again).
+        """
+        released = reclaim_leases(
+            self.liveness.client, prefix=self.liveness.prefix, alive=self.liveness.alive
+        )
+        if released:
+            log.warning(
+                "gave back %d endpoint slot(s) held by worker processes that are gone", released
+            )
+        return released
 
     def check_stalls(self) -> dict[str, int]:
         """Send again the missing units of stalled jobs (see :mod:`._stalls`)."""
