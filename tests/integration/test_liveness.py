@@ -97,6 +97,27 @@ def test_holds_and_releases_are_written_together_and_survive_a_failed_write(
     assert liveness.holders(["kept"]) == {}
 
 
+def test_the_heartbeat_goes_with_the_holds_in_one_round_trip(redis_url: str) -> None:
+    """Liveness is one write per interval: the heartbeat rides with the holds
+    and releases of that flush (and alone when there are none)."""
+    from celery import Celery
+
+    from verifleet.workers._reaper import LivenessThread
+
+    liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vfbeat"))
+    thread = LivenessThread(liveness, "beater", Celery("t"))
+    thread.hold("t1", {"args": ["j", 0, 0, 1], "kwargs": {}})
+    thread.flush()
+    assert liveness.alive(["beater"]) == set()  # holds alone: no heartbeat
+    thread.flush(beat=True)
+    assert liveness.alive(["beater"]) == {"beater"}  # nothing else to write: the beat alone
+    thread.release("t1")
+    liveness.forget("beater")
+    thread.flush(beat=True)
+    assert liveness.alive(["beater"]) == {"beater"}
+    assert liveness.holders(["t1"]) == {}
+
+
 def test_the_reaper_gives_back_endpoint_slots_of_processes_without_a_heartbeat(
     redis_url: str,
 ) -> None:
