@@ -209,7 +209,9 @@ class RedisCallGate(EndpointGate):
         return window
 
     def in_flight(self, model: ModelConfig) -> int:
-        """Calls of ``model``'s endpoint holding a lease now, fleet-wide.
+        """Slots (leases) of ``model``'s endpoint held now, fleet-wide: the calls
+        in flight, and the slots worker processes keep for their next calls
+        (``keep_idle``); never fewer than the calls in flight.
 
         Raises:
             redis.RedisError: Redis is unreachable.
