@@ -26,8 +26,8 @@ A worker process's gate keeps a finished call's slot for its next call to the
 same endpoint (``keep_idle``; :mod:`._pool` says when it must not) and reports
 what its calls told it to the window in one script for many calls: the fleet's
 Redis then runs about one script per ``keep_idle / 2`` seconds and process
-instead of two per model call. A slot is given back when nobody in the process
-used it for ``keep_idle``, and at once while another caller waits for the window.
+instead of two per model call. A process keeps at most its fair share of the
+window, and a slot nobody in the process used for ``keep_idle`` goes back.
 """
 
 from __future__ import annotations
