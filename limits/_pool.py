@@ -121,6 +121,8 @@ class SlotPool:
         share: The slots this process may keep, as Redis last said.
         waiting: Threads of this process waiting for a slot.
         turn: Whether one of them blocks on the endpoint's wake-up list now.
+        ends: Calls of this pool that ended so far (what a waiting thread
+            watches: the ended calls' list is emptied whenever it is sent).
     """
 
     limits: EndpointLimits
@@ -134,6 +136,7 @@ class SlotPool:
     share: int = 0
     waiting: int = 0
     turn: bool = False
+    ends: int = 0
 
     def held(self) -> int:
         """The slots of this pool still in the lease set."""
@@ -177,6 +180,7 @@ class SlotPool:
         share; then what to send at once: every ended call not yet reported
         and the slot."""
         self.busy -= 1
+        self.ends += 1
         self.ended.append(ended)
         self.cond.notify()
         # the slots that stay (pending releases go) must leave room for this one

@@ -221,12 +221,13 @@ class RedisCallGate(EndpointGate):
             return 0
         return int(self._client.zcard(self._keys(limits)["leases"]))
 
-    def _wait(self, pool: SlotPool, free_key: str, left: float, *, own: bool) -> None:
+    def _wait(self, pool: SlotPool, free_key: str, left: float, *, own: bool) -> bool:
         """Wait (at most ``left`` seconds, and 1 s at most in case a wake-up was
         missed) until a slot may be had: one of this process's calls to the
         endpoint ended (its slot may be kept for the waiter), or, unless
         ``own`` (the process holds its share: only its own slots are for it),
-        a call ended somewhere in the fleet.
+        a call ended somewhere in the fleet. Returns False when the time ran
+        out first (True also when woken from the fleet's list).
 
         One thread of this process at a time blocks on the endpoint's wake-up
         list (``BLPOP``); the others wait for their turn or a kept slot. With
@@ -238,19 +239,25 @@ class RedisCallGate(EndpointGate):
         """
         deadline = time.monotonic() + min(left, 1.0)
         with pool.cond:
-            ended = len(pool.ended) + len(pool.releases)
+            # Counted, not the lists' lengths: a call that ends without keeping
+            # its slot empties them at once (the slot is sent back), which
+            # left every waiter asleep for its whole second.
+            ends = pool.ends
             pool.waiting += 1
             try:
                 while own or pool.turn:
+                    if pool.idle or pool.ends != ends:
+                        return True
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or pool.idle or len(pool.ended) + len(pool.releases) != ended:
-                        return
+                    if remaining <= 0:
+                        return False
                     pool.cond.wait(timeout=remaining)
                 pool.turn = True
             finally:
                 pool.waiting -= 1
         try:
-            self._client.blpop([free_key], timeout=max(deadline - time.monotonic(), 0.01))
+            timeout = max(deadline - time.monotonic(), 0.01)
+            return self._client.blpop([free_key], timeout=timeout) is not None
         finally:
             with pool.cond:
                 pool.turn = False

@@ -17,11 +17,13 @@ import redis
 
 from verifleet.limits import (
     AdaptivePolicy,
+    EndpointLimits,
     NoCapacityError,
     RedisCallGate,
     endpoint_id,
     reclaim_leases,
 )
+from verifleet.limits._pool import Ended, Permit, SlotPool
 from verifleet.pipeline._llm._gate import gate_attempt
 from verifleet.schemas import ModelConfig
 
@@ -165,3 +167,32 @@ def test_the_reaper_returns_the_slots_of_a_process_that_is_gone(redis_url: str) 
             owners = {m.rpartition("/")[0] for m in _leases(redis_url, model)}
             assert "host:1:dead" not in owners and "host:2:live" in owners
     live.close()
+
+
+def test_a_thread_waiting_for_its_own_slot_wakes_when_a_call_ends_without_keeping(
+    redis_url: str,
+) -> None:
+    # Without keeping (the reward server's gate), an ended call's report empties
+    # the pool's lists at once; a waiter that watched their lengths slept through
+    # the end until its one-second bound (`serve --redis`: 7-20 rollouts/s).
+    gate = _gate(redis_url, keep_idle=0.0)
+    pool = SlotPool(EndpointLimits("e", max_concurrency=1, requests_per_minute=None), keep=False)
+    woken: list[bool] = []
+    with pool.cond:
+        pool.taken()
+    waiter = threading.Thread(
+        target=lambda: woken.append(gate._wait(pool, f"{PREFIX}:free", 5.0, own=True))
+    )
+    waiter.start()
+    while True:
+        with pool.cond:
+            if pool.waiting:
+                # the call holding the process's slot ends; its slot goes back
+                sync = pool.end(
+                    Permit("a", 100.0), Ended("a", 0, 5.0, -1, 0, -1, 0), now=1.0, give_back=False
+                )
+                break
+        threading.Event().wait(0.001)
+    waiter.join()
+    assert sync is not None and sync.releases == ["a"]
+    assert woken == [True]  # by the call's end, not by running out of time
