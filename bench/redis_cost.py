@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - start
         cpu = cpu_seconds(server.proc.pid) - cpu0
         stats = _commandstats(client)
+        windows = {
+            key.decode(): {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
+            for key in client.scan_iter("vf:limit:*:window")
+        }
     n = progress.done_units
     calls = sum(c for c, _u in stats.values())
     usec = sum(u for _c, u in stats.values())
@@ -94,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         f"redis-server CPU {cpu / n * 1e6:7.0f} us/unit  (-> ~{n / cpu:,.0f} units/s per Redis "
         f"core)  commands {calls / n:6.1f}/unit  command time {usec / n:6.0f} us/unit"
     )
+    for key, fields in sorted(windows.items()):
+        shown = ", ".join(f"{k} {float(v):.1f}" for k, v in sorted(fields.items()) if k != "shrunk")
+        print(f"window {key.split(':')[2]}: {shown}")
     print(f"{'command':<22} {'calls/unit':>10} {'us/unit':>9} {'us/call':>8}")
     for name, (c, u) in sorted(stats.items(), key=lambda kv: -kv[1][1])[: args.top]:
         print(f"{name:<22} {c / n:10.2f} {u / n:9.1f} {u / max(c, 1):8.1f}")

@@ -9,7 +9,8 @@
 - Backends: :class:`LocalCallGate` (one process: ``verifleet run``) and
   :class:`RedisCallGate` (the fleet: one window and budget per endpoint in
   Redis, shared by every worker). Whoever builds the pipeline's resources
-  chooses one.
+  chooses one. :func:`reclaim_leases` gives back the slots of worker processes
+  that are gone (the workers' reaper calls it).
 
 Imports only :mod:`verifleet.schemas` and ``redis``.
 """
@@ -24,7 +25,8 @@ from ._policy import (
     endpoint_id,
 )
 from ._local import LocalCallGate
-from ._redis import RedisCallGate, Spend
+from ._redis import RedisCallGate, Spend, lease_owner
+from ._reclaim import reclaim_leases
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -39,5 +41,7 @@ __all__ = [
     "Spend",
     "Window",
     "endpoint_id",
+    "lease_owner",
     "no_gate",
+    "reclaim_leases",
 ]

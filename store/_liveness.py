@@ -60,13 +60,17 @@ class Liveness:
         """The task ended (whatever its outcome): forget it."""
         self.client.hdel(self._held, task_id)
 
-    def apply(self, holds: Mapping[str, str], releases: Collection[str]) -> None:
-        """Record many holds (task id -> :meth:`hold_record`) and releases in one
-        round trip: what a worker process received and finished since it last
-        wrote."""
-        if not holds and not releases:
+    def apply(
+        self, holds: Mapping[str, str], releases: Collection[str], *, beat: str | None = None
+    ) -> None:
+        """Record many holds (task id -> :meth:`hold_record`) and releases, and
+        ``beat`` for that owner (:meth:`beat`), in one round trip: what a worker
+        process received and finished since it last wrote, and that it lives."""
+        if not holds and not releases and beat is None:
             return
         pipe = self.client.pipeline(transaction=False)
+        if beat is not None:
+            pipe.set(self._beat_key(beat), "1", px=int(self.ttl * 1000))
         if holds:
             pipe.hset(self._held, mapping={task_id: record for task_id, record in holds.items()})
         if releases:

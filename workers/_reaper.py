@@ -23,6 +23,7 @@ from typing import Any
 import redis
 from celery import Celery
 
+from verifleet.limits import reclaim_leases
 from verifleet.store import Liveness
 
 from ._stalls import StallDetector
@@ -69,9 +70,10 @@ class LivenessThread(threading.Thread):
     returns the messages of dead workers to the queue.
 
     The tasks this process receives and finishes (:meth:`hold`, :meth:`release`)
-    are written every ``flush_interval`` seconds in one round trip, not one each:
-    two Redis round trips less per unit, and a task received and finished
-    between two writes is never written at all. Nothing is lost by the delay: a
+    are written every ``flush_interval`` seconds (1 s) in one round trip with the
+    heartbeat when it is due, not one each: two Redis round trips less per unit,
+    and a task received and finished between two writes (most units, which take
+    less than a second) is never written at all. Nothing is lost by the delay: a
     message is reaped only after ``grace`` seconds out without a live holder,
     far longer than ``flush_interval``, and a worker that dies before writing a
     hold is dead, which is when its messages must go back anyway.
@@ -93,7 +95,7 @@ class LivenessThread(threading.Thread):
         *,
         interval: float = 5.0,
         grace: float = 20.0,
-        flush_interval: float = 0.25,
+        flush_interval: float = 1.0,
         stalls: StallDetector | None = None,
     ) -> None:
         super().__init__(name="verifleet-liveness", daemon=True)
@@ -129,8 +131,9 @@ class LivenessThread(threading.Thread):
             if self._holds.pop(task_id, None) is None:
                 self._releases.add(task_id)
 
-    def flush(self) -> None:
-        """Write the holds and releases since the last write, in one round trip.
+    def flush(self, *, beat: bool = False) -> None:
+        """Write the holds and releases since the last write, and with ``beat``
+        the heartbeat, in one round trip.
 
         Raises:
             redis.RedisError: Redis is unreachable; nothing is lost, the next
@@ -140,7 +143,7 @@ class LivenessThread(threading.Thread):
             holds, self._holds = self._holds, {}
             releases, self._releases = self._releases, set()
         try:
-            self.liveness.apply(holds, releases)
+            self.liveness.apply(holds, releases, beat=self.owner if beat else None)
         except redis.RedisError:
             with self._tracked_lock:
                 for task_id, record in holds.items():
@@ -195,15 +198,16 @@ class LivenessThread(threading.Thread):
             try:
                 due = not stopping and time.monotonic() >= next_beat
                 if due:
-                    # Beat before writing holds: a hold whose owner has no
-                    # heartbeat is a dead process's to the stall detector.
                     next_beat = time.monotonic() + self.interval
-                    self.liveness.beat(self.owner)
-                self.flush()
+                # The beat goes with the holds (one round trip), before them in
+                # the pipeline: a hold whose owner has no heartbeat is a dead
+                # process's to the stall detector.
+                self.flush(beat=due)
                 if due:
                     self.reconcile()
                     if self.liveness.take_reaper_turn(every=self.interval):
                         self.reap()
+                        self.reclaim_slots()
                         self.check_stalls()
             except redis.RedisError as exc:
                 log.warning("liveness: redis unavailable (%s); retrying", exc)
@@ -239,6 +243,22 @@ class LivenessThread(threading.Thread):
                 self.liveness.release(task_id)
                 restored += 1
             return restored
+
+    def reclaim_slots(self) -> int:
+        """Give back the endpoint slots of worker processes without a heartbeat
+        (:func:`~verifleet.limits.reclaim_leases`); returns how many.
+
+        Raises:
+            redis.RedisError: Redis is unreachable (the next turn tries again).
+        """
+        released = reclaim_leases(
+            self.liveness.client, prefix=self.liveness.prefix, alive=self.liveness.alive
+        )
+        if released:
+            log.warning(
+                "gave back %d endpoint slot(s) held by worker processes that are gone", released
+            )
+        return released
 
     def check_stalls(self) -> dict[str, int]:
         """Send again the missing units of stalled jobs (see :mod:`._stalls`)."""

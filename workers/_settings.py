@@ -10,6 +10,10 @@
 ``VERIFLEET_LEASE_SECONDS``  how long a model call may hold its endpoint slot
     before the slot counts as abandoned by a dead worker (default 150: the default
     request timeout of 120 s plus a margin; raise it with the request timeout).
+``VERIFLEET_KEEP_SLOTS``  seconds a finished model call's endpoint slot stays with
+    its worker process for the process's next call to that endpoint (default 0.2;
+    0: every slot goes back to Redis as its call ends). Keeping slots saves the
+    fleet's Redis two scripts per model call; see ``verifleet.limits._pool``.
 ``VERIFLEET_UNIT_TRIES``  how many times a unit whose run kills or freezes its
     worker process is started before it is quarantined: failed with an error
     that says so, never run again (default 3; see ``verifleet.workers._quarantine``).
@@ -47,6 +51,7 @@ class WorkerSettings(BaseSettings):
     restore_interval: int = Field(default=5, ge=1)
     prefix: str = "vf"
     lease_seconds: float = Field(default=150.0, gt=0)
+    keep_slots: float = Field(default=0.2, ge=0)
     stall_settle: float = Field(default=30.0, gt=0)
     unit_tries: int = Field(default=3, ge=1)
     drain_batch: int = Field(default=5000, ge=1)

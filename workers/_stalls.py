@@ -141,7 +141,7 @@ class StallDetector:
 
         A hold of a process that is gone carries nothing: a worker killed
         between finishing a task and writing its release (they are written
-        every quarter second) leaves the hold behind, and its job, missing a
+        every second) leaves the hold behind, and its job, missing a
         message lost to the same kill, would otherwise never be resent. Such
         holds are deleted here (the reaper, which ran just before, has already
         returned the dead process's unacked messages; one it did not reach yet

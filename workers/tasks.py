@@ -105,13 +105,15 @@ def _process_state() -> _ProcessState:
         if _state is None:
             settings: WorkerSettings = app.conf.verifleet_settings
             store = worker_store(settings)
+            owner = process_owner_id()
             gate = RedisCallGate(
                 store.client,
                 lease_seconds=settings.lease_seconds,
                 max_wait=settings.unit_deadline,
                 prefix=settings.prefix,
+                keep_idle=settings.keep_slots,
+                owner=owner,
             )
-            owner = process_owner_id()
             jobs = JobCache(store)
             stalls = StallDetector(store, jobs, app, settle=settings.stall_settle)
             liveness = LivenessThread(Liveness(store), owner, app, stalls=stalls)

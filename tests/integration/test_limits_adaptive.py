@@ -94,13 +94,25 @@ def test_local_window_shrinks_when_the_endpoint_queues() -> None:
     assert window.size < POLICY.initial  # below where it started
 
 
-def test_the_window_is_the_same_rules_in_redis_and_in_process(redis_url: str) -> None:
+@pytest.mark.parametrize("keep_idle", [0.0, 60.0])
+def test_the_window_is_the_same_rules_in_redis_and_in_process(
+    redis_url: str, keep_idle: float
+) -> None:
     # hold 0: the Lua script times decreases by Redis's clock, the local gate by
     # its own; with no hold both take every pushback. No latency signal: the
     # gates time real calls here, so only the 429 and growth rules are compared.
+    # keep_idle 60: the fleet gate keeps its slots and reports the calls that
+    # ended in one script per step (flush), which must move the window alike.
     policy = AdaptivePolicy(hold=0.0, latency_tolerance=1e9)
     client = redis.Redis.from_url(redis_url)
-    fleet = RedisCallGate(client, lease_seconds=30, max_wait=0.1, prefix="vfsame", policy=policy)
+    fleet = RedisCallGate(
+        client,
+        lease_seconds=30,
+        max_wait=0.1,
+        prefix=f"vfsame{int(keep_idle)}",
+        policy=policy,
+        keep_idle=keep_idle,
+    )
     local = LocalCallGate(max_wait=0.1, policy=policy)
     model = ModelConfig.parse("http://127.0.0.1:9/v1#same", max_concurrency=40)
 
@@ -123,12 +135,15 @@ def test_the_window_is_the_same_rules_in_redis_and_in_process(redis_url: str) ->
                 else:
                     with gate(model):
                         pass
+            if isinstance(gate, RedisCallGate):
+                gate.flush()
             window = gate.window(model)
             assert window is not None
             sizes[name].append(window.size)
     assert sizes["fleet"] == pytest.approx(sizes["local"])
     assert max(sizes["local"]) <= 40  # the ceiling
     assert sizes["local"][25] < sizes["local"][24]  # the 429s shrank it
+    fleet.close()
 
 
 def test_fleet_shares_one_window_that_grows_and_backs_off(fleet: Fleet, redis_url: str) -> None:

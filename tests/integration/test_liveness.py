@@ -95,3 +95,65 @@ def test_holds_and_releases_are_written_together_and_survive_a_failed_write(
     thread.release("kept")
     thread.flush()
     assert liveness.holders(["kept"]) == {}
+
+
+def test_the_heartbeat_goes_with_the_holds_in_one_round_trip(redis_url: str) -> None:
+    """Liveness is one write per interval: the heartbeat rides with the holds
+    and releases of that flush (and alone when there are none)."""
+    from celery import Celery
+
+    from verifleet.workers._reaper import LivenessThread
+
+    liveness = Liveness(ResultStore(redis.Redis.from_url(redis_url), prefix="vfbeat"))
+    thread = LivenessThread(liveness, "beater", Celery("t"))
+    thread.hold("t1", {"args": ["j", 0, 0, 1], "kwargs": {}})
+    thread.flush()
+    assert liveness.alive(["beater"]) == set()  # holds alone: no heartbeat
+    thread.flush(beat=True)
+    assert liveness.alive(["beater"]) == {"beater"}  # nothing else to write: the beat alone
+    thread.release("t1")
+    liveness.forget("beater")
+    thread.flush(beat=True)
+    assert liveness.alive(["beater"]) == {"beater"}
+    assert liveness.holders(["t1"]) == {}
+
+
+def test_the_reaper_gives_back_endpoint_slots_of_processes_without_a_heartbeat(
+    redis_url: str,
+) -> None:
+    """A worker killed outright leaves its endpoint slots (calls in flight, slots
+    kept for its next calls) in the fleet's window; the reaper's turn frees them
+    once its heartbeat is gone, and never touches a live process's slots."""
+    from celery import Celery
+
+    from verifleet.limits import RedisCallGate
+    from verifleet.schemas import ModelConfig
+    from verifleet.workers._reaper import LivenessThread
+
+    client = redis.Redis.from_url(redis_url)
+    liveness = Liveness(ResultStore(client, prefix="vfslots"))
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#slots", max_concurrency=2)
+
+    def gate(owner: str) -> RedisCallGate:
+        return RedisCallGate(
+            redis.Redis.from_url(redis_url),
+            lease_seconds=600,
+            max_wait=0.2,
+            prefix="vfslots",
+            keep_idle=600,
+            owner=owner,
+        )
+
+    killed, living = gate("host:1:killed"), gate("host:2:living")
+    with killed(model):
+        pass  # its slot stays kept; the process is then "killed" with it
+    liveness.beat("host:2:living")
+    reaper = LivenessThread(liveness, "host:2:living", Celery("t"))
+    with living(model):
+        assert reaper.reclaim_slots() == 1
+        assert reaper.reclaim_slots() == 0  # the living one's call keeps its slot
+        newcomer = gate("host:3:newcomer")
+        with newcomer(model):
+            pass  # the slot the killed process held is free again
+    living.close()
+    newcomer.close()
