@@ -168,19 +168,15 @@ class SandboxPool:
         free (for at most :data:`AFFINITY_WAIT` seconds: a compile costs several
         times a call); else any idle one, a new one while below ``pool_size``,
         or the next to be free."""
-        give_up_affinity = time.monotonic() + AFFINITY_WAIT
         if current_wait() is not None:
             return self._acquire_idle(template_id)
+        give_up_affinity = time.monotonic() + AFFINITY_WAIT
         with self._cond:
             while True:
                 if self._closed:
                     raise SandboxError("the sandbox pool is closed")
                 index, known = self._preferred(template_id)
-                if (
-                    not known
-                    and template_id is not None
-                    and any(template_id in p.known_templates for p in self._busy)
-                ):
+                if not known and self._busy_knows(template_id):
                     left = give_up_affinity - time.monotonic()
                     if left > 0:
                         self._affinity_waiters += 1
@@ -224,16 +220,16 @@ class SandboxPool:
             if self._closed:
                 raise SandboxError("the sandbox pool is closed")
             index, known = self._preferred(template_id)
-            busy_knows = (
-                not known
-                and template_id is not None
-                and any(template_id in p.known_templates for p in self._busy)
-            )
+            busy_knows = not known and self._busy_knows(template_id)
             if index < 0 or busy_knows or not self._idle[index].alive():
                 raise ExecutorBusy
             proc = self._idle.pop(index)
             self._busy.add(proc)
             return proc
+
+    def _busy_knows(self, template_id: str | None) -> bool:
+        """Whether a busy executor compiled ``template_id``; the caller holds ``_cond``."""
+        return template_id is not None and any(template_id in p.known_templates for p in self._busy)
 
     def _preferred(self, template_id: str | None) -> tuple[int, bool]:
         """(index in the idle list of the executor to hand out, whether it knows
