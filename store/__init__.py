@@ -17,12 +17,20 @@ from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, R
 from ._keys import JobKeys
 from ._ledger import CostLedger, JobCost
 from ._liveness import Liveness
-from ._protocol import DEFAULT_QUEUE, SCENARIO_TASK_NAME, TASK_NAME, TASK_NAMES, UnitRef
+from ._protocol import (
+    BATCH_TASK_NAME,
+    DEFAULT_QUEUE,
+    SCENARIO_TASK_NAME,
+    TASK_NAME,
+    TASK_NAMES,
+    UnitBatchRef,
+    UnitRef,
+)
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._feeding import QueueFeeder
 from ._schedule import JobShare, Schedule, unit_ref_at
 from ._sending import send_units
-from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
+from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart, UnitWrite
 from ._units import (
     ScenarioUnit,
     Unit,
@@ -39,6 +47,7 @@ from ._units import (
 )
 
 __all__ = [
+    "BATCH_TASK_NAME",
     "DEFAULT_CACHE_MAX_ENTRIES",
     "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
@@ -62,8 +71,10 @@ __all__ = [
     "Schedule",
     "UnfinishedJob",
     "Unit",
+    "UnitBatchRef",
     "UnitRef",
     "UnitStart",
+    "UnitWrite",
     "count_units",
     "expand_scenario_units",
     "expand_units",

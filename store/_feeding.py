@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ._packing import pack_units
 from ._schedule import Schedule, unit_ref_at
 from ._sending import send_units
 
@@ -49,6 +50,10 @@ class QueueFeeder:
         min_depth: The fewest messages kept queued.
         max_depth: The most messages kept queued.
         horizon: Seconds of work kept queued at the measured drain rate.
+        max_per_message: The most units of one job one message carries (see
+            :mod:`._packing`; 1: a message per unit).
+        spread: How many messages a job's share of a fill is cut into at least
+            before a message carries more than one unit.
 
     Raises:
         redis.RedisError: Redis is unreachable (:meth:`feed`).
@@ -65,6 +70,8 @@ class QueueFeeder:
         min_depth: int = 32,
         max_depth: int = 20_000,
         horizon: float = 2.0,
+        max_per_message: int = 8,
+        spread: int = 32,
     ) -> None:
         self.client = client
         self.app = app
@@ -74,11 +81,16 @@ class QueueFeeder:
         self.min_depth = min_depth
         self.max_depth = max_depth
         self.horizon = horizon
+        self.max_per_message = max_per_message
+        self.spread = spread
         self.rate = 0.0
         """Messages taken from the queue per second (smoothed)."""
         self._lock = f"{prefix}:sched:{queue}:lock"
         self._unlock = client.register_script(_UNLOCK)
         self._given = self.schedule.given_out_key(queue)
+        # Units per message of what is queued (a running estimate shared by the
+        # fleet's feeders): the depth is counted in units, the queue in messages.
+        self._per_message = f"{prefix}:sched:{queue}:per-message"
         self._last: tuple[float, int] | None = None  # (when, units taken by then)
 
     @property
@@ -99,7 +111,8 @@ class QueueFeeder:
             self._last = (now, taken)
 
     def feed(self) -> int:
-        """Top the queue up if it is below half its depth; returns units sent.
+        """Top the queue up if it is below half its depth; returns units sent (in
+        one message each, or several to a message; see :mod:`._packing`).
 
         A job the schedule names whose spec is gone (deleted) is skipped; its
         claims are dropped with it.
@@ -107,8 +120,10 @@ class QueueFeeder:
         pipe = self.client.pipeline(transaction=False)
         pipe.get(self._given)
         pipe.llen(self.queue)
-        given, backlog = pipe.execute()
-        backlog = int(backlog)
+        pipe.get(self._per_message)
+        given, queued, per_message = pipe.execute()
+        queued, per_message = int(queued), float(per_message or 1)
+        backlog = round(queued * per_message)
         self._observe(int(given or 0) - backlog)
         depth = self.depth
         if backlog >= depth // 2:
@@ -132,7 +147,11 @@ class QueueFeeder:
                 weight, share = shares.get(job_id, (1.0, 1.0))
                 labels["share"] = f"{share:.0%} of queue {self.queue} (weight {weight:g})"
                 refs.append((ref, labels))
-            sent = send_units(self.app, refs, queue=self.queue)
+            messages = pack_units(refs, max_per_message=self.max_per_message, spread=self.spread)
+            sent = send_units(self.app, messages, queue=self.queue)
+            if sent:
+                mean = (backlog + len(refs)) / (queued + sent)
+                self.client.set(self._per_message, f"{mean:.3f}", ex=3600)
         finally:
             self._unlock(keys=[self._lock], args=[token])
-        return sent
+        return len(refs) if sent else 0

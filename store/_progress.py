@@ -1,15 +1,19 @@
-"""What the store reports about jobs: status, progress, a unit's start."""
+"""What the store reports about jobs (status, progress, a unit's start) and a
+finished unit's write."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from verifleet.schemas import VerificationResult
+
 from ._protocol import DEFAULT_QUEUE
 
-__all__ = ["JobProgress", "JobStatus", "PairProgress", "UnfinishedJob", "UnitStart"]
+__all__ = ["JobProgress", "JobStatus", "PairProgress", "UnfinishedJob", "UnitStart", "UnitWrite"]
 
 
 class JobStatus(StrEnum):
@@ -33,6 +37,15 @@ class UnitStart(NamedTuple):
     tries: int = 1
     """Which start of the unit this is: more than 1 when earlier starts never
     finished (their worker died or froze)."""
+
+
+class UnitWrite(NamedTuple):
+    """A finished unit's results, to be written under their keys
+    (:meth:`ResultStore.write_and_begin`)."""
+
+    unit_key: str
+    results: Sequence[VerificationResult]
+    result_keys: Sequence[str]
 
 
 class UnfinishedJob(NamedTuple):

@@ -7,11 +7,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DEFAULT_QUEUE", "SCENARIO_TASK_NAME", "TASK_NAME", "TASK_NAMES", "UnitRef"]
+__all__ = [
+    "BATCH_TASK_NAME",
+    "DEFAULT_QUEUE",
+    "SCENARIO_TASK_NAME",
+    "TASK_NAME",
+    "TASK_NAMES",
+    "UnitBatchRef",
+    "UnitRef",
+]
 
 TASK_NAME = "verifleet.run_unit"
 SCENARIO_TASK_NAME = "verifleet.run_scenario"
-TASK_NAMES = frozenset({TASK_NAME, SCENARIO_TASK_NAME})
+BATCH_TASK_NAME = "verifleet.run_units"
+TASK_NAMES = frozenset({TASK_NAME, SCENARIO_TASK_NAME, BATCH_TASK_NAME})
 """Every task that runs a unit of a job (its first argument is the job id)."""
 DEFAULT_QUEUE = "verifleet"
 
@@ -39,3 +48,40 @@ class UnitRef(BaseModel):
     def task_args(self) -> list[object]:
         """Positional arguments of the task message."""
         return [self.job_id, self.question_index, self.answering_index, self.replicate]
+
+
+class UnitBatchRef(BaseModel):
+    """Several question units of one job in one message, run one after the other
+    by one worker thread (:data:`BATCH_TASK_NAME`).
+
+    The broker's own work per message (kombu's push, pop, unacked bookkeeping and
+    ack: about 120 µs of Redis CPU on the machines measured, more than the rest
+    of a unit's Redis work) is then paid once for all of them.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    job_id: str
+    units: tuple[tuple[int, int, int], ...]
+    """``(question index, answering index, replicate)`` of each unit, in order."""
+
+    @property
+    def task_name(self) -> str:
+        """The task that runs these units."""
+        return BATCH_TASK_NAME
+
+    def task_args(self) -> list[object]:
+        """Positional arguments of the task message."""
+        return [self.job_id, [list(u) for u in self.units]]
+
+    @classmethod
+    def of(cls, refs: list[UnitRef]) -> UnitBatchRef:
+        """The batch of ``refs`` (question units of one job).
+
+        Raises:
+            ValueError: ``refs`` is empty, mixes jobs or holds a scenario unit.
+        """
+        if not refs or any(r.job_id != refs[0].job_id or r.kind != "question" for r in refs):
+            raise ValueError("a batch holds question units of one job")
+        units = tuple((r.question_index, r.answering_index, r.replicate) for r in refs)
+        return cls(job_id=refs[0].job_id, units=units)

@@ -10,19 +10,22 @@ from collections.abc import Iterable
 
 from celery import Celery
 
-from ._protocol import UnitRef
+from ._protocol import UnitBatchRef, UnitRef
+
+_Ref = UnitRef | UnitBatchRef
 
 __all__ = ["send_units"]
 
 
 def send_units(
     app: Celery,
-    units: Iterable[tuple[UnitRef, dict[str, str]]],
+    units: Iterable[tuple[_Ref, dict[str, str]]],
     *,
     queue: str,
     batch_size: int = 500,
 ) -> int:
-    """Send one task per unit to ``queue``; returns how many were sent.
+    """Send one task per unit (or per batch of units) to ``queue``; returns how
+    many messages were sent.
 
     Memory stays flat: units are consumed lazily and each batch goes to Redis as
     one pipeline through one producer (kombu's publish batch), not one round
@@ -34,7 +37,7 @@ def send_units(
             hand are not sent (earlier batches are).
     """
     sent = 0
-    batch: list[tuple[UnitRef, dict[str, str]]] = []
+    batch: list[tuple[_Ref, dict[str, str]]] = []
     for item in units:
         batch.append(item)
         if len(batch) >= batch_size:
@@ -45,7 +48,7 @@ def send_units(
     return sent
 
 
-def _send_batch(app: Celery, batch: list[tuple[UnitRef, dict[str, str]]], queue: str) -> int:
+def _send_batch(app: Celery, batch: list[tuple[_Ref, dict[str, str]]], queue: str) -> int:
     with app.producer_or_acquire() as producer, producer.batch(max_size=len(batch)):
         for ref, labels in batch:
             app.send_task(

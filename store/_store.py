@@ -24,11 +24,18 @@ import zstandard
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from ._keys import JOBS_INDEX, JobKeys
-from ._progress import JobProgress, JobStatus, PairProgress, UnfinishedJob, UnitStart
+from ._progress import (
+    JobProgress,
+    JobStatus,
+    PairProgress,
+    UnfinishedJob,
+    UnitStart,
+    UnitWrite,
+)
 from ._protocol import DEFAULT_QUEUE
 from ._redis_url import RedisTarget
 from ._schedule import Schedule
-from ._scripts import RECORD_SHARD, WRITE_SCENARIO, WRITE_UNIT
+from ._scripts import BEGIN_UNIT, RECORD_SHARD, WRITE_AND_BEGIN, WRITE_SCENARIO, WRITE_UNIT
 
 __all__ = [
     "JobProgress",
@@ -40,37 +47,6 @@ __all__ = [
 ]
 
 _ZSTD_LEVEL = 3
-
-
-# KEYS: in-flight zset, meta hash. ARGV: now, unit key, ISO time. Checking and
-# setting the status in one script also closes the gap in which a cancel could be
-# overwritten by "running".
-# Everything a worker checks and records as it takes a unit up, in one round trip.
-# KEYS: meta, done, inflight, templates, attempts. ARGV: the unit's key, now (s),
-# now (ISO), the template id whose description the worker lacks ('' for none).
-# Returns [status ('' when the job is unknown), 1 when the unit is done already,
-# the description or nil, this start's try number]. A unit of a live job that is
-# not done is marked started (in flight; a queued job becomes running). A unit
-# still in flight from an earlier start that never finished is counted as a
-# further try (only then does it cost an attempts entry).
-_BEGIN_UNIT = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return {'', 0} end
-if status == 'cancelled' then return {status, 0} end
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return {status, 1} end
-local tries = 1
-if redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1]) == 0 then
-  tries = redis.call('HINCRBY', KEYS[5], ARGV[1], 1) + 1
-end
-redis.call('HSETNX', KEYS[1], 'started', ARGV[3])
-if status == 'queued' then
-  redis.call('HSET', KEYS[1], 'status', 'running')
-  status = 'running'
-end
-local described = false
-if ARGV[4] ~= '' then described = redis.call('HGET', KEYS[4], ARGV[4]) end
-return {status, 0, described, tries}
-"""
 
 
 class _Codecs(threading.local):
@@ -119,7 +95,8 @@ class ResultStore:
         self.client = client
         self.prefix = prefix
         self._codecs = _Codecs()
-        self._begin_unit = client.register_script(_BEGIN_UNIT)
+        self._begin_unit = client.register_script(BEGIN_UNIT)
+        self._write_and_begin = client.register_script(WRITE_AND_BEGIN)
         self._write_unit = client.register_script(WRITE_UNIT)
         self._write_scenario = client.register_script(WRITE_SCENARIO)
         self._record_shard = client.register_script(RECORD_SHARD)
@@ -332,13 +309,42 @@ class ResultStore:
         keys = self.keys(job_id)
         reply = self._begin_unit(
             keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts],
-            args=[
-                unit_key,
-                time.time(),
-                datetime.now(UTC).isoformat(timespec="seconds"),
-                template_id or "",
-            ],
+            args=self._begin_args(unit_key, template_id),
         )
+        return self._unit_start(reply)
+
+    def write_and_begin(
+        self,
+        job_id: str,
+        written: UnitWrite,
+        unit_key: str,
+        *,
+        template_id: str | None = None,
+    ) -> tuple[bool, UnitStart]:
+        """Write one unit's results (as :meth:`write_unit`) and take the next unit
+        of the same job up (as :meth:`begin_unit`) in one round trip; the write
+        comes first.
+
+        Returns:
+            Whether the write finished the whole job, and the next unit's start.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; neither happened.
+        """
+        keys = self.keys(job_id)
+        write_keys, write_args = self._write_parts(job_id, written)
+        reply = self._write_and_begin(
+            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts, *write_keys],
+            args=self._begin_args(unit_key, template_id) + write_args,
+        )
+        return bool(int(reply[4])), self._unit_start(reply)
+
+    @staticmethod
+    def _begin_args(unit_key: str, template_id: str | None) -> list[str | bytes]:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        return [unit_key, str(time.time()), now, template_id or ""]
+
+    def _unit_start(self, reply: Any) -> UnitStart:
         text = _text(reply[0])
         described = reply[2] if len(reply) > 2 else None
         template = json.loads(self._decompress(described)) if described else None
@@ -370,11 +376,21 @@ class ResultStore:
             True when this call finished the whole job.
         """
         keys = self.keys(job_id)
+        written = UnitWrite(unit_key, results, result_keys)
+        write_keys, write_args = self._write_parts(job_id, written)
         # One round trip (a Lua script) instead of two pipelines and, for the
         # job's last unit, two more writes: this runs once per unit.
         key_list = [keys.results, keys.pairs, keys.failed, keys.done, keys.inflight, keys.meta]
-        args: list[str | bytes] = [unit_key, datetime.now(UTC).isoformat(timespec="seconds")]
-        for result, key in zip(results, result_keys, strict=True):
+        return bool(self._write_unit(keys=[*key_list, *write_keys[3:]], args=write_args))
+
+    def _write_parts(self, job_id: str, written: UnitWrite) -> tuple[list[str], list[str | bytes]]:
+        """The keys (results, pairs, failed, then a verdict set per result) and
+        arguments (see ``_scripts._WRITE_FUNCTION``) of a unit's write."""
+        keys = self.keys(job_id)
+        key_list = [keys.results, keys.pairs, keys.failed]
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        args: list[str | bytes] = [written.unit_key, now]
+        for result, key in zip(written.results, written.result_keys, strict=True):
             meta = result.metadata
             answering, parsing = meta.answering.display_string, meta.parsing.display_string
             pair = _pair_id(answering, parsing)
@@ -382,7 +398,7 @@ class ResultStore:
             key_list.append(keys.verdicts(pair, verdict))
             blob = self._compress(result.model_dump_json().encode())
             args += [key, blob, pair, f"{answering}\t{parsing}", "1" if verdict == "error" else "0"]
-        return bool(self._write_unit(keys=key_list, args=args))
+        return key_list, args
 
     def write_scenario_unit(
         self,

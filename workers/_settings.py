@@ -24,6 +24,14 @@
     Redis (``submit --results-to``; default 5000): a running job keeps at most about
     this many finished results in Redis.
 ``VERIFLEET_DRAIN_INTERVAL``  seconds between two looks for results to drain (default 2).
+``VERIFLEET_UNITS_PER_MESSAGE``  the most units of one job a feeder puts in one
+    message (default 8; 1: a message per unit). Only fills of many units of a job
+    (fast units, see ``verifleet.store._packing``) use more than one; a worker
+    thread runs a message's units one after the other.
+``VERIFLEET_FEED_SPREAD``  how many messages a job's share of one fill of the
+    queue is cut into at least before a message carries more than one of its
+    units (default 32): batching starts at fills of 64 units of a job, i.e. only
+    when units are short. 1 batches every fill (tests use it).
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class WorkerSettings(BaseSettings):
     unit_tries: int = Field(default=3, ge=1)
     drain_batch: int = Field(default=5000, ge=1)
     drain_interval: float = Field(default=2.0, gt=0)
+    units_per_message: int = Field(default=8, ge=1, le=64)
+    feed_spread: int = Field(default=32, ge=1)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:

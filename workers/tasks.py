@@ -1,4 +1,5 @@
-"""The task that runs one unit through the pipeline and stores its results.
+"""The tasks that run units through the pipeline and store their results: one
+unit, several units of one job one after the other, a scenario unit.
 
 Content errors never leave the pipeline (they are inside the results). Redis
 being unreachable (a restart, a failover) is retried *inside* the task until the
@@ -30,6 +31,7 @@ from verifleet.schemas import (
     compute_template_id,
 )
 from verifleet.store import (
+    BATCH_TASK_NAME,
     DEFAULT_QUEUE,
     SCENARIO_TASK_NAME,
     TASK_NAME,
@@ -41,6 +43,7 @@ from verifleet.store import (
     RedisTarget,
     ResultStore,
     Unit,
+    UnitWrite,
     scenario_result_keys,
     scenario_unit_key,
 )
@@ -56,7 +59,7 @@ from ._settings import WorkerSettings
 from ._stalls import StallDetector
 from .app import app
 
-__all__ = ["run_scenario_task", "run_unit_task"]
+__all__ = ["run_scenario_task", "run_unit_task", "run_units_task"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -151,7 +154,13 @@ def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
         if _feeder is None:
             feeders = [
                 QueueFeeder(
-                    state.store.client, app, queue, state.jobs.get, prefix=state.settings.prefix
+                    state.store.client,
+                    app,
+                    queue,
+                    state.jobs.get,
+                    prefix=state.settings.prefix,
+                    max_per_message=state.settings.units_per_message,
+                    spread=state.settings.feed_spread,
                 )
                 for queue in queues
             ]
@@ -203,13 +212,20 @@ def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | N
 
 
 def _begin(
-    state: _ProcessState, job_id: str, key: str, deadline: float, template: str | None = None
+    state: _ProcessState,
+    job_id: str,
+    key: str,
+    deadline: float,
+    template: str | None = None,
+    carry: UnitWrite | None = None,
 ) -> str | bool:
     """Take the unit up: status, already done and mark started in one round trip,
     which also brings the description of the unit's ``template`` (stored at
     submission) when this process has none, so no executor is asked for it. The
     description is the job's submitter's word: it is primed for this job alone
     (used inside ``sandbox.scoped(job_id)``), never for another job's units.
+    ``carry``, the previous unit of the same message, is written first in the
+    same round trip.
 
     Returns:
         What the task returns when it has nothing to run (``"unknown-job"``,
@@ -220,9 +236,16 @@ def _begin(
     wanted = None
     if template is not None and template.strip() and not sandbox.knows(template, scope=job_id):
         wanted = compute_template_id(template)
-    start = _until_redis_answers(
-        lambda: state.store.begin_unit(job_id, key, template_id=wanted), deadline=deadline
-    )
+    if carry is None:
+        start = _until_redis_answers(
+            lambda: state.store.begin_unit(job_id, key, template_id=wanted), deadline=deadline
+        )
+    else:
+        # The carried unit's work is done and must not be lost: the write's own deadline.
+        _finished, start = _until_redis_answers(
+            lambda: state.store.write_and_begin(job_id, carry, key, template_id=wanted),
+            deadline=time.monotonic() + state.settings.unit_deadline,
+        )
     if start.template is not None and template is not None:
         sandbox.prime(template, start.template, scope=job_id)
     if start.status is None:
@@ -301,26 +324,84 @@ def run_unit_task(
     """
     state = _process_state()
     with state.unit_gate.shared():
-        return _run_unit(state, job_id, question_index, answering_index, replicate)
+        outcome, _ = _run_unit(state, job_id, (question_index, answering_index, replicate))
+        return outcome
+
+
+@app.task(name=BATCH_TASK_NAME, bind=True, acks_late=True)
+def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels: str) -> str:
+    """Run several units of ``job_id`` (``positions``: ``[question index,
+    answering index, replicate]`` each) one after the other, as :func:`run_unit_task` runs one.
+
+    Each unit's results are written in the same round trip that takes the next
+    unit up (one Redis script per unit instead of two), unless the job has a
+    budget or pricing (their checks run between the two). A redelivered message
+    skips the units done already; a unit whose earlier start never finished runs
+    alone, as everywhere.
+
+    Returns:
+        How many units ended how, e.g. ``"done: 8"`` or ``"done: 3, already-done: 5"``;
+        ``"unknown-job"`` or ``"cancelled"`` end the message early.
+    """
+    state = _process_state()
+    spec = _job_spec(state, job_id, time.monotonic() + state.settings.unit_deadline)
+    if spec is None:
+        return "unknown-job"
+    # Budget and pricing checks run between a unit's write and the next start.
+    combine = spec.config.max_cost_usd is None and spec.config.pricing is None
+    outcomes: dict[str, int] = {}
+    carry: UnitWrite | None = None
+    with state.unit_gate.shared():
+        for number, (qi, ai, rep) in enumerate(positions):
+            defer = combine and number < len(positions) - 1
+            outcome, carry = _run_unit(state, job_id, (qi, ai, rep), carry=carry, defer=defer)
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            if outcome in ("unknown-job", "cancelled"):
+                break
+    if carry is not None:  # the message ended early: nothing took it along
+        _write_now(state, job_id, carry)
+    return ", ".join(f"{k}: {n}" for k, n in outcomes.items())
+
+
+def _write_now(state: _ProcessState, job_id: str, written: UnitWrite) -> None:
+    _until_redis_answers(
+        lambda: state.store.write_unit(job_id, *written),
+        deadline=time.monotonic() + state.settings.unit_deadline,
+    )
 
 
 def _run_unit(
-    state: _ProcessState, job_id: str, question_index: int, answering_index: int, replicate: int
-) -> str:
+    state: _ProcessState,
+    job_id: str,
+    position: tuple[int, int, int],
+    *,
+    carry: UnitWrite | None = None,
+    defer: bool = False,
+) -> tuple[str, UnitWrite | None]:
+    """Run one unit: what the task returns for it and, with ``defer``, its
+    results still to be written (with the next unit's start). ``carry`` (a
+    previous unit's results) is written before this unit starts, whatever
+    happens to this unit."""
     store, settings = state.store, state.settings
     deadline = time.monotonic() + settings.unit_deadline
     spec = _job_spec(state, job_id, deadline)
     if spec is None:
-        return "unknown-job"
-    unit = spec.unit_at(question_index, answering_index, replicate)
+        if carry is not None:
+            _write_now(state, job_id, carry)
+        return "unknown-job", None
+    unit = spec.unit_at(*position)
     key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
-        return "over-budget"
-    begun = _begin(state, job_id, key, deadline, unit.question.answer_template)
+        if carry is not None:
+            _write_now(state, job_id, carry)
+        return "over-budget", None
+    begun = _begin(state, job_id, key, deadline, unit.question.answer_template, carry=carry)
     if isinstance(begun, str):
-        return begun
+        return begun, None
+    deferred: UnitWrite | None = None
 
     def work(deadline: float) -> str:
+        nonlocal deferred
         fault_for_tests(unit.question.id)
         # Descriptions primed for this job count inside this block only.
         with state.resources.sandbox.scoped(job_id):
@@ -334,6 +415,9 @@ def _run_unit(
             else:
                 results = run_unit(unit, spec, state.resources, deadline=deadline)
         keys = spec.result_keys(unit, job_id)
+        if defer:
+            deferred = UnitWrite(key, results, keys)
+            return "done"
         # Writing gets its own deadline: the unit's work is done and must not be lost.
         _until_redis_answers(
             lambda: store.write_unit(job_id, key, results, keys),
@@ -342,7 +426,7 @@ def _run_unit(
         _account(state, spec, job_id, key, results)
         return "done"
 
-    return _guarded(
+    outcome = _guarded(
         state,
         job_id,
         key,
@@ -351,6 +435,7 @@ def _run_unit(
         work,
         lambda tries: _quarantine(state, job_id, key, unit, spec, tries),
     )
+    return outcome, deferred
 
 
 def _quarantine(

@@ -89,15 +89,26 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
     assert missing.returncode == 2 and "no job 'no-such-job'" in missing.stderr
 
 
-def test_killed_worker_loses_nothing_and_duplicates_nothing(fleet: Fleet, redis_url: str) -> None:
+# Messages of four units from every fill, whatever its size (by default only
+# fills of 64 units or more of a job are packed): the units of a message run one
+# after the other, each unit's write going with the next one's start.
+BATCHED = {"VERIFLEET_FEED_SPREAD": "1", "VERIFLEET_UNITS_PER_MESSAGE": "4"}
+
+
+@pytest.mark.parametrize("packing", ["a unit per message", "four units per message"])
+def test_killed_worker_loses_nothing_and_duplicates_nothing(
+    fleet: Fleet, redis_url: str, packing: str
+) -> None:
     """The unit deadline (so the broker's visibility timeout: 20 minutes) is far
     longer than the test: the victim's units can only come back in time through
     the liveness reaper, which notices the victim's heartbeat expire, or through
-    the stall detector."""
+    the stall detector. With four units per message the victim dies in the
+    middle of messages: their units done already are skipped, the rest run once."""
     bench, answers = capitals_benchmark(24)
+    batched = packing == "four units per message"
     with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=400)) as ep:
         config = _config(ep)
-        slow_restore = {"VERIFLEET_UNIT_DEADLINE": "600"}
+        slow_restore = {"VERIFLEET_UNIT_DEADLINE": "600", **(BATCHED if batched else {})}
         fleet.start_worker("victim", concurrency=4, **slow_restore)
         fleet.start_worker("survivor", concurrency=4, **slow_restore)
         fleet.wait_ready(["victim", "survivor"])
@@ -114,17 +125,24 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(fleet: Fleet, redis_
     assert set(stored) == _expected_keys(bench, config, job.job_id)
     assert progress.results == 24 and progress.done_units == 24
     assert "taken by a worker that is gone" in fleet.log("survivor")
+    logs = fleet.log("victim") + fleet.log("survivor")
+    assert ("Task verifleet.run_units[" in logs) is batched
+    if batched:
+        # A message the survivor ran again found the units the victim finished.
+        assert re.search(r"run_units\[[^\]]+\] succeeded in [\d.]+s: '[^']*already-done", logs)
 
 
+@pytest.mark.parametrize("packing", ["a unit per message", "four units per message"])
 def test_redis_restart_mid_job(
-    fleet: Fleet, redis_url: str, redis_server: RedisServer | None
+    fleet: Fleet, redis_url: str, redis_server: RedisServer | None, packing: str
 ) -> None:
     if redis_server is None:
         pytest.fail("this test needs its own redis-server; unset VERIFLEET_TEST_REDIS_URL")
     bench, answers = capitals_benchmark(24)
+    batched = packing == "four units per message"
     with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=300)) as ep:
         config = _config(ep)
-        fleet.start_worker("w1", concurrency=4)
+        fleet.start_worker("w1", concurrency=4, **(BATCHED if batched else {}))
         fleet.wait_ready(["w1"])
         job = Job.submit(bench, config, redis_url)
         _wait_done_at_least(job, 3)
@@ -133,6 +151,7 @@ def test_redis_restart_mid_job(
     assert progress.status == JobStatus.DONE
     stored = _stored_keys(job)
     assert len(stored) == 24 and set(stored) == _expected_keys(bench, config, job.job_id)
+    assert ("Task verifleet.run_units[" in fleet.log("w1")) is batched
 
 
 def _broken_benchmark(n: int) -> tuple[Benchmark, dict[str, object]]:
