@@ -30,7 +30,8 @@ from verifleet.reward import (
 )
 
 from ._serve_admission import Admission
-from ._serve_scoring import Receive, score_on_loop, until_disconnected
+from ._serve_protocol import OnDisconnect
+from ._serve_scoring import DisconnectWatch, Receive, score_on_loop
 
 __all__ = ["BATCH_PATH", "REQUEST", "BatchReply", "score_batch", "validation_problems"]
 
@@ -90,6 +91,7 @@ async def score_batch(
     timeout: float,
     max_batch: int,
     receive: Receive,
+    on_disconnect: OnDisconnect | None = None,
 ) -> BatchReply:
     """Score a batch body.
 
@@ -97,6 +99,24 @@ async def score_batch(
     not fit now gets 503 with ``Retry-After``; one larger than ``max_batch`` or
     than the admission limit itself gets 413. A client that disconnects cancels
     the whole batch (None is returned).
+
+    Args:
+        raw: The request's body.
+        scorer: The service's scorer.
+        admission: The service's admission counter.
+        timeout: Seconds each rollout may take.
+        max_batch: Rollouts one batch may carry.
+        receive: The request's ASGI ``receive``, its body already read: read
+            until ``http.disconnect`` to notice the client leaving when
+            ``on_disconnect`` is None.
+        on_disconnect: The server's :data:`DISCONNECT_EXTENSION`, when it offers
+            one: it tells the batch that its client left, with no task reading
+            ``receive``.
+
+    Returns:
+        (status, payload, extra headers), or None when the client disconnected.
+        A body that is not JSON or not a list of rollouts is a 400 or 422 reply;
+        an entry that cannot be scored says so in its own place.
     """
     try:
         data = json.loads(raw)
@@ -122,23 +142,17 @@ async def score_batch(
         return 503, {"message": message}, {"retry-after": str(wait)}
     task = asyncio.current_task()
     assert task is not None
-    gone = False
-
-    async def watch() -> None:
-        nonlocal gone
-        await until_disconnected(receive)
-        gone = True
-        task.cancel()
-
-    watcher = asyncio.ensure_future(watch())
+    # One watch for the whole batch: its entries are scored in tasks of their
+    # own, which the batch's cancellation reaches through ``gather``.
+    watch = DisconnectWatch(receive, on_disconnect)
     try:
         results = await asyncio.gather(*(_score_entry(scorer, r, timeout) for r in rollouts))
     except asyncio.CancelledError:
-        if not gone:
+        if not watch.gone:
             raise
         task.uncancel()
         return None
     finally:
-        watcher.cancel()
+        watch.stop()
         admission.leave(count)
     return 200, {"results": results}, {}

@@ -30,7 +30,7 @@ from verifleet.reward import (
 from ._serve_admission import Admission
 from ._serve_batch import BATCH_PATH, REQUEST, score_batch, validation_problems
 from ._serve_guards import Receive, Scope, Send, bearer_token_ok
-from ._serve_protocol import DISCONNECT_EXTENSION
+from ._serve_protocol import DISCONNECT_EXTENSION, OnDisconnect
 from ._serve_scoring import score_on_loop
 
 __all__ = [
@@ -107,6 +107,13 @@ async def _send(
         head.append((name.encode(), value.encode()))
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
+
+
+def _on_disconnect(scope: Scope) -> OnDisconnect | None:
+    """The server's disconnect callback (``verifleet serve``'s protocol), None
+    under a server without it: the route then watches ``receive`` instead."""
+    on_disconnect: OnDisconnect | None = scope.get("extensions", {}).get(DISCONNECT_EXTENSION)
+    return on_disconnect
 
 
 async def _body(receive: Receive) -> bytes | None:
@@ -211,7 +218,7 @@ class ServiceRoutes:
                 body,
                 timeout=self.timeout,
                 receive=receive,
-                on_disconnect=scope.get("extensions", {}).get(DISCONNECT_EXTENSION),
+                on_disconnect=_on_disconnect(scope),
             )
         except InvalidRequestError as exc:
             status = 404 if isinstance(exc, UnknownQuestionError) else 422
@@ -237,7 +244,7 @@ class ServiceRoutes:
         status = FAILURE_STATUS[failure.kind]
         await _send(send, status, payload, {"retry-after": "1"} if status == 503 else None)
 
-    async def verify_batch(self, _scope: Scope, receive: Receive, send: Send) -> None:
+    async def verify_batch(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Many rollouts, one entry each, in order (:mod:`._serve_batch`)."""
         raw = await _body(receive)
         if raw is None:
@@ -249,6 +256,7 @@ class ServiceRoutes:
             timeout=self.timeout,
             max_batch=self.max_batch,
             receive=receive,
+            on_disconnect=_on_disconnect(scope),
         )
         if reply is not None:
             status, payload, headers = reply

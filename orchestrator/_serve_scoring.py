@@ -1,9 +1,9 @@
 """Scoring one rollout on the service's event loop, bounded by its deadline and
 cancelled when its client goes away.
 
-Plain asyncio (a timeout and one watcher task), not anyio task groups: at
-thousands of requests per second their per-request bookkeeping was a visible
-part of the server's CPU.
+Plain asyncio (a timeout, and the server's disconnect callback or one watcher
+task), not anyio task groups: at thousands of requests per second their
+per-request bookkeeping was a visible part of the server's CPU.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ from verifleet.reward import Failure, RewardScorer, ScoredRollout
 
 from ._serve_protocol import OnDisconnect
 
-__all__ = ["Receive", "score_on_loop", "timed_out_message", "until_disconnected"]
+__all__ = [
+    "DisconnectWatch",
+    "Receive",
+    "score_on_loop",
+    "timed_out_message",
+    "until_disconnected",
+]
 
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
@@ -38,6 +44,54 @@ async def until_disconnected(receive: Receive) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+class DisconnectWatch:
+    """Cancels the task that creates it once the request's client goes away.
+
+    Told by the server's :data:`DISCONNECT_EXTENSION` (``on_disconnect``) when
+    given; else by a task reading ``receive`` until ``http.disconnect``, which
+    any ASGI server supports but costs a task per request; with neither, it
+    watches nothing. Create it in the task to cancel, after the request's body
+    has been read, and :meth:`stop` it when that task's work ends.
+
+    Args:
+        receive: The request's ASGI ``receive``.
+        on_disconnect: The server's :data:`DISCONNECT_EXTENSION`, if it offers one.
+
+    Attributes:
+        gone: Whether the client went away (then the task's cancellation is this
+            watch's: take it back with ``uncancel()`` and answer nobody).
+    """
+
+    __slots__ = ("_stop", "_task", "_watcher", "gone")
+
+    def __init__(self, receive: Receive | None, on_disconnect: OnDisconnect | None) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self.gone = False
+        self._watcher: asyncio.Task[None] | None = None
+        self._stop: Callable[[], None] | None = None
+        if on_disconnect is not None:
+            self._stop = on_disconnect(self._lost)
+        elif receive is not None:
+            self._watcher = asyncio.ensure_future(self._watch(receive))
+
+    def _lost(self) -> None:
+        self.gone = True
+        self._task.cancel()
+
+    async def _watch(self, receive: Receive) -> None:
+        await until_disconnected(receive)
+        self._lost()
+
+    def stop(self) -> None:
+        """Stop watching (the watcher task cancelled, the callback taken back)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+        if self._stop is not None:
+            self._stop()
 
 
 async def score_on_loop(
@@ -69,38 +123,16 @@ async def score_on_loop(
     task = asyncio.current_task()
     assert task is not None
     deadline = time.monotonic() + timeout
-    gone = False
-    watcher: asyncio.Task[None] | None = None
-    stop_watching: Callable[[], None] | None = None
-    if on_disconnect is not None:
-
-        def lost() -> None:
-            nonlocal gone
-            gone = True
-            task.cancel()
-
-        stop_watching = on_disconnect(lost)
-    elif receive is not None:
-
-        async def watch() -> None:
-            nonlocal gone
-            await until_disconnected(receive)
-            gone = True
-            task.cancel()
-
-        watcher = asyncio.ensure_future(watch())
+    watch = DisconnectWatch(receive, on_disconnect)
     try:
         async with asyncio.timeout(timeout):
             return await run_bridged(scorer.score, body, deadline=deadline)
     except TimeoutError:
         return Failure(kind="timeout", reason=timed_out_message(timeout))
     except asyncio.CancelledError:
-        if not gone:
+        if not watch.gone:
             raise
         task.uncancel()
         return None
     finally:
-        if watcher is not None:
-            watcher.cancel()
-        if stop_watching is not None:
-            stop_watching()
+        watch.stop()

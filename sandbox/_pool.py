@@ -1,13 +1,9 @@
 """The host's warm pool of executors, and the typed calls the pipeline makes.
 
 Executors start lazily (at most ``pool_size``), are handed to one caller at a
-time, and are replaced when they die: a call whose executor crashed, overran its
-wall-clock limit or answered nonsense fails with a clear error naming the
-template or trait, and the next call gets a fresh executor. Executors are
-started from one long-lived thread because bubblewrap's ``--die-with-parent``
-(and the kernel's parent-death signal under it) follows the *thread* that
-started the process: an executor started from a short-lived pool thread would
-die with that thread.
+time, and are replaced when they die (``_warm``): a call whose executor crashed,
+overran its wall-clock limit or answered nonsense fails with a clear error
+naming the template or trait, and the next call gets a fresh executor.
 """
 
 from __future__ import annotations
@@ -16,13 +12,10 @@ import atexit
 import contextlib
 import dataclasses
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextvars import ContextVar
-from queue import SimpleQueue
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,9 +30,8 @@ from verifleet.templates import RegexOutcome, source_digest
 
 from ._bounds import bounded_error, description_problem, evaluation_problem
 from ._cooperative import ExecutorBusy, current_wait
-from ._errors import ExecutorCrashed, SandboxError, SandboxUnavailable
+from ._errors import ExecutorCrashed, SandboxUnavailable
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
-from ._process import ExecutorProcess
 from ._protocol import (
     CheckTraitRequest,
     DescribeRequest,
@@ -54,6 +46,7 @@ from ._protocol import (
     TraitResult,
 )
 from ._settings import SandboxMode, SandboxSettings
+from ._warm import WarmExecutors
 
 __all__ = ["SandboxPool", "SandboxStats", "default_pool", "reset_default_pool"]
 
@@ -62,11 +55,6 @@ _MAX_HANDLES = 4096
 #: The scope (a job id) whose primed descriptions :meth:`SandboxPool.load_template`
 #: may use in this thread: see :meth:`SandboxPool.scoped`.
 _SCOPE: ContextVar[str | None] = ContextVar("verifleet_sandbox_scope", default=None)
-
-#: Seconds a call waits for the busy executor that compiled its template before
-#: taking another idle one (which then compiles it too, ~1-1.5 ms against a
-#: call's ~0.15 ms).
-AFFINITY_WAIT = 0.05
 
 
 class SandboxStats(BaseModel):
@@ -86,41 +74,6 @@ class SandboxStats(BaseModel):
     handles: int
 
 
-class _Spawner:
-    """One daemon thread that starts every executor of the process."""
-
-    def __init__(self) -> None:
-        self._queue: SimpleQueue[tuple[SandboxSettings, Future[ExecutorProcess]]] = SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="verifleet-sandbox", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            settings, future = self._queue.get()
-            try:
-                future.set_result(ExecutorProcess(settings))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-    def start(self, settings: SandboxSettings) -> ExecutorProcess:
-        future: Future[ExecutorProcess] = Future()
-        self._queue.put((settings, future))
-        return future.result()
-
-
-_spawner: _Spawner | None = None
-_spawner_lock = threading.Lock()
-
-
-def _start_executor(settings: SandboxSettings) -> ExecutorProcess:
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = _Spawner()
-        spawner = _spawner
-    return spawner.start(settings)
-
-
 _POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
 
 
@@ -138,10 +91,7 @@ class SandboxPool:
 
     def __init__(self, settings: SandboxSettings | None = None) -> None:
         self.settings = settings or SandboxSettings.from_env()
-        self._cond = threading.Condition()
-        self._idle: list[ExecutorProcess] = []
-        self._running = 0
-        self._closed = False
+        self._executors = WarmExecutors(self.settings)
         # Descriptions by (scope, source digest) that this process's executors
         # made: scope "" for those made in a process of that source alone (kept
         # for everyone), a job's scope for those made in its template process,
@@ -154,112 +104,10 @@ class SandboxPool:
             OrderedDict()
         )
         self._handles_lock = threading.Lock()
-        self._replacements = 0
         self._described = 0
-        self._busy: set[ExecutorProcess] = set()
-        self._affinity_waiters = 0
         _POOLS.add(self)
 
-    # --- executors ---------------------------------------------------------------
-
-    def _acquire(self, template_id: str | None = None) -> ExecutorProcess:
-        """An executor for one call: an idle one that already compiled
-        ``template_id`` (a source digest); else, while a busy one knows it, that one once it is
-        free (for at most :data:`AFFINITY_WAIT` seconds: a compile costs several
-        times a call); else any idle one, a new one while below ``pool_size``,
-        or the next to be free."""
-        if current_wait() is not None:
-            return self._acquire_idle(template_id)
-        give_up_affinity = time.monotonic() + AFFINITY_WAIT
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise SandboxError("the sandbox pool is closed")
-                index, known = self._preferred(template_id)
-                if not known and self._busy_knows(template_id):
-                    left = give_up_affinity - time.monotonic()
-                    if left > 0:
-                        self._affinity_waiters += 1
-                        try:
-                            self._cond.wait(timeout=left)
-                        finally:
-                            self._affinity_waiters -= 1
-                        continue
-                if index >= 0:
-                    proc = self._idle.pop(index)
-                    if proc.alive():
-                        self._busy.add(proc)
-                        return proc
-                    self._running -= 1
-                    self._replacements += 1
-                    continue
-                if self._running < self.settings.pool_size:
-                    self._running += 1
-                    break
-                self._cond.wait()
-        try:
-            proc = _start_executor(self.settings)
-            self._check_layers(proc)
-        except BaseException:
-            with self._cond:
-                self._running -= 1
-                self._cond.notify()
-            raise
-        with self._cond:
-            self._busy.add(proc)
-        return proc
-
-    def _acquire_idle(self, template_id: str | None) -> ExecutorProcess:
-        """:meth:`_acquire` inside ``cooperative``: an idle, live executor that
-        knows ``template_id`` (any idle one when no busy one knows it).
-
-        Raises:
-            ExecutorBusy: Getting one would mean waiting (or starting one).
-        """
-        with self._cond:
-            if self._closed:
-                raise SandboxError("the sandbox pool is closed")
-            index, known = self._preferred(template_id)
-            busy_knows = not known and self._busy_knows(template_id)
-            if index < 0 or busy_knows or not self._idle[index].alive():
-                raise ExecutorBusy
-            proc = self._idle.pop(index)
-            self._busy.add(proc)
-            return proc
-
-    def _busy_knows(self, template_id: str | None) -> bool:
-        """Whether a busy executor compiled ``template_id``; the caller holds ``_cond``."""
-        return template_id is not None and any(template_id in p.known_templates for p in self._busy)
-
-    def _preferred(self, template_id: str | None) -> tuple[int, bool]:
-        """(index in the idle list of the executor to hand out, whether it knows
-        ``template_id``); index -1 when none is idle. The caller holds ``_cond``."""
-        if template_id is not None:
-            for index in range(len(self._idle) - 1, -1, -1):
-                if template_id in self._idle[index].known_templates:
-                    return index, True
-        return len(self._idle) - 1, False
-
-    def _check_layers(self, proc: ExecutorProcess) -> None:
-        if self.settings.mode.uses_seccomp and not proc.seccomp:
-            proc.kill()
-            raise SandboxUnavailable("the executor started without its seccomp filter")
-
-    def _release(self, proc: ExecutorProcess) -> None:
-        with self._cond:
-            self._busy.discard(proc)
-            if proc.alive() and not self._closed:
-                self._idle.append(proc)
-            else:
-                proc.kill()
-                self._running -= 1
-                self._replacements += 1
-            # A waiter held back for affinity may not want this executor: wake
-            # them all then, so the one that does is among them.
-            if self._affinity_waiters:
-                self._cond.notify_all()
-            else:
-                self._cond.notify()
+    # --- calls -----------------------------------------------------------------------
 
     def _call(
         self,
@@ -275,7 +123,7 @@ class SandboxPool:
             SandboxUnavailable: No executor can be started.
         """
         digest = template[0] if template is not None else None
-        proc = self._acquire(digest)
+        proc = self._executors.acquire(digest)
         try:
             send = template is not None and template[0] not in proc.known_templates
             source = template[1] if template is not None and send else None
@@ -291,7 +139,7 @@ class SandboxPool:
                 proc.known_templates.add(template[0])
             return reply
         finally:
-            self._release(proc)
+            self._executors.release(proc)
 
     def executor_cpu_seconds(self) -> float:
         """CPU seconds used so far by one idle executor's router (the only
@@ -313,7 +161,7 @@ class SandboxPool:
                 message names what is missing and the downgrade flag.
         """
         try:
-            proc = self._acquire()
+            proc = self._executors.acquire()
         except SandboxUnavailable as exc:
             raise SandboxUnavailable(
                 f"{exc}. Sandbox mode {self.settings.mode.value!r} needs "
@@ -321,26 +169,22 @@ class SandboxPool:
                 "pass --sandbox=seccomp or --sandbox=rlimits-only "
                 "(or set VERIFLEET_SANDBOX); see docs/security.md"
             ) from None
-        self._release(proc)
+        self._executors.release(proc)
 
     def stats(self) -> SandboxStats:
         """Current counters."""
-        with self._cond, self._handles_lock:
+        running, replacements = self._executors.counts()
+        with self._handles_lock:
             return SandboxStats(
-                executors=self._running,
-                replacements=self._replacements,
+                executors=running,
+                replacements=replacements,
                 described=self._described,
                 handles=len(self._handles),
             )
 
     def close(self) -> None:
         """Kill every executor; later calls raise :class:`SandboxError`."""
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._cond.notify_all()
-        for proc in idle:
-            proc.kill()
+        self._executors.close()
 
     # --- templates -----------------------------------------------------------------
 

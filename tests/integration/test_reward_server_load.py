@@ -1,6 +1,6 @@
 """The reward service under load, over real HTTP: admission beyond
 ``max_inflight``, ``/health`` and ``/ready`` while saturated, a client that
-disconnects, and the ``Host`` check against DNS rebinding (more than 1,024 open
+disconnects (from ``/verify`` or ``/verify/batch``), and the ``Host`` check against DNS rebinding (more than 1,024 open
 connections: test_reward_server_fds.py). The judge is the bench endpoint (a real OpenAI-compatible
 server) with slow answers where a request must stay in flight.
 
@@ -55,6 +55,7 @@ def _service(
 ) -> Iterator[tuple[str, Any]]:
     resources = options.pop("resources", None) or reward_resources()
     http = options.pop("http", "auto")
+    wrap = options.pop("wrap", lambda app: app)
     app = create_app(
         geo_benchmark(),
         [ModelConfig.parse(f"{judge.base_url}#judge")],
@@ -62,12 +63,45 @@ def _service(
         resources=resources,
         **options,
     )
-    with serve_in_thread(app, lifespan="off", http=http) as served:
+    with serve_in_thread(wrap(app), lifespan="off", http=http) as served:
         yield served.url, app
 
 
 def _client(base: str, timeout: float = 60) -> httpx.Client:
     return httpx.Client(base_url=base, timeout=timeout, trust_env=False)
+
+
+class _ReadsAfterBody:
+    """An ASGI app around the service that counts, for requests to ``path``, the
+    ``receive`` calls its route makes once it has the whole body: how a route
+    watches for its client leaving without the server's disconnect extension."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.started = 0
+        self.returned: list[str] = []
+
+    def __call__(self, app: Any) -> Any:
+        async def counting(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["path"] != self.path:
+                await app(scope, receive, send)
+                return
+            body_read = False
+
+            async def reading() -> Any:
+                nonlocal body_read
+                if body_read:
+                    self.started += 1
+                message = await receive()
+                if body_read:
+                    self.returned.append(message["type"])
+                elif message["type"] == "http.request" and not message.get("more_body"):
+                    body_read = True
+                return message
+
+            await app(scope, reading, send)
+
+        return counting
 
 
 @pytest.mark.parametrize(
@@ -94,6 +128,43 @@ def test_a_disconnected_client_makes_no_judge_call_after_the_disconnect(http: An
         with _client(base) as client:
             after = client.post("/verify", json={"question_id": "geo", "response": WRONG})
         assert after.status_code == 200 and after.json()["reward"] == 0.125  # clarity 2 of 5
+
+
+@pytest.mark.parametrize(
+    "http", ["httptools", CoalescingHttpToolsProtocol], ids=["uvicorn", "serve"]
+)
+def test_a_batch_whose_client_disconnects_is_cancelled_whole(http: Any) -> None:
+    # As for /verify above: the client gives up during the SLOW rollouts'
+    # parsing calls, and no rubric call follows. Under uvicorn's own protocol
+    # the batch learns it by reading ``receive`` once more; under the one
+    # `verifleet serve` runs, from the disconnect extension, with no such read.
+    reads = _ReadsAfterBody("/verify/batch")
+    with (
+        _judge(slow_ms=1500) as judge,
+        _service(judge, HYBRID, http=http, wrap=reads) as (base, app),
+    ):
+        with _client(base) as client:  # warm: the template is described, an executor runs
+            warm = client.post("/verify", json={"question_id": "geo", "response": CORRECT})
+        assert warm.status_code == 200 and warm.json()["reward"] == 1.0
+        before = judge.stats().calls
+        slow = {"question_id": "geo", "response": SLOW}
+        with pytest.raises(httpx.ReadTimeout), _client(base, timeout=0.7) as client:
+            client.post("/verify/batch", json=[slow, slow])
+        under_way = judge.stats().calls
+        assert under_way > before  # the parsing calls
+        # Long enough for the parsing calls to have ended and the rubric's to
+        # start, had the batch not been cancelled.
+        time.sleep(3.5)
+        assert judge.stats().calls == under_way
+        assert app.state.admission.inflight == 0
+        if http is CoalescingHttpToolsProtocol:
+            assert (reads.started, reads.returned) == (0, [])
+        else:
+            assert (reads.started, reads.returned) == (1, ["http.disconnect"])
+        with _client(base) as client:
+            after = client.post("/verify/batch", json=[{"question_id": "geo", "response": WRONG}])
+        assert after.status_code == 200
+        assert after.json()["results"][0]["reward"] == 0.125  # clarity 2 of 5
 
 
 def test_over_max_inflight_is_503_with_retry_after_and_health_answers_while_saturated() -> None:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from verifleet.sandbox import SandboxPool, SandboxSettings
-from verifleet.sandbox import _pool as pool_module
-from verifleet.sandbox._pool import AFFINITY_WAIT
+from verifleet.sandbox import _warm as warm_module
+from verifleet.sandbox._warm import AFFINITY_WAIT
 from verifleet.schemas import (
     CallableTrait,
     RubricError,
@@ -141,18 +141,18 @@ def test_a_template_goes_back_to_the_executor_that_compiled_it() -> None:
     sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
     try:
         handle = sandbox.load_template(HONEST, "affinity")
-        compiled = sandbox._acquire()
-        other = sandbox._acquire()
+        compiled = sandbox._executors.acquire()
+        other = sandbox._executors.acquire()
         assert source_digest(handle.source) in compiled.known_templates
         assert source_digest(handle.source) not in other.known_templates
-        sandbox._release(compiled)
-        sandbox._release(other)
+        sandbox._executors.release(compiled)
+        sandbox._executors.release(other)
         for _ in range(3):
             evaluation = sandbox.evaluate(handle, {"city": "Paris", "population": 2.1}, "[1]")
             assert evaluation.verification is not None
         assert source_digest(handle.source) not in other.known_templates
         # A call with no template takes any idle executor, as before.
-        assert sandbox._preferred(None) == (1, False)
+        assert sandbox._executors._preferred(None) == (1, False)
     finally:
         sandbox.close()
 
@@ -189,13 +189,13 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template(
 ) -> None:
     # The wait is stretched so that a loaded machine cannot delay this thread's
     # release past it (the caller would then rightly take the idle executor).
-    monkeypatch.setattr(pool_module, "AFFINITY_WAIT", 5.0)
+    monkeypatch.setattr(warm_module, "AFFINITY_WAIT", 5.0)
     sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
     try:
         handle = sandbox.load_template(HONEST, "wait")
-        compiled = sandbox._acquire()
-        other = sandbox._acquire()
-        sandbox._release(other)
+        compiled = sandbox._executors.acquire()
+        other = sandbox._executors.acquire()
+        sandbox._executors.release(other)
         assert source_digest(handle.source) in compiled.known_templates
         # The executor that knows the template is busy, another one is idle.
         results: list[object] = []
@@ -207,13 +207,13 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template(
         caller.start()
         time.sleep(0.05)
         assert AFFINITY_WAIT > 0.01 and not results
-        sandbox._release(compiled)
+        sandbox._executors.release(compiled)
         caller.join(timeout=10)
         assert len(results) == 1
         assert source_digest(handle.source) not in other.known_templates
         # A template no busy executor knows does not wait: it takes the idle one.
-        held = sandbox._acquire("some-template-nobody-compiled")
+        held = sandbox._executors.acquire("some-template-nobody-compiled")
         assert held in (compiled, other)
-        sandbox._release(held)
+        sandbox._executors.release(held)
     finally:
         sandbox.close()
