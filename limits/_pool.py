@@ -49,7 +49,11 @@ from dataclasses import dataclass, field
 
 from ._policy import EndpointLimits
 
-__all__ = ["Ended", "Permit", "SlotPool", "Sync"]
+__all__ = ["SHARE_FRESH", "Ended", "Permit", "SlotPool", "Sync"]
+
+#: Seconds a share heard from Redis is trusted to say that a fresh slot would be
+#: refused (:meth:`SlotPool.at_share`).
+SHARE_FRESH = 1.0
 
 
 @dataclass
@@ -123,6 +127,7 @@ class SlotPool:
         turn: Whether one of them blocks on the endpoint's wake-up list now.
         ends: Calls of this pool that ended so far (what a waiting thread
             watches: the ended calls' list is emptied whenever it is sent).
+        heard_at: When Redis last said the share (monotonic seconds).
     """
 
     limits: EndpointLimits
@@ -137,6 +142,7 @@ class SlotPool:
     waiting: int = 0
     turn: bool = False
     ends: int = 0
+    heard_at: float = -math.inf
 
     def held(self) -> int:
         """The slots of this pool still in the lease set."""
@@ -213,9 +219,30 @@ class SlotPool:
         self.releases.extend(sync.releases)
 
     def heard(self, *, now: float, paused_ms: int, share: int) -> None:
-        """What a reply of Redis said: the endpoint's pause and this process's share."""
+        """What a reply of Redis said: the endpoint's pause and this process's
+        share. A larger share wakes the threads waiting for one of the
+        process's own slots: they may ask Redis for a fresh one again."""
         self.paused_until = now + max(0, paused_ms) / 1000
+        if share > self.share:
+            with self.cond:  # a reentrant lock: callers hold it already
+                self.cond.notify_all()
         self.share = share
+        self.heard_at = now
+
+    def at_share(self, now: float) -> bool:
+        """Whether a call that found no kept slot should wait for one of the
+        process's own slots without asking Redis: the process keeps slots and
+        holds its whole share, as Redis said within the last
+        :data:`SHARE_FRESH` seconds, so Redis would refuse a fresh slot (the
+        rest of the window is others'). Asking anyway was most of the limiter's
+        scripts on a window-bound fleet: a thread woken by a call of its
+        process that ended found the kept slot taken by another thread and
+        asked Redis, which said no (``bench/redis_cost.py``). The share is
+        heard again with every report (each ``keep_idle / 2`` seconds while
+        calls end) and with every fresh slot."""
+        held = self.held() - len(self.releases)
+        fresh = now - self.heard_at < SHARE_FRESH
+        return self.keeps(now) and fresh and held >= self.share
 
 
 def redis_ms(seconds: bytes | str | int, micros: bytes | str | int) -> float:

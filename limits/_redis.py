@@ -224,7 +224,8 @@ class RedisCallGate(EndpointGate):
     def _wait(self, pool: SlotPool, free_key: str, left: float, *, own: bool) -> bool:
         """Wait (at most ``left`` seconds, and 1 s at most in case a wake-up was
         missed) until a slot may be had: one of this process's calls to the
-        endpoint ended (its slot may be kept for the waiter), or, unless
+        endpoint ended (its slot may be kept for the waiter), Redis gave the
+        process a larger share, or, unless
         ``own`` (the process holds its share: only its own slots are for it),
         a call ended somewhere in the fleet. Returns False when the time ran
         out first (True also when woken from the fleet's list).
@@ -242,11 +243,11 @@ class RedisCallGate(EndpointGate):
             # Counted, not the lists' lengths: a call that ends without keeping
             # its slot empties them at once (the slot is sent back), which
             # left every waiter asleep for its whole second.
-            ends = pool.ends
+            ends, share = pool.ends, pool.share
             pool.waiting += 1
             try:
                 while own or pool.turn:
-                    if pool.idle or pool.ends != ends:
+                    if pool.idle or pool.ends != ends or pool.share > share:
                         return True
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
@@ -369,10 +370,15 @@ class RedisCallGate(EndpointGate):
         give_up = time.monotonic() + self._max_wait
         while True:
             with pool.cond:
-                permit = pool.reuse(time.monotonic())
+                now = time.monotonic()
+                permit = pool.reuse(now)
                 held = pool.held() - len(pool.releases)
+                own_only = permit is None and pool.at_share(now)
             if permit is not None:
                 return permit, False
+            if own_only:  # Redis would say "the rest is others'": wait for an own slot
+                self._wait(pool, keys["free"], self._left(give_up, limits, tokens), own=True)
+                continue
             if pool.releases:
                 self.flush_pool(pool)  # slots beyond the share go back before asking
             args: list[str | int | float] = [
@@ -396,18 +402,28 @@ class RedisCallGate(EndpointGate):
                     pool.taken()
                     pool.heard(now=at / 1000, paused_ms=0, share=int(reply[4]))
                 return Permit(member, time.monotonic() + self._lease_ms / 2000), True
-            left = give_up - time.monotonic()
-            if left <= 0:
-                raise NoCapacityError(
-                    f"no capacity on the endpoint within {self._max_wait:.0f}s "
-                    f"(window {cap or '-'} at most, {limits.requests_per_minute or '-'} "
-                    f"requests/min, {tpm or '-'} tokens/min, this call {tokens} tokens)"
-                )
+            left = self._left(give_up, limits, tokens)
             if code < 0:  # full, or the rest is others': until a call ends
                 self._wait(pool, keys["free"], left, own=code == -2)
             else:  # paused, or the minute's budget is spent: until it may start
                 wait_ms = int(reply[1])
                 self._sleep(min(wait_ms / 1000, 0.25, left) * (0.5 + random.random()))
+
+    def _left(self, give_up: float, limits: EndpointLimits, tokens: int) -> float:
+        """Seconds left until ``give_up``.
+
+        Raises:
+            NoCapacityError: none.
+        """
+        left = give_up - time.monotonic()
+        if left <= 0:
+            raise NoCapacityError(
+                f"no capacity on the endpoint within {self._max_wait:.0f}s "
+                f"(window {limits.ceiling or '-'} at most, {limits.requests_per_minute or '-'} "
+                f"requests/min, {limits.tokens_per_minute or '-'} tokens/min, "
+                f"this call {tokens} tokens)"
+            )
+        return left
 
     @contextlib.contextmanager
     def _slot(self, limits: EndpointLimits, tokens: int) -> Iterator[Slot]:
