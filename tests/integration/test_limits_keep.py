@@ -217,7 +217,7 @@ def test_a_process_at_its_share_waits_for_its_own_slots_without_asking_redis(
             asked[_which] += 1
             return _script(*args, **kw)  # type: ignore[operator]
 
-        gate._acquire = counted  # type: ignore[method-assign]
+        gate._acquire = counted  # type: ignore[assignment]
     calls = [0, 0]
     failures: list[BaseException] = []
     in_flight = peak = 0
