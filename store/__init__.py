@@ -30,7 +30,8 @@ from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, r
 from ._feeding import QueueFeeder
 from ._schedule import JobShare, Schedule, unit_ref_at
 from ._sending import send_units
-from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart, UnitWrite
+from ._progress import UnitWrite
+from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
 from ._units import (
     ScenarioUnit,
     Unit,

@@ -1,0 +1,244 @@
+"""What a worker writes as it runs units: a unit taken up, its results written
+once (alone, or with the next unit of its message taken up), a scenario run.
+
+A mixin of :class:`~verifleet.store.ResultStore`, kept apart because these are
+the per-unit round trips (``bench/redis_cost.py`` measures what they cost the
+Redis server); the store's ``__init__`` registers the scripts they run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult
+
+from ._progress import JobStatus, UnitStart, UnitWrite
+
+if TYPE_CHECKING:
+    import redis
+    from redis.commands.core import Script
+
+    from ._keys import JobKeys
+
+__all__ = ["UnitWrites"]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pair_id(answering: str, parsing: str) -> str:
+    return hashlib.sha256(f"{answering}\t{parsing}".encode()).hexdigest()[:12]
+
+
+def _verdict(result: VerificationResult) -> str:
+    if not result.metadata.completed_without_errors:
+        return "error"
+    verdict = result.template.verify_result if result.template is not None else None
+    return {True: "pass", False: "fail"}.get(verdict, "none")  # type: ignore[arg-type]
+
+
+class UnitWrites:
+    """The per-unit writes of :class:`~verifleet.store.ResultStore`.
+
+    Raises:
+        redis.RedisError: Redis is unreachable (every method).
+    """
+
+    client: redis.Redis
+    _begin_unit: Script
+    _write_and_begin: Script
+    _write_unit: Script
+    _write_scenario: Script
+
+    def keys(self, job_id: str) -> JobKeys:
+        raise NotImplementedError
+
+    def _compress(self, data: bytes) -> bytes:
+        raise NotImplementedError
+
+    def _decompress(self, blob: bytes) -> bytes:
+        raise NotImplementedError
+
+    def begin_unit(
+        self, job_id: str, unit_key: str, *, template_id: str | None = None
+    ) -> UnitStart:
+        """What a worker checks and records as it takes a unit up, in one round
+        trip: the job's status (None: no such job), whether the unit is done
+        already and, when ``template_id`` is given, the description of that
+        template stored at submission (None when there is none). A unit of a job
+        that is neither cancelled nor done is marked started (for "in flight"),
+        and a queued job becomes running; a unit started before whose start
+        never finished counts one more try (``UnitStart.tries``).
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        keys = self.keys(job_id)
+        reply = self._begin_unit(
+            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts],
+            args=self._begin_args(unit_key, template_id),
+        )
+        return self._unit_start(reply)
+
+    def write_and_begin(
+        self,
+        job_id: str,
+        written: UnitWrite,
+        unit_key: str,
+        *,
+        template_id: str | None = None,
+    ) -> tuple[bool, UnitStart]:
+        """Write one unit's results (as :meth:`write_unit`) and take the next unit
+        of the same job up (as :meth:`begin_unit`) in one round trip; the write
+        comes first.
+
+        Returns:
+            Whether the write finished the whole job, and the next unit's start.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; neither happened.
+        """
+        keys = self.keys(job_id)
+        write_keys, write_args = self._write_parts(job_id, written)
+        reply = self._write_and_begin(
+            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts, *write_keys],
+            args=self._begin_args(unit_key, template_id) + write_args,
+        )
+        return bool(int(reply[4])), self._unit_start(reply)
+
+    @staticmethod
+    def _begin_args(unit_key: str, template_id: str | None) -> list[str | bytes]:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        return [unit_key, str(time.time()), now, template_id or ""]
+
+    def _unit_start(self, reply: Any) -> UnitStart:
+        text = _text(reply[0])
+        described = reply[2] if len(reply) > 2 else None
+        template = json.loads(self._decompress(described)) if described else None
+        tries = int(reply[3]) if len(reply) > 3 else 1
+        return UnitStart(JobStatus(text) if text else None, bool(int(reply[1])), template, tries)
+
+    def begin_lone_run(self, job_id: str, unit_key: str) -> int:
+        """Record that a unit starts a run alone in its worker process (a suspect:
+        an earlier start never finished); returns how many such runs it had
+        before this one, all of which, since they never finished, ended with
+        their process dying or freezing.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        field = f"{unit_key}#alone"
+        return int(self.client.hincrby(self.keys(job_id).attempts, field, 1)) - 1
+
+    def write_unit(
+        self,
+        job_id: str,
+        unit_key: str,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+    ) -> bool:
+        """Write a unit's results once and mark the unit done.
+
+        Returns:
+            True when this call finished the whole job.
+        """
+        keys = self.keys(job_id)
+        written = UnitWrite(unit_key, results, result_keys)
+        write_keys, write_args = self._write_parts(job_id, written)
+        # One round trip (a Lua script) instead of two pipelines and, for the
+        # job's last unit, two more writes: this runs once per unit.
+        key_list = [keys.results, keys.pairs, keys.failed, keys.done, keys.inflight, keys.meta]
+        return bool(self._write_unit(keys=[*key_list, *write_keys[3:]], args=write_args))
+
+    def _write_parts(self, job_id: str, written: UnitWrite) -> tuple[list[str], list[str | bytes]]:
+        """The keys (results, pairs, failed, then a verdict set per result) and
+        arguments (see ``_scripts._WRITE_FUNCTION``) of a unit's write."""
+        keys = self.keys(job_id)
+        key_list = [keys.results, keys.pairs, keys.failed]
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        args: list[str | bytes] = [written.unit_key, now]
+        for result, key in zip(written.results, written.result_keys, strict=True):
+            meta = result.metadata
+            answering, parsing = meta.answering.display_string, meta.parsing.display_string
+            pair = _pair_id(answering, parsing)
+            verdict = _verdict(result)
+            key_list.append(keys.verdicts(pair, verdict))
+            blob = self._compress(result.model_dump_json().encode())
+            args += [key, blob, pair, f"{answering}\t{parsing}", "1" if verdict == "error" else "0"]
+        return key_list, args
+
+    def write_scenario_unit(
+        self,
+        job_id: str,
+        unit_key: str,
+        run: ScenarioExecutionResult,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+    ) -> bool:
+        """Store a scenario run and its turn results once, and mark the unit done.
+
+        The run and its turns go in together or not at all (one server-side
+        script): a second run of the same unit (a redelivery) stores nothing and
+        counts nothing, even if it took another path through the graph.
+
+        Returns:
+            True when this call finished the whole job.
+        """
+        keys = self.keys(job_id)
+        args: list[Any] = [unit_key, self._compress(run.model_dump_json().encode())]
+        for key, result in zip(result_keys, results, strict=True):
+            args += [key, self._compress(result.model_dump_json().encode())]
+        stored = bool(self._write_scenario(keys=[keys.scenarios, keys.results], args=args))
+        if stored and run.status == "error":
+            self.client.sadd(keys.scenario_errors, unit_key)
+        written = [stored] * len(results)
+        return self._count_and_finish(job_id, unit_key, results, result_keys, written)
+
+    def iter_scenario_results(self, job_id: str) -> Iterator[ScenarioExecutionResult]:
+        """Every stored scenario run (HSCAN order)."""
+        for _key, blob in self.client.hscan_iter(self.keys(job_id).scenarios, count=500):
+            yield ScenarioExecutionResult.model_validate_json(self._decompress(blob))
+
+    def _count_and_finish(
+        self,
+        job_id: str,
+        unit_key: str,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+        written: Sequence[Any],
+    ) -> bool:
+        keys = self.keys(job_id)
+        # Verdicts count only what this call actually stored: a redelivered task
+        # that judged differently must not add its verdict next to the first one.
+        pipe = self.client.pipeline(transaction=True)
+        any_error = False
+        for result, key, fresh in zip(results, result_keys, written, strict=True):
+            if not fresh:
+                continue
+            meta = result.metadata
+            answering, parsing = meta.answering.display_string, meta.parsing.display_string
+            pair = _pair_id(answering, parsing)
+            pipe.hsetnx(keys.pairs, pair, f"{answering}\t{parsing}")
+            verdict = _verdict(result)
+            any_error |= verdict == "error"
+            pipe.sadd(keys.verdicts(pair, verdict), key)
+        if any_error:
+            pipe.sadd(keys.failed, unit_key)
+        pipe.sadd(keys.done, unit_key)
+        pipe.zrem(keys.inflight, unit_key)
+        pipe.scard(keys.done)
+        pipe.hget(keys.meta, "total_units")
+        *_, done, total = pipe.execute()
+        if total is not None and done >= int(total):
+            self.client.hset(keys.meta, "status", JobStatus.DONE.value)
+            self.client.hsetnx(
+                keys.meta, "finished", datetime.now(UTC).isoformat(timespec="seconds")
+            )
+            return True
+        return False
