@@ -70,7 +70,7 @@ class QueueFeeder:
         min_depth: int = 32,
         max_depth: int = 20_000,
         horizon: float = 2.0,
-        max_per_message: int = 8,
+        max_per_message: int = 16,
         spread: int = 32,
     ) -> None:
         self.client = client

@@ -25,7 +25,7 @@
     this many finished results in Redis.
 ``VERIFLEET_DRAIN_INTERVAL``  seconds between two looks for results to drain (default 2).
 ``VERIFLEET_UNITS_PER_MESSAGE``  the most units of one job a feeder puts in one
-    message (default 8; 1: a message per unit). Only fills of many units of a job
+    message (default 16; 1: a message per unit). Only fills of many units of a job
     (fast units, see ``verifleet.store._packing``) use more than one; a worker
     thread runs a message's units one after the other.
 ``VERIFLEET_FEED_SPREAD``  how many messages a job's share of one fill of the
@@ -64,7 +64,7 @@ class WorkerSettings(BaseSettings):
     unit_tries: int = Field(default=3, ge=1)
     drain_batch: int = Field(default=5000, ge=1)
     drain_interval: float = Field(default=2.0, gt=0)
-    units_per_message: int = Field(default=8, ge=1, le=64)
+    units_per_message: int = Field(default=16, ge=1, le=64)
     feed_spread: int = Field(default=32, ge=1)
 
     @classmethod
