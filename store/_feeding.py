@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ._keys import JobKeys
 from ._packing import pack_units
 from ._schedule import Schedule, unit_ref_at
 from ._sending import send_units
@@ -53,7 +54,8 @@ class QueueFeeder:
         max_per_message: The most units of one job one message carries (see
             :mod:`._packing`; 1: a message per unit).
         spread: How many messages a job's share of a fill is cut into at least
-            before a message carries more than one unit.
+            before a message carries more than one unit; 1 packs every fill
+            into messages of ``max_per_message``, whatever the rates.
 
     Raises:
         redis.RedisError: Redis is unreachable (:meth:`feed`).
@@ -78,6 +80,7 @@ class QueueFeeder:
         self.queue = queue
         self.specs = specs
         self.schedule = Schedule(client, prefix=prefix)
+        self.prefix = prefix
         self.min_depth = min_depth
         self.max_depth = max_depth
         self.horizon = horizon
@@ -109,6 +112,29 @@ class QueueFeeder:
                 self._last = (now, taken)
         else:
             self._last = (now, taken)
+
+    def _largest_message(self, jobs: list[str]) -> int:
+        """The most units one message may hold now: at most ``horizon`` seconds
+        of one thread's work. A unit takes a thread about (units running) /
+        (units finished per second) seconds, Little's law over the fill's jobs;
+        the units running are those started and not done (a message's units
+        still waiting behind the one that runs are not). On a fleet bound by an
+        endpoint's window (many more threads than calls allowed), units wait
+        for their slots and take long: messages stay single, since a thread's
+        packed units would sit behind one another while other threads could run
+        them (measured at an endpoint's limit: 0.73-0.79 of the limit with 16
+        units per message against 0.84-0.86 with one)."""
+        if self.spread <= 1:  # pack every fill in full (tests use it)
+            return self.max_per_message
+        if self.max_per_message <= 1 or self.rate <= 0 or not jobs:
+            return 1
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in jobs:
+            pipe.zcard(JobKeys(job_id, prefix=self.prefix).inflight)
+        running = sum(int(n) for n in pipe.execute())
+        if running <= 0:
+            return 1
+        return max(1, min(self.max_per_message, int(self.horizon * self.rate / running)))
 
     def feed(self) -> int:
         """Top the queue up if it is below half its depth; returns units sent (in
@@ -147,7 +173,8 @@ class QueueFeeder:
                 weight, share = shares.get(job_id, (1.0, 1.0))
                 labels["share"] = f"{share:.0%} of queue {self.queue} (weight {weight:g})"
                 refs.append((ref, labels))
-            messages = pack_units(refs, max_per_message=self.max_per_message, spread=self.spread)
+            largest = self._largest_message(sorted({ref.job_id for ref, _ in refs}))
+            messages = pack_units(refs, max_per_message=largest, spread=self.spread)
             sent = send_units(self.app, messages, queue=self.queue)
             if sent:
                 mean = (backlog + len(refs)) / (queued + sent)
