@@ -95,3 +95,48 @@ def test_positions_name_the_units_of_submission_order() -> None:
     done = {spec.unit(bench.questions[0], config.answering_models[1], 1).key("job")}
     resumed = list(unit_messages("job", bench, config, skip=done, stop=5))
     assert resumed == [expected[i] for i in (0, 1, 3, 4)]
+
+
+def _stride(jobs: dict[str, list[float]], n: int) -> list[tuple[str, int]]:
+    """The stride rule itself, unit by unit: the job with the lowest (pass, id)
+    gives its next unit and its pass grows by 1/weight. ``jobs``: id ->
+    [pass, weight, cursor, total]."""
+    out = []
+    while n > 0:
+        live = [(v[0], j) for j, v in jobs.items() if v[2] < v[3]]
+        if not live:
+            break
+        _, job = min(live)
+        state = jobs[job]
+        out.append((job, int(state[2])))
+        state[0] += 1 / state[1]
+        state[2] += 1
+        n -= 1
+    return out
+
+
+def test_claims_follow_the_stride_rule_with_many_jobs_ties_and_small_fills(
+    redis_url: str,
+) -> None:
+    """The claim script reads the lowest 64 jobs per round and serves them in
+    Lua; the order it gives units in must be the stride rule's, including
+    across rounds (100 jobs), on tied passes and when fills stop mid-round."""
+    import random
+
+    rng = random.Random(23)
+    store = _store(redis_url)
+    model: dict[str, list[float]] = {}
+    for i in range(100):
+        job = f"j{i:03d}"
+        weight = rng.choice([1.0, 1.0, 2.0, 3.0, 0.5])
+        total = rng.randint(1, 40)
+        _job(store, job, total, weight=weight, queue="strides")
+        model[job] = [0.0, weight, 0, total]
+    claimed: list[tuple[str, int]] = []
+    expected: list[tuple[str, int]] = []
+    for fill in [1, 7, 64, 65, 300, 5, 1000, 10_000]:
+        claimed += store.schedule.claim("strides", fill)
+        expected += _stride(model, fill)
+    assert claimed == expected
+    assert len(claimed) == sum(int(v[3]) for v in model.values()) == len(set(claimed))
+    assert store.schedule.scheduled("strides") == set()
