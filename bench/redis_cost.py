@@ -19,19 +19,11 @@ RESETSTAT``), runs the measured job and prints, per unit:
 One Redis core serves about 1,000,000 / (CPU µs per unit) units/s whatever the
 number of workers: that is the fleet's ceiling. Nothing is asserted; the script
 prints figures.
-
-``--pin-redis`` gives redis-server a core of its own (the last one; everything
-else, this script's children included, runs on the others), as a fleet's Redis
-has: on a machine where the workers, the endpoint and Redis share two cores,
-each time Redis is scheduled it runs with caches the others have just used, and
-its CPU per unit grows with the machine's load (about 2x at load 3), which says
-nothing about a dedicated Redis core.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -69,18 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=32, help="threads per worker")
     parser.add_argument("--replicates", type=int, default=10, help="units per question")
     parser.add_argument("--top", type=int, default=12, help="commands listed")
-    parser.add_argument(
-        "--pin-redis",
-        action="store_true",
-        help="redis-server on the last core, everything else on the others",
-    )
     args = parser.parse_args(argv)
     print(machine_line())
-    cores = sorted(os.sched_getaffinity(0))
-    if args.pin_redis:
-        if len(cores) < 2:
-            parser.error("--pin-redis needs two cores at least")
-        os.sched_setaffinity(0, cores[:-1])  # inherited by every process started below
     warm_n = 64
     questions = max(1, args.n // args.replicates)
     everything, answers = capitals(questions + warm_n)
@@ -91,10 +73,6 @@ def main(argv: list[str] | None = None) -> int:
         EndpointProc(answers, ["--latency-ms", str(args.latency_ms)]) as endpoint,
         WorkerProcs(server.url, args.workers, concurrency=args.threads),
     ):
-        assert server.proc is not None
-        if args.pin_redis:
-            os.sched_setaffinity(server.proc.pid, cores[-1:])
-            print(f"redis-server on core {cores[-1]}, the rest on {cores[:-1]}")
         config = fleet_config(endpoint.base_url, replicate_count=args.replicates)
         Job.submit(warm, fleet_config(endpoint.base_url), server.url).wait(poll=0.1)
         client = server.client()
