@@ -21,6 +21,7 @@ from ._keys import JobKeys
 from ._packing import pack_units
 from ._schedule import Schedule, unit_ref_at
 from ._sending import send_units
+from ._units import count_units
 
 if TYPE_CHECKING:
     import redis
@@ -113,28 +114,37 @@ class QueueFeeder:
         else:
             self._last = (now, taken)
 
-    def _largest_message(self, jobs: list[str]) -> int:
-        """The most units one message may hold now: at most ``horizon`` seconds
-        of one thread's work. A unit takes a thread about (units running) /
-        (units finished per second) seconds, Little's law over the fill's jobs;
-        the units running are those started and not done (a message's units
-        still waiting behind the one that runs are not). On a fleet bound by an
-        endpoint's window (many more threads than calls allowed), units wait
-        for their slots and take long: messages stay single, since a thread's
-        packed units would sit behind one another while other threads could run
-        them (measured at an endpoint's limit: 0.73-0.79 of the limit with 16
-        units per message against 0.84-0.86 with one)."""
+    def _largest_messages(self, left: dict[str, int]) -> dict[str, int]:
+        """The most units one message of each job (``left``: its units still
+        to give out after this fill) may hold now.
+
+        At most ``horizon`` seconds of one thread's work: a unit takes a thread
+        about (units running) / (units finished per second) seconds, Little's
+        law over the fill's jobs; the units running are those started and not
+        done (a message's units still waiting behind the one that runs are
+        not). On a fleet bound by an endpoint's window (many more threads than
+        calls allowed), units wait for their slots and take long: messages stay
+        single, since a thread's packed units would sit behind one another
+        while other threads could run them (measured at an endpoint's limit:
+        0.73-0.79 of the limit with 16 units per message against 0.84-0.86 with
+        one). And near a job's end a message holds at most what is left per
+        unit running, so the job's last units are spread over threads rather
+        than queued behind each other in a few messages.
+        """
+        jobs = sorted(left)
         if self.spread <= 1:  # pack every fill in full (tests use it)
-            return self.max_per_message
+            return dict.fromkeys(jobs, self.max_per_message)
         if self.max_per_message <= 1 or self.rate <= 0 or not jobs:
-            return 1
+            return dict.fromkeys(jobs, 1)
         pipe = self.client.pipeline(transaction=False)
         for job_id in jobs:
             pipe.zcard(JobKeys(job_id, prefix=self.prefix).inflight)
-        running = sum(int(n) for n in pipe.execute())
-        if running <= 0:
-            return 1
-        return max(1, min(self.max_per_message, int(self.horizon * self.rate / running)))
+        running = dict(zip(jobs, (int(n) for n in pipe.execute()), strict=True))
+        total = sum(running.values())
+        if total <= 0:
+            return dict.fromkeys(jobs, 1)
+        by_time = min(self.max_per_message, int(self.horizon * self.rate / total))
+        return {job: max(1, min(by_time, left[job] // max(1, running[job]))) for job in jobs}
 
     def feed(self) -> int:
         """Top the queue up if it is below half its depth; returns units sent (in
@@ -163,18 +173,23 @@ class QueueFeeder:
             shares = self.schedule.shares(self.queue)
             claims = self.schedule.claim(self.queue, depth - backlog)
             refs = []
+            left: dict[str, int] = {}
             for job_id, position in claims:
                 try:
                     spec = self.specs(job_id)
                 except KeyError:
                     log.warning("scheduled job %s has no spec; its units are dropped", job_id)
                     continue
+                after = count_units(spec.benchmark, spec.config) - position - 1
+                left[job_id] = min(left.get(job_id, after), after)
                 ref, labels = unit_ref_at(job_id, spec.benchmark, spec.config, position)
                 weight, share = shares.get(job_id, (1.0, 1.0))
                 labels["share"] = f"{share:.0%} of queue {self.queue} (weight {weight:g})"
                 refs.append((ref, labels))
-            largest = self._largest_message(sorted({ref.job_id for ref, _ in refs}))
-            messages = pack_units(refs, max_per_message=largest, spread=self.spread)
+            largest = self._largest_messages(left)
+            messages = pack_units(
+                refs, max_per_message=self.max_per_message, spread=self.spread, largest=largest
+            )
             sent = send_units(self.app, messages, queue=self.queue)
             if sent:
                 mean = (backlog + len(refs)) / (queued + sent)

@@ -13,7 +13,7 @@ faster, so a new job's first units still start within seconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ._protocol import UnitBatchRef, UnitRef
 
@@ -23,7 +23,11 @@ _Labelled = tuple[UnitRef, dict[str, str]]
 
 
 def pack_units(
-    refs: Iterable[_Labelled], *, max_per_message: int, spread: int
+    refs: Iterable[_Labelled],
+    *,
+    max_per_message: int,
+    spread: int,
+    largest: Mapping[str, int] | None = None,
 ) -> list[tuple[UnitRef | UnitBatchRef, dict[str, str]]]:
     """The messages for one fill's units, jobs in the order they first appear.
 
@@ -32,6 +36,8 @@ def pack_units(
         max_per_message: The most units of one message (1: one message per unit).
         spread: How many messages a job's share of the fill is cut into at least
             before its messages grow past one unit.
+        largest: A lower most per job, where one is given (what the feeder
+            measured: see ``QueueFeeder``).
 
     Returns:
         A single unit's own :class:`UnitRef` where it goes alone (and every
@@ -45,7 +51,10 @@ def pack_units(
     for units in per_job.values():
         questions = [(r, lab) for r, lab in units if r.kind == "question"]
         messages.extend((r, lab) for r, lab in units if r.kind != "question")
-        size = max(1, min(max_per_message, len(questions) // max(1, spread)))
+        most = max_per_message
+        if largest is not None and units[0][0].job_id in largest:
+            most = min(most, largest[units[0][0].job_id])
+        size = max(1, min(most, len(questions) // max(1, spread)))
         for start in range(0, len(questions), size):
             chunk = questions[start : start + size]
             if len(chunk) == 1:

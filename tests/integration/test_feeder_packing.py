@@ -31,24 +31,29 @@ def _running(client: redis.Redis, job_id: str, n: int) -> None:
 def test_a_message_holds_about_two_seconds_of_a_threads_work(redis_url: str) -> None:
     feeder = _feeder(redis_url)
     client = feeder.client
+    far = 10**6  # units left after the fill: the job is nowhere near its end
     try:
-        assert feeder._largest_message(["a"]) == 1  # no rate measured yet
+        assert feeder._largest_messages({"a": far}) == {"a": 1}  # no rate measured yet
         # 500 units/s with 64 running: a unit takes 0.128 s; 2 s hold 15 of them.
         feeder.rate = 500.0
         _running(client, "a", 40)
         _running(client, "b", 24)
-        assert feeder._largest_message(["a", "b"]) == 15
+        assert feeder._largest_messages({"a": far, "b": far}) == {"a": 15, "b": 15}
         # Bound by an endpoint's window: 256 units running at 64/s take 4 s each.
         feeder.rate = 64.0
         _running(client, "a", 256)
-        assert feeder._largest_message(["a"]) == 1
+        assert feeder._largest_messages({"a": far}) == {"a": 1}
         # Very short units: the configured most.
         feeder.rate = 5000.0
         _running(client, "a", 10)
-        assert feeder._largest_message(["a"]) == 16
-        assert _feeder(redis_url, max_per_message=1)._largest_message(["a"]) == 1
+        assert feeder._largest_messages({"a": far}) == {"a": 16}
+        # Near its end (80 left, 10 running) a job's messages hold 80 / 10 = 8.
+        assert feeder._largest_messages({"a": 80}) == {"a": 8}
+        assert feeder._largest_messages({"a": 19}) == {"a": 1}
+        assert _feeder(redis_url, max_per_message=1)._largest_messages({"a": far}) == {"a": 1}
         # Spread 1 packs in full, whatever was measured (tests use it).
-        assert _feeder(redis_url, spread=1, max_per_message=4)._largest_message(["a"]) == 4
+        packed = _feeder(redis_url, spread=1, max_per_message=4)._largest_messages({"a": 3})
+        assert packed == {"a": 4}
     finally:
         for job in ("a", "b"):
             client.delete(JobKeys(job, prefix=PREFIX).inflight)

@@ -54,3 +54,13 @@ def test_each_job_is_packed_by_its_own_share_and_scenarios_go_alone() -> None:
 def test_one_unit_per_message_when_batching_is_off() -> None:
     messages = pack_units(_refs("a", 1000), max_per_message=1, spread=1)
     assert len(messages) == 1000 and all(isinstance(r, UnitRef) for r, _ in messages)
+
+
+def test_a_job_can_be_held_to_smaller_messages() -> None:
+    fill = _refs("near-end", 256) + _refs("going", 256)
+    messages = pack_units(fill, max_per_message=8, spread=32, largest={"near-end": 2})
+    sizes: dict[str, set[int]] = {}
+    for ref, _ in messages:
+        size = len(ref.units) if isinstance(ref, UnitBatchRef) else 1
+        sizes.setdefault(ref.job_id, set()).add(size)
+    assert sizes == {"near-end": {2}, "going": {8}}
