@@ -56,6 +56,43 @@ def _leases(redis_url: str, model: ModelConfig) -> list[str]:
         return sorted(m.decode() for m in members)
 
 
+def _back_to_back(
+    gates: list[RedisCallGate], model: ModelConfig, *, threads_per_gate: int, calls_each: int = 40
+) -> tuple[list[int], list[BaseException], int]:
+    """Threads of each gate (process) calling the endpoint back to back, 5 ms a
+    call; then the gates are closed. Returns the calls per gate, what failed
+    and the most calls in flight at once."""
+    calls = [0] * len(gates)
+    failures: list[BaseException] = []
+    in_flight = peak = 0
+    lock = threading.Lock()
+
+    def caller(which: int) -> None:
+        nonlocal in_flight, peak
+        try:
+            for _ in range(calls_each):
+                with gates[which](model):
+                    with lock:
+                        in_flight += 1
+                        peak = max(peak, in_flight)
+                    threading.Event().wait(0.005)
+                    with lock:
+                        in_flight -= 1
+                        calls[which] += 1
+        except NoCapacityError as exc:
+            failures.append(exc)
+
+    order = [g for _ in range(threads_per_gate) for g in range(len(gates))]
+    threads = [threading.Thread(target=caller, args=(g,)) for g in order]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for gate in gates:
+        gate.close()
+    return calls, failures, peak
+
+
 def test_a_kept_slot_serves_the_next_call_and_goes_back_when_closed(redis_url: str) -> None:
     model = ModelConfig.parse("http://127.0.0.1:9/v1#kept", max_concurrency=4)
     gate = _gate(redis_url, keep_idle=60.0)
@@ -98,34 +135,7 @@ def test_processes_that_keep_slots_take_turns_on_a_small_window(
     # that kept its slots for itself would starve the other past max_wait.
     model = ModelConfig.parse(f"http://127.0.0.1:9/v1#turns{window}", max_concurrency=window)
     gates = [_gate(redis_url, keep_idle=0.2, max_wait=8.0) for _ in range(2)]
-    calls = [0, 0]
-    failures: list[BaseException] = []
-    in_flight = 0
-    peak = 0
-    lock = threading.Lock()
-
-    def caller(which: int) -> None:
-        nonlocal in_flight, peak
-        try:
-            for _ in range(40):
-                with gates[which](model):
-                    with lock:
-                        in_flight += 1
-                        peak = max(peak, in_flight)
-                    threading.Event().wait(0.005)
-                    with lock:
-                        in_flight -= 1
-                        calls[which] += 1
-        except NoCapacityError as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=caller, args=(g,)) for g in (0, 1, 0, 1)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for gate in gates:
-        gate.close()
+    calls, failures, peak = _back_to_back(gates, model, threads_per_gate=2)
     assert failures == []
     assert calls == [80, 80]
     assert peak <= window  # the fleet-wide cap held at every moment
@@ -218,33 +228,7 @@ def test_a_process_at_its_share_waits_for_its_own_slots_without_asking_redis(
             return _script(*args, **kw)  # type: ignore[operator]
 
         gate._acquire = counted  # type: ignore[assignment]
-    calls = [0, 0]
-    failures: list[BaseException] = []
-    in_flight = peak = 0
-    lock = threading.Lock()
-
-    def caller(which: int) -> None:
-        nonlocal in_flight, peak
-        try:
-            for _ in range(40):
-                with gates[which](model):
-                    with lock:
-                        in_flight += 1
-                        peak = max(peak, in_flight)
-                    threading.Event().wait(0.005)
-                    with lock:
-                        in_flight -= 1
-                        calls[which] += 1
-        except NoCapacityError as exc:
-            failures.append(exc)
-
-    threads = [threading.Thread(target=caller, args=(g % 2,)) for g in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for gate in gates:
-        gate.close()
+    calls, failures, peak = _back_to_back(gates, model, threads_per_gate=4)
     assert failures == [] and calls == [160, 160] and peak <= 4
     # Fresh slots: the first share and the odd one after a share change, not one
     # per call (160 calls per process). Measured: 6-40 asks, 88-149 before.
