@@ -1,0 +1,180 @@
+"""The least CPU a fresh process per unit can cost on this machine (issue 20).
+
+Fresh state per unit means a process (or an interpreter) that no earlier unit's
+code ran in. This bench prints what the cheapest ways to get one cost here,
+before any unit runs in it:
+
+- ``os.fork()`` then ``os._exit()`` of a child, parent and child CPU together,
+  from interpreters that hold more and more of what a template's unit needs:
+  nothing (``python -S``), the standard site packages, pydantic, verifleet's
+  template runtime (what a template process holds), that runtime with a
+  template compiled and one evaluation run in the child (a real call's
+  copy-on-write faults);
+- a sub-interpreter (``_xxsubinterpreters.create``) and importing pydantic in
+  it, the one way to a fresh interpreter without a process.
+
+Each figure runs in a process of its own (``python -m bench.fork_floor`` starts
+them), one after the other, so they are comparable within one run.
+
+    python -m bench.fork_floor            # 300 forks per case
+    python -m bench.fork_floor --n 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+_CASES = {
+    "bare interpreter (python -S)": ["-S"],
+    "interpreter with site packages": [],
+    "+ pydantic": ["--import", "pydantic"],
+    "+ verifleet template runtime": ["--import", "verifleet.sandbox._children"],
+    "+ runtime, one evaluation in the child": ["--evaluate"],
+}
+
+
+def _cpu() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _bench_sandbox_template() -> tuple[str, str]:
+    """``bench/sandbox.py``'s template and trace, read from its source: importing
+    it would load the host's sandbox pool into the process that forks, which a
+    template process never holds."""
+    import ast
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox.py")
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    found = {
+        target.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id in ("TEMPLATE", "TRACE")
+    }
+    return found["TEMPLATE"], found["TRACE"]
+
+
+def _child_case(n: int, modules: list[str], evaluate: bool) -> dict[str, float]:
+    """Runs inside the measuring process: n forks, each child exits at once (or
+    after one evaluation); returns ms of CPU per fork, parent and children."""
+    import gc
+
+    for module in modules:
+        __import__(module)
+    work = None
+    if evaluate:
+        from verifleet.sandbox import _children
+        from verifleet.sandbox._protocol import EvaluateRequest, encode
+        from verifleet.sandbox._runtime import compile_template
+
+        template, trace = _bench_sandbox_template()
+        _children._COMPILED = compile_template(template.replace("CITY", "City0"), "q0")
+        data = {"city": "City0", "population": 2.2}
+        request = EvaluateRequest(id=1, template_id="t", digest="d", data=data, raw_trace=trace)
+        line = encode(request).rstrip(b"\n")
+        _children._answer(line)  # warm, as a template process is
+
+        def work() -> None:
+            gc.disable()  # as a call's child does
+            _children._answer(line)
+
+    gc.freeze()  # as the template process does before forking calls
+    parent0, kids0 = _cpu()
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            if work is not None:
+                work()
+            os._exit(0)
+        os.waitpid(pid, 0)
+    parent1, kids1 = _cpu()
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    return {
+        "parent_ms": (parent1 - parent0) / n * 1e3,
+        "child_ms": (kids1 - kids0) / n * 1e3,
+        "rss_mb": rss / 1e6,
+    }
+
+
+def _subinterpreter() -> dict[str, float]:
+    import _xxsubinterpreters as interpreters  # CPython 3.11's private API
+
+    started = time.process_time()
+    interp = interpreters.create()
+    created = time.process_time()
+    interpreters.run_string(interp, "import pydantic")
+    imported = time.process_time()
+    interpreters.destroy(interp)
+    return {"create_ms": (created - started) * 1e3, "pydantic_ms": (imported - created) * 1e3}
+
+
+def main() -> None:
+    """Measure every case in a process of its own and print one line each."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=300, help="forks per case")
+    parser.add_argument("--case-json", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case_json:  # a measuring process
+        spec = json.loads(args.case_json)
+        result = (
+            _subinterpreter()
+            if spec.get("subinterpreter")
+            else _child_case(args.n, spec["modules"], spec["evaluate"])
+        )
+        print(json.dumps(result))
+        return
+    from bench._harness import machine_line  # not in the measuring processes (python -S)
+
+    print(machine_line())
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name, flags in _CASES.items():
+        modules = [flags[1]] if flags[:1] == ["--import"] else []
+        evaluate = flags == ["--evaluate"]
+        spec = json.dumps({"modules": modules, "evaluate": evaluate})
+        interpreter = [sys.executable, *(["-S"] if flags == ["-S"] else [])]
+        env = {**os.environ, "PYTHONPATH": root}
+        code = "from bench.fork_floor import main; main()"
+        out = subprocess.run(
+            [*interpreter, "-c", code, "--n", str(args.n), "--case-json", spec],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=root,
+        ).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        total = r["parent_ms"] + r["child_ms"]
+        print(
+            f"fork + exit, {name:<40} {total:6.2f} ms CPU "
+            f"(parent {r['parent_ms']:.2f}, child {r['child_ms']:.2f}; {r['rss_mb']:.0f} MB resident)"
+        )
+    code = "from bench.fork_floor import main; main()"
+    spec = json.dumps({"subinterpreter": True})
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--case-json", spec],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": root},
+        cwd=root,
+    ).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    print(
+        f"sub-interpreter: created in {r['create_ms']:.1f} ms of CPU, "
+        f"pydantic imported in it in {r['pydantic_ms']:.1f} ms more"
+    )
+
+
+if __name__ == "__main__":
+    main()
