@@ -413,7 +413,7 @@ class RedisCallGate(EndpointGate):
         """Seconds left until ``give_up``.
 
         Raises:
-            NoCapacityError: none.
+            NoCapacityError: ``give_up`` has passed (the call found no room in time).
         """
         left = give_up - time.monotonic()
         if left <= 0:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import redis
 
 from ._keys import JobKeys
+from ._replies import reply_text
 
 __all__ = ["CostLedger", "JobCost"]
 
@@ -72,10 +73,6 @@ class JobCost:
     units: int = 0
     budget_usd: float | None = None
     stopped_at: float | None = None
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class CostLedger:
@@ -139,12 +136,12 @@ class CostLedger:
         pipe.scard(units)
         pipe.hmget(keys.meta, ["max_cost_usd", "budget_stop"])
         raw, counted, (budget, stop) = pipe.execute()
-        fields = {_text(k): float(_text(v)) for k, v in raw.items()}
+        fields = {reply_text(k): float(reply_text(v)) for k, v in raw.items()}
         return JobCost(
             total_usd=fields.get("total", 0.0),
             models={k[6:]: v for k, v in fields.items() if k.startswith("model:")},
             cache_hits=int(fields.get("hits", 0)),
             units=int(counted),
-            budget_usd=float(_text(budget)) if budget is not None else None,
-            stopped_at=float(_text(stop)) if stop is not None else None,
+            budget_usd=float(reply_text(budget)) if budget is not None else None,
+            stopped_at=float(reply_text(stop)) if stop is not None else None,
         )

@@ -19,7 +19,8 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ._store import ResultStore, _text
+from ._replies import reply_text
+from ._store import ResultStore
 
 __all__ = ["Liveness"]
 
@@ -88,7 +89,7 @@ class Liveness:
             return {}
         raw = self.client.hmget(self._held, task_ids)
         return {
-            task_id: json.loads(_text(rec))["owner"]
+            task_id: json.loads(reply_text(rec))["owner"]
             for task_id, rec in zip(task_ids, raw, strict=True)
             if rec is not None
         }

@@ -48,12 +48,10 @@ def pack_units(
     for ref, labels in refs:
         per_job.setdefault(ref.job_id, []).append((ref, labels))
     messages: list[tuple[UnitRef | UnitBatchRef, dict[str, str]]] = []
-    for units in per_job.values():
+    for job_id, units in per_job.items():
         questions = [(r, lab) for r, lab in units if r.kind == "question"]
         messages.extend((r, lab) for r, lab in units if r.kind != "question")
-        most = max_per_message
-        if largest is not None and units[0][0].job_id in largest:
-            most = min(most, largest[units[0][0].job_id])
+        most = min(max_per_message, (largest or {}).get(job_id, max_per_message))
         size = max(1, min(most, len(questions) // max(1, spread)))
         for start in range(0, len(questions), size):
             chunk = questions[start : start + size]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._protocol import UnitRef
+from ._replies import reply_text
 
 if TYPE_CHECKING:
     import redis
@@ -118,10 +119,6 @@ return out
 """
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 @dataclass(frozen=True)
 class JobShare:
     """A job's place in its queue's schedule."""
@@ -180,12 +177,12 @@ class Schedule:
 
     def scheduled(self, queue: str) -> set[str]:
         """The jobs of ``queue`` with units still to give out."""
-        return {_text(m) for m in self.client.zrange(self.key(queue), 0, -1)}
+        return {reply_text(m) for m in self.client.zrange(self.key(queue), 0, -1)}
 
     def shares(self, queue: str) -> dict[str, tuple[float, float]]:
         """``{job id: (weight, share)}`` of the jobs of ``queue`` still giving out
         units."""
-        jobs = [_text(m) for m in self.client.zrange(self.key(queue), 0, -1)]
+        jobs = [reply_text(m) for m in self.client.zrange(self.key(queue), 0, -1)]
         pipe = self.client.pipeline(transaction=False)
         for job in jobs:
             pipe.hget(f"{self.prefix}:job:{job}:meta", "weight")
@@ -200,7 +197,7 @@ class Schedule:
         queue, weight, cursor = self.client.hmget(meta_key, ["queue", "weight", "cursor"])
         if queue is None or cursor is None:
             return None
-        name = _text(queue)
+        name = reply_text(queue)
         _weight, share = self.shares(name).get(job_id, (0.0, 0.0))
         return JobShare(queue=name, weight=float(weight or 1), share=share, sent=int(cursor))
 

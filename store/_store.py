@@ -31,6 +31,7 @@ from ._progress import (
 )
 from ._protocol import DEFAULT_QUEUE
 from ._redis_url import RedisTarget
+from ._replies import reply_text
 from ._schedule import Schedule
 from ._scripts import BEGIN_UNIT, RECORD_SHARD, WRITE_AND_BEGIN, WRITE_SCENARIO, WRITE_UNIT
 from ._unit_writes import UnitWrites
@@ -59,11 +60,6 @@ class _Codecs(threading.local):
     def __init__(self) -> None:
         self.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
         self.decompressor = zstandard.ZstdDecompressor()
-
-
-def _text(value: Any) -> str:
-    """A Redis reply (bytes from this client) as text."""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class ResultStore(UnitWrites):
@@ -202,7 +198,7 @@ class ResultStore(UnitWrites):
         newest ``limit``: done or cancelled jobs counted from when they finished,
         others from when they were created."""
         now = time.time() if now is None else now
-        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        ids = [reply_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
             pipe.hmget(self.keys(job_id).meta, ["ttl", "finished", "created"])
@@ -210,10 +206,10 @@ class ResultStore(UnitWrites):
         for job_id, (ttl, finished, created) in zip(ids, pipe.execute(), strict=True):
             if ttl is None:
                 continue
-            since = _text(finished) if finished else _text(created) if created else ""
+            since = reply_text(finished) if finished else reply_text(created) if created else ""
             if not since:
                 continue
-            if datetime.fromisoformat(since).timestamp() + float(_text(ttl)) <= now:
+            if datetime.fromisoformat(since).timestamp() + float(reply_text(ttl)) <= now:
                 expired.append(job_id)
         return expired
 
@@ -235,7 +231,7 @@ class ResultStore(UnitWrites):
     def status(self, job_id: str) -> JobStatus | None:
         """The job's status, or None when it does not exist."""
         value = self.client.hget(self.keys(job_id).meta, "status")
-        return JobStatus(_text(value)) if value is not None else None
+        return JobStatus(reply_text(value)) if value is not None else None
 
     def set_status(self, job_id: str, status: JobStatus) -> None:
         """Set the job's status."""
@@ -244,12 +240,12 @@ class ResultStore(UnitWrites):
     def list_jobs(self, limit: int = 50) -> list[JobProgress]:
         """The newest jobs first."""
         ids = self.client.zrevrange(self._index(), 0, limit - 1)
-        return [self.progress(_text(i)) for i in ids]
+        return [self.progress(reply_text(i)) for i in ids]
 
     def unfinished_jobs(self, limit: int = 200) -> list[UnfinishedJob]:
         """The newest ``limit`` jobs that are queued or running and have units
         left, in one round trip."""
-        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        ids = [reply_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
             keys = self.keys(job_id)
@@ -259,11 +255,11 @@ class ResultStore(UnitWrites):
         unfinished: list[UnfinishedJob] = []
         for job_id, meta, done in zip(ids, replies[::2], replies[1::2], strict=True):
             status, total, queue, cursor, sendable = meta
-            if status is None or _text(status) not in (JobStatus.QUEUED, JobStatus.RUNNING):
+            if status is None or reply_text(status) not in (JobStatus.QUEUED, JobStatus.RUNNING):
                 continue
             if total is not None and int(done) < int(total):
                 giving_out = cursor is not None and int(cursor) < int(sendable or total)
-                name = _text(queue) if queue is not None else DEFAULT_QUEUE
+                name = reply_text(queue) if queue is not None else DEFAULT_QUEUE
                 unfinished.append(UnfinishedJob(job_id, int(done), name, giving_out))
         return unfinished
 
@@ -271,13 +267,13 @@ class ResultStore(UnitWrites):
         """How many units of a scheduled job its schedule has given out (None for
         a job whose units were all sent at submission), and the job's queue."""
         cursor, queue = self.client.hmget(self.keys(job_id).meta, ["cursor", "queue"])
-        name = _text(queue) if queue is not None else DEFAULT_QUEUE
+        name = reply_text(queue) if queue is not None else DEFAULT_QUEUE
         return (None if cursor is None else int(cursor)), name
 
     # --- units ------------------------------------------------------------------------
     def done_units(self, job_id: str) -> set[str]:
         """Keys of every finished unit (streamed with SSCAN)."""
-        return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
+        return {reply_text(m) for m in self.client.sscan_iter(self.keys(job_id).done, count=1000)}
 
     # --- reading ----------------------------------------------------------------------
     def progress(self, job_id: str, *, stale_after: float = 3600.0) -> JobProgress:
@@ -287,7 +283,7 @@ class ResultStore(UnitWrites):
             KeyError: no such job.
         """
         keys = self.keys(job_id)
-        meta = {_text(k): _text(v) for k, v in self.client.hgetall(keys.meta).items()}
+        meta = {reply_text(k): reply_text(v) for k, v in self.client.hgetall(keys.meta).items()}
         if not meta:
             raise KeyError(f"no job {job_id!r} in the store")
         pipe = self.client.pipeline(transaction=False)
@@ -300,7 +296,9 @@ class ResultStore(UnitWrites):
         pipe.scard(keys.scenario_errors)
         done, failed, inflight, results, pairs, scenarios, scenario_errors = pipe.execute()
         results += int(meta.get("drained") or 0)
-        progress = [self._pair_progress(keys, _text(p), _text(v)) for p, v in pairs.items()]
+        progress = [
+            self._pair_progress(keys, reply_text(p), reply_text(v)) for p, v in pairs.items()
+        ]
         share = self.schedule.share(job_id) if "cursor" in meta else None
         return JobProgress(
             job_id=job_id,
@@ -342,13 +340,13 @@ class ResultStore(UnitWrites):
     def results_to(self, job_id: str) -> str | None:
         """Where the job's results are drained to, None when they stay in Redis."""
         value = self.client.hget(self.keys(job_id).meta, "results_to")
-        return None if value is None else _text(value)
+        return None if value is None else reply_text(value)
 
     def drain_candidates(self, batch: int, limit: int = 200) -> list[tuple[str, str]]:
         """``(job id, results location)`` of the newest ``limit`` jobs with
         results to drain now: ``batch`` or more in Redis, or any once the job
         has ended."""
-        ids = [_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
+        ids = [reply_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
             pipe.hmget(self.keys(job_id).meta, ["results_to", "status"])
@@ -358,9 +356,12 @@ class ResultStore(UnitWrites):
         for job_id, (url, status), waiting in zip(ids, replies[::2], replies[1::2], strict=True):
             if url is None or not waiting:
                 continue
-            ended = status is not None and _text(status) in (JobStatus.DONE, JobStatus.CANCELLED)
+            ended = status is not None and reply_text(status) in (
+                JobStatus.DONE,
+                JobStatus.CANCELLED,
+            )
             if ended or int(waiting) >= batch:
-                found.append((job_id, _text(url)))
+                found.append((job_id, reply_text(url)))
         return found
 
     def results_page(self, job_id: str, limit: int) -> list[tuple[str, bytes]]:
@@ -371,7 +372,7 @@ class ResultStore(UnitWrites):
         while len(page) < limit:
             reply: Any = self.client.hscan(key, cursor, count=min(1000, limit))
             cursor, items = reply
-            page.update((_text(k), blob) for k, blob in items.items())
+            page.update((reply_text(k), blob) for k, blob in items.items())
             if cursor == 0:
                 break
         return [(k, self._decompress(b)) for k, b in list(page.items())[:limit]]
@@ -385,7 +386,7 @@ class ResultStore(UnitWrites):
 
     def shard_urls(self, job_id: str) -> list[str]:
         """The job's recorded shards, oldest first (their names sort by time)."""
-        return sorted(_text(s) for s in self.client.hkeys(self.keys(job_id).shards))
+        return sorted(reply_text(s) for s in self.client.hkeys(self.keys(job_id).shards))
 
     def result_count(self, job_id: str) -> int:
         """How many results the job has, in Redis and drained."""
@@ -435,7 +436,7 @@ class ResultStore(UnitWrites):
         Raises:
             redis.RedisError: Redis is unreachable.
         """
-        return [_text(key) for key in self.client.hkeys(self.keys(job_id).results)]
+        return [reply_text(key) for key in self.client.hkeys(self.keys(job_id).results)]
 
     def get_results(self, job_id: str, keys: Sequence[str]) -> list[VerificationResult | None]:
         """The stored results under ``keys`` (HMGET), None where a key has none.
@@ -454,7 +455,7 @@ class ResultStore(UnitWrites):
 
     def failed_units(self, job_id: str) -> set[str]:
         """Keys of the finished units with at least one errored result."""
-        return {_text(m) for m in self.client.sscan_iter(self.keys(job_id).failed, count=1000)}
+        return {reply_text(m) for m in self.client.sscan_iter(self.keys(job_id).failed, count=1000)}
 
     def forget_units(self, job_id: str, units: Mapping[str, Sequence[str]]) -> int:
         """Make finished units unfinished again so that a resume runs them anew
@@ -471,7 +472,7 @@ class ResultStore(UnitWrites):
             redis.RedisError: Redis is unreachable.
         """
         keys = self.keys(job_id)
-        pairs = [_text(p) for p in self.client.hkeys(keys.pairs)]
+        pairs = [reply_text(p) for p in self.client.hkeys(keys.pairs)]
         removed = 0
         for unit, result_keys in units.items():
             blobs: Any = self.client.hmget(keys.results, list(result_keys))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
 from ._progress import JobStatus, UnitStart, UnitWrite
+from ._replies import reply_text
 
 if TYPE_CHECKING:
     import redis
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
     from ._keys import JobKeys
 
 __all__ = ["UnitWrites"]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _pair_id(answering: str, parsing: str) -> str:
@@ -105,9 +102,10 @@ class UnitWrites:
             redis.RedisError: Redis is unreachable; neither happened.
         """
         keys = self.keys(job_id)
-        write_keys, write_args = self._write_parts(job_id, written)
+        verdicts, write_args = self._write_parts(keys, written)
+        begin_keys = [keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts]
         reply = self._write_and_begin(
-            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts, *write_keys],
+            keys=[*begin_keys, keys.results, keys.pairs, keys.failed, *verdicts],
             args=self._begin_args(unit_key, template_id) + write_args,
         )
         return bool(int(reply[4])), self._unit_start(reply)
@@ -118,7 +116,7 @@ class UnitWrites:
         return [unit_key, str(time.time()), now, template_id or ""]
 
     def _unit_start(self, reply: Any) -> UnitStart:
-        text = _text(reply[0])
+        text = reply_text(reply[0])
         described = reply[2] if len(reply) > 2 else None
         template = json.loads(self._decompress(described)) if described else None
         tries = int(reply[3]) if len(reply) > 3 else 1
@@ -149,18 +147,18 @@ class UnitWrites:
             True when this call finished the whole job.
         """
         keys = self.keys(job_id)
-        written = UnitWrite(unit_key, results, result_keys)
-        write_keys, write_args = self._write_parts(job_id, written)
+        verdicts, args = self._write_parts(keys, UnitWrite(unit_key, results, result_keys))
         # One round trip (a Lua script) instead of two pipelines and, for the
         # job's last unit, two more writes: this runs once per unit.
         key_list = [keys.results, keys.pairs, keys.failed, keys.done, keys.inflight, keys.meta]
-        return bool(self._write_unit(keys=[*key_list, *write_keys[3:]], args=write_args))
+        return bool(self._write_unit(keys=[*key_list, *verdicts], args=args))
 
-    def _write_parts(self, job_id: str, written: UnitWrite) -> tuple[list[str], list[str | bytes]]:
-        """The keys (results, pairs, failed, then a verdict set per result) and
-        arguments (see ``_scripts._WRITE_FUNCTION``) of a unit's write."""
-        keys = self.keys(job_id)
-        key_list = [keys.results, keys.pairs, keys.failed]
+    def _write_parts(
+        self, keys: JobKeys, written: UnitWrite
+    ) -> tuple[list[str], list[str | bytes]]:
+        """The verdict set of each result and the arguments (see
+        ``_scripts._WRITE_FUNCTION``) of a unit's write."""
+        verdicts: list[str] = []
         now = datetime.now(UTC).isoformat(timespec="seconds")
         args: list[str | bytes] = [written.unit_key, now]
         for result, key in zip(written.results, written.result_keys, strict=True):
@@ -168,10 +166,10 @@ class UnitWrites:
             answering, parsing = meta.answering.display_string, meta.parsing.display_string
             pair = _pair_id(answering, parsing)
             verdict = _verdict(result)
-            key_list.append(keys.verdicts(pair, verdict))
+            verdicts.append(keys.verdicts(pair, verdict))
             blob = self._compress(result.model_dump_json().encode())
             args += [key, blob, pair, f"{answering}\t{parsing}", "1" if verdict == "error" else "0"]
-        return key_list, args
+        return verdicts, args
 
     def write_scenario_unit(
         self,

@@ -358,12 +358,14 @@ def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
             if outcome in ("unknown-job", "cancelled"):
                 break
-    if carry is not None:  # the message ended early: nothing took it along
-        _write_now(state, job_id, carry)
+    # Every unit's results are written by now: the last unit writes its own,
+    # and a unit that ends the message early took the previous one's along.
     return ", ".join(f"{k}: {n}" for k, n in outcomes.items())
 
 
 def _write_now(state: _ProcessState, job_id: str, written: UnitWrite) -> None:
+    """Write a unit's results; the write gets its own deadline: the unit's work
+    is done and must not be lost."""
     _until_redis_answers(
         lambda: state.store.write_unit(job_id, *written),
         deadline=time.monotonic() + state.settings.unit_deadline,
@@ -414,15 +416,11 @@ def _run_unit(
                 )
             else:
                 results = run_unit(unit, spec, state.resources, deadline=deadline)
-        keys = spec.result_keys(unit, job_id)
+        written = UnitWrite(key, results, spec.result_keys(unit, job_id))
         if defer:
-            deferred = UnitWrite(key, results, keys)
+            deferred = written
             return "done"
-        # Writing gets its own deadline: the unit's work is done and must not be lost.
-        _until_redis_answers(
-            lambda: store.write_unit(job_id, key, results, keys),
-            deadline=time.monotonic() + settings.unit_deadline,
-        )
+        _write_now(state, job_id, written)
         _account(state, spec, job_id, key, results)
         return "done"
 
@@ -453,11 +451,7 @@ def _quarantine(
         replicate=unit.replicate,
         error=error,
     )
-    keys = spec.result_keys(unit, job_id)
-    _until_redis_answers(
-        lambda: state.store.write_unit(job_id, key, results, keys),
-        deadline=time.monotonic() + state.settings.unit_deadline,
-    )
+    _write_now(state, job_id, UnitWrite(key, results, spec.result_keys(unit, job_id)))
     return QUARANTINED
 
 
