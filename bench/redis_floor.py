@@ -8,9 +8,10 @@ Usage::
 Prints, each against a private redis-server and from its ``/proc`` CPU time:
 
 - one client calling it in a loop, one round trip at a time: ``PING``, the
-  store's unit start (``BEGIN_UNIT``), result write (``WRITE_UNIT``) and the two
-  together (``WRITE_AND_BEGIN``, what a worker thread running a message of
-  several units sends per unit), with a 1,300-byte result blob;
+  store's unit step script (``UNITS_STEP``) taking one unit up, writing one
+  unit's results, and writing k units then taking k up (what a worker thread
+  running a message of several units sends per step of k; per call and per
+  unit), with a 1,300-byte result blob per unit;
 - Celery alone: two worker processes of 32 threads with verifleet's Celery
   settings (late acks, prefetch 1, task-sent events) running no-op tasks that
   sleep 20 ms, one message each: the push, the pop, kombu's unacked bookkeeping
@@ -36,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: python bench/redis_floor.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import RedisProc, cpu_seconds, machine_line
-from verifleet.store._scripts import BEGIN_UNIT, WRITE_AND_BEGIN, WRITE_UNIT
+from verifleet.store._scripts import UNITS_STEP
 
 # A Celery app with verifleet's settings for messages (workers/app.py) and one
 # task that does nothing but wait, so that Redis sees Celery's work alone.
@@ -61,36 +62,33 @@ def _lone_calls(server: RedisProc, n: int) -> None:
     client = server.client()
     client.hset("m", mapping={"status": "running", "total_units": 10**9})
     blob = os.urandom(1300)
-    begin = client.register_script(BEGIN_UNIT)
-    write = client.register_script(WRITE_UNIT)
-    both = client.register_script(WRITE_AND_BEGIN)
-    begin_keys = ["m", "done", "inflight", "templates", "attempts"]
-    write_keys = ["results", "pairs", "failed"]
+    step = client.register_script(UNITS_STEP)
+    keys = ["m", "done", "inflight", "templates", "attempts", "results", "pairs", "failed"]
 
-    def measure(name: str, call: Callable[[int], object]) -> None:
+    def measure(name: str, units: int, call: Callable[[int], object]) -> None:
         cpu = cpu_seconds(server.proc.pid)  # type: ignore[union-attr]
         for i in range(n):
             call(i)
         used = cpu_seconds(server.proc.pid) - cpu  # type: ignore[union-attr]
-        print(f"one client, {name:<16} {used / n * 1e6:6.1f} µs of redis-server CPU per call")
+        print(
+            f"one client, {name:<28} {used / n * 1e6:6.1f} µs of redis-server CPU per call,"
+            f" {used / n / units * 1e6:6.1f} per unit"
+        )
 
-    result = ["pair", "answering\tparsing", "0"]
-    measure("PING", lambda i: client.ping())
-    measure("BEGIN_UNIT", lambda i: begin(keys=begin_keys, args=[f"b{i}", time.time(), "t", ""]))
-    measure(
-        "WRITE_UNIT",
-        lambda i: write(
-            keys=[*write_keys, "done", "inflight", "m", "verdicts"],
-            args=[f"w{i}", "t", f"rw{i}", blob, *result],
-        ),
-    )
-    measure(
-        "WRITE_AND_BEGIN",
-        lambda i: both(
-            keys=[*begin_keys, *write_keys, "verdicts"],
-            args=[f"n{i}", time.time(), "t", "", f"x{i}", "t", f"rx{i}", blob, *result],
-        ),
-    )
+    def run_step(i: int, writes: int, begins: int) -> object:
+        args: list[object] = [time.time(), "t", writes]
+        for w in range(writes):
+            args += [f"w{i}.{w}", 1, f"r{i}.{w}", blob, "pair", "answering\tparsing", "0"]
+        for b in range(begins):
+            args += [f"b{i}.{b}", ""]
+        return step(keys=[*keys, *["verdicts"] * writes], args=args)
+
+    measure("PING", 1, lambda i: client.ping())
+    measure("UNITS_STEP, 1 unit begun", 1, lambda i: run_step(i, 0, 1))
+    measure("UNITS_STEP, 1 unit written", 1, lambda i: run_step(i, 1, 0))
+    for size in (1, 2, 4, 8):
+        label = f"UNITS_STEP, {size} written + {size} begun"
+        measure(label, size, lambda i, size=size: run_step(i, size, size))  # type: ignore[misc]
 
 
 def _celery_alone(server: RedisProc, tasks: int, workers: int) -> None:

@@ -52,11 +52,18 @@ class QueueFeeder:
         min_depth: The fewest messages kept queued.
         max_depth: The most messages kept queued.
         horizon: Seconds of work kept queued at the measured drain rate.
+        message_seconds: The most seconds of one thread's work one message
+            holds (at the measured rate; see :meth:`_largest_messages`).
         max_per_message: The most units of one job one message carries (see
             :mod:`._packing`; 1: a message per unit).
         spread: How many messages a job's share of a fill is cut into at least
             before a message carries more than one unit; 1 packs every fill
             into messages of ``max_per_message``, whatever the rates.
+        busy_key: The broker's hash of unacked messages (kombu's
+            ``channel.unacked_key``): how many messages workers hold, i.e. how
+            many threads are busy. Without it, the units in flight stand for
+            the busy threads, which overcounts them once a thread takes
+            several of its message's units up at a time.
 
     Raises:
         redis.RedisError: Redis is unreachable (:meth:`feed`).
@@ -73,8 +80,10 @@ class QueueFeeder:
         min_depth: int = 32,
         max_depth: int = 20_000,
         horizon: float = 2.0,
+        message_seconds: float = 2.0,
         max_per_message: int = 16,
-        spread: int = 32,
+        spread: int = 16,
+        busy_key: str | None = None,
     ) -> None:
         self.client = client
         self.app = app
@@ -85,8 +94,10 @@ class QueueFeeder:
         self.min_depth = min_depth
         self.max_depth = max_depth
         self.horizon = horizon
+        self.message_seconds = message_seconds
         self.max_per_message = max_per_message
         self.spread = spread
+        self.busy_key = busy_key
         self.rate = 0.0
         """Messages taken from the queue per second (smoothed)."""
         self._lock = f"{prefix}:sched:{queue}:lock"
@@ -116,19 +127,19 @@ class QueueFeeder:
 
     def _largest_messages(self, left: dict[str, int]) -> dict[str, int]:
         """The most units one message of each job (``left``: its units still
-        to give out after this fill) may hold now.
+        to give out, this fill's included) may hold now.
 
-        At most ``horizon`` seconds of one thread's work: a unit takes a thread
-        about (units running) / (units finished per second) seconds, Little's
-        law over the fill's jobs; the units running are those started and not
-        done (a message's units still waiting behind the one that runs are
-        not). On a fleet bound by an endpoint's window (many more threads than
+        At most ``message_seconds`` of one thread's work: a unit takes a thread
+        about (busy threads) / (units finished per second) seconds, Little's
+        law; the busy threads are the messages workers hold (``busy_key``), or
+        without it the fill's jobs' units started and not done (a thread that
+        takes several units up at a time has them all in flight). On a fleet bound by an endpoint's window (many more threads than
         calls allowed), units wait for their slots and take long: messages stay
         single, since a thread's packed units would sit behind one another
         while other threads could run them (measured at an endpoint's limit:
         0.73-0.79 of the limit with 16 units per message against 0.84-0.86 with
         one). And near a job's end a message holds at most what is left per
-        unit running, so the job's last units are spread over threads rather
+        thread running the job, so the job's last units are spread over threads rather
         than queued behind each other in a few messages.
         """
         jobs = sorted(left)
@@ -139,11 +150,21 @@ class QueueFeeder:
         pipe = self.client.pipeline(transaction=False)
         for job_id in jobs:
             pipe.zcard(JobKeys(job_id, prefix=self.prefix).inflight)
-        running = dict(zip(jobs, (int(n) for n in pipe.execute()), strict=True))
+        if self.busy_key is not None:
+            pipe.hlen(self.busy_key)
+        replies = [int(n) for n in pipe.execute()]
+        running = dict(zip(jobs, replies, strict=False))
         total = sum(running.values())
+        if self.busy_key is not None and total > 0:
+            # A job's busy threads: its share of the units in flight, scaled
+            # down to the threads the broker counts (never up: a thread has
+            # at least one unit in flight).
+            scale = min(1.0, replies[-1] / total)
+            running = {job: round(n * scale) for job, n in running.items()}
+            total = replies[-1]
         if total <= 0:
             return dict.fromkeys(jobs, 1)
-        by_time = min(self.max_per_message, int(self.horizon * self.rate / total))
+        by_time = min(self.max_per_message, int(self.message_seconds * self.rate / total))
         return {job: max(1, min(by_time, left[job] // max(1, running[job]))) for job in jobs}
 
     def feed(self) -> int:
@@ -180,8 +201,10 @@ class QueueFeeder:
                 except KeyError:
                     log.warning("scheduled job %s has no spec; its units are dropped", job_id)
                     continue
-                after = count_units(spec.benchmark, spec.config) - position - 1
-                left[job_id] = min(left.get(job_id, after), after)
+                # Units from this one to the job's last: the fill's first claim
+                # of a job counts the fill's units of it too.
+                rest = count_units(spec.benchmark, spec.config) - position
+                left[job_id] = max(left.get(job_id, rest), rest)
                 ref, labels = unit_ref_at(job_id, spec.benchmark, spec.config, position)
                 weight, share = shares.get(job_id, (1.0, 1.0))
                 labels["share"] = f"{share:.0%} of queue {self.queue} (weight {weight:g})"

@@ -1,106 +1,126 @@
-"""The store's Lua scripts: a unit taken up, a unit's results (alone or with the
-next unit taken up), a scenario run, a drained shard, each in one atomic round
-trip."""
+"""The store's Lua scripts: a step of a worker's units (results written, units
+taken up), a scenario run, a drained shard, each in one atomic round trip."""
 
 from __future__ import annotations
 
-__all__ = ["BEGIN_UNIT", "RECORD_SHARD", "WRITE_AND_BEGIN", "WRITE_SCENARIO", "WRITE_UNIT"]
+__all__ = ["RECORD_SHARD", "UNITS_STEP", "WRITE_SCENARIO"]
 
-# A unit's results written once and the unit marked done (a Lua function shared
-# by WRITE_UNIT and WRITE_AND_BEGIN). Keys: results, pairs, failed, done,
-# inflight, meta hashes/sets, then one verdict set per result from KEYS[v];
-# ARGV[a] the unit's key, ARGV[a + 1] now (ISO), then per result: its key, its
-# blob, its pair id, the pair's display text, 1 if it is an error.
-# Verdicts count only what this call actually stored: a redelivered task that
-# judged differently must not add its verdict next to the first one. A unit done
-# already writes nothing: its results may have been drained out of Redis since.
-# Returns 1 when this call finished the whole job.
-_WRITE_FUNCTION = """
-local function write_unit(results, pairs, failed, done, inflight, meta, v, a)
-  if redis.call('SISMEMBER', done, ARGV[a]) == 1 then return 0 end
-  local any_error = false
-  local n = (#ARGV - a - 1) / 5
-  for i = 0, n - 1 do
-    local b = a + 2 + i * 5
-    if redis.call('HSETNX', results, ARGV[b], ARGV[b + 1]) == 1 then
-      redis.call('HSETNX', pairs, ARGV[b + 2], ARGV[b + 3])
-      redis.call('SADD', KEYS[v + i], ARGV[b])
-      if ARGV[b + 4] == '1' then any_error = true end
+# One step of a worker thread's units, in one round trip: the results of the
+# units it finished are written, then the units it runs next are taken up (a
+# thread that runs a message of several units pays one script per step of them,
+# not two per unit). The writes come first, so a finished unit is done before
+# the next ones are marked in flight. What holds for the whole step (the job's
+# status, its total, its start time) is read or written once per step: this
+# script runs for every unit, and every command in it counts.
+#
+# KEYS: meta, done, inflight, templates, attempts, results, pairs, failed, then
+# one verdict set per written result, in order.
+# ARGV[1]: now (s), ARGV[2]: now (ISO), ARGV[3]: how many units are written;
+# then per written unit: its key, how many results (n), and five per result:
+# its key, its blob, its pair id, the pair's display text ('' when an earlier
+# result of the step gave it), 1 if it is an error; then two per unit taken up:
+# its key, the template id whose description the worker lacks ('' for none).
+#
+# Writes: a unit done already writes nothing (its results may have been drained
+# out of Redis since), and verdicts count only the results this call actually
+# stored: a redelivered task that judged differently must not add its verdict
+# next to the first one.
+# Takes up: a unit of a live job that is not done is marked started (in flight;
+# a queued job becomes running), which in the same script also closes the gap
+# in which a cancel could be overwritten by "running". A unit still in flight
+# from an earlier start that never finished counts a further try (only then
+# does it cost an attempts entry).
+# Returns {1 when a write finished the whole job, then per unit taken up:
+# {status ('' when the job is unknown), 1 when the unit is done already, the
+# description or false, this start's try number}}.
+UNITS_STEP = """
+local now, now_iso = ARGV[1], ARGV[2]
+local units, firsts = {}, {}
+local a = 4
+for i = 1, tonumber(ARGV[3]) do
+  units[i], firsts[i] = ARGV[a], a
+  a = a + 2 + tonumber(ARGV[a + 1]) * 5
+end
+local finished = 0
+if #units > 0 then
+  local done = redis.call('SMISMEMBER', KEYS[2], unpack(units))
+  local written, failed, sets, members = {}, {}, {}, {}
+  local v = 9
+  for i = 1, #units do
+    local n = tonumber(ARGV[firsts[i] + 1])
+    if done[i] == 0 then
+      written[#written + 1] = units[i]
+      local any_error = false
+      for r = 0, n - 1 do
+        local b = firsts[i] + 2 + r * 5
+        if redis.call('HSETNX', KEYS[6], ARGV[b], ARGV[b + 1]) == 1 then
+          if ARGV[b + 3] ~= '' then redis.call('HSETNX', KEYS[7], ARGV[b + 2], ARGV[b + 3]) end
+          local set = KEYS[v + r]
+          if not members[set] then
+            sets[#sets + 1] = set
+            members[set] = {}
+          end
+          table.insert(members[set], ARGV[b])
+          if ARGV[b + 4] == '1' then any_error = true end
+        end
+      end
+      if any_error then failed[#failed + 1] = units[i] end
+    end
+    v = v + n
+  end
+  for _, set in ipairs(sets) do redis.call('SADD', set, unpack(members[set])) end
+  if #written > 0 then
+    redis.call('SADD', KEYS[2], unpack(written))
+    redis.call('ZREM', KEYS[3], unpack(written))
+    if #failed > 0 then redis.call('SADD', KEYS[8], unpack(failed)) end
+    local total = redis.call('HGET', KEYS[1], 'total_units')
+    if total and redis.call('SCARD', KEYS[2]) >= tonumber(total) then
+      redis.call('HSET', KEYS[1], 'status', 'done')
+      redis.call('HSETNX', KEYS[1], 'finished', now_iso)
+      finished = 1
     end
   end
-  if any_error then redis.call('SADD', failed, ARGV[a]) end
-  redis.call('SADD', done, ARGV[a])
-  redis.call('ZREM', inflight, ARGV[a])
-  local total = redis.call('HGET', meta, 'total_units')
-  if total and redis.call('SCARD', done) >= tonumber(total) then
-    redis.call('HSET', meta, 'status', 'done')
-    redis.call('HSETNX', meta, 'finished', ARGV[a + 1])
-    return 1
-  end
-  return 0
 end
-"""
-
-# KEYS: results, pairs, failed, done, inflight, meta, then one verdict set per
-# result. ARGV: the unit's key, now (ISO), then five per result (see above).
-WRITE_UNIT = (
-    _WRITE_FUNCTION
-    + "return write_unit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], 7, 1)\n"
-)
-
-# Everything a worker checks and records as it takes a unit up (a Lua function
-# shared by BEGIN_UNIT and WRITE_AND_BEGIN). Keys: meta, done, inflight,
-# templates, attempts. ARGV[1..4]: the unit's key, now (s), now (ISO), the
-# template id whose description the worker lacks ('' for none).
-# Returns [status ('' when the job is unknown), 1 when the unit is done already,
-# the description or false, this start's try number]. A unit of a live job that
-# is not done is marked started (in flight; a queued job becomes running), which
-# in the same script also closes the gap in which a cancel could be overwritten
-# by "running". A unit still in flight from an earlier start that never finished
-# is counted as a further try (only then does it cost an attempts entry).
-_BEGIN_FUNCTION = """
-local function begin_unit(meta, done, inflight, templates, attempts)
-  local status = redis.call('HGET', meta, 'status')
-  if not status then return {'', 0, false, 1} end
-  if status == 'cancelled' then return {status, 0, false, 1} end
-  if redis.call('SISMEMBER', done, ARGV[1]) == 1 then return {status, 1, false, 1} end
-  local tries = 1
-  if redis.call('ZADD', inflight, ARGV[2], ARGV[1]) == 0 then
-    tries = redis.call('HINCRBY', attempts, ARGV[1], 1) + 1
+local reply = {finished}
+if a > #ARGV then return reply end
+local begins = {}
+for b = a, #ARGV, 2 do begins[#begins + 1] = ARGV[b] end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'cancelled' then
+  for _ = 1, #begins do reply[#reply + 1] = {status or '', 0, false, 1} end
+  return reply
+end
+local done = redis.call('SMISMEMBER', KEYS[2], unpack(begins))
+local flying = redis.call('ZMSCORE', KEYS[3], unpack(begins))
+local add = {}
+for i, unit in ipairs(begins) do
+  if done[i] == 0 then
+    add[#add + 1] = now
+    add[#add + 1] = unit
   end
-  redis.call('HSETNX', meta, 'started', ARGV[3])
+end
+if #add > 0 then
+  redis.call('ZADD', KEYS[3], unpack(add))
+  redis.call('HSETNX', KEYS[1], 'started', now_iso)
   if status == 'queued' then
-    redis.call('HSET', meta, 'status', 'running')
+    redis.call('HSET', KEYS[1], 'status', 'running')
     status = 'running'
   end
-  local described = false
-  if ARGV[4] ~= '' then described = redis.call('HGET', templates, ARGV[4]) end
-  return {status, 0, described, tries}
 end
-"""
-
-# KEYS: meta, done, inflight, templates, attempts. ARGV: see _BEGIN_FUNCTION.
-BEGIN_UNIT = _BEGIN_FUNCTION + "return begin_unit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])\n"
-
-# One unit's results written and the next unit (of the same job, in the same
-# message) taken up, in one round trip: a worker thread that runs a batch of
-# units pays one script per unit instead of two. The write comes first, so the
-# finished unit is done before the next one is marked in flight.
-# KEYS: meta, done, inflight, templates, attempts, results, pairs, failed, then
-# one verdict set per result. ARGV[1..4]: the begin's (see _BEGIN_FUNCTION);
-# ARGV[5..]: the finished unit's key, now (ISO), five per result (see
-# _WRITE_FUNCTION). Returns the begin's reply with a fifth item: 1 when the
-# write finished the whole job.
-WRITE_AND_BEGIN = (
-    _WRITE_FUNCTION
-    + _BEGIN_FUNCTION
-    + """
-local finished = write_unit(KEYS[6], KEYS[7], KEYS[8], KEYS[2], KEYS[3], KEYS[1], 9, 5)
-local reply = begin_unit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-reply[5] = finished
+for i, unit in ipairs(begins) do
+  if done[i] == 1 then
+    reply[#reply + 1] = {status, 1, false, 1}
+  else
+    local tries = 1
+    if flying[i] then tries = redis.call('HINCRBY', KEYS[5], unit, 1) + 1 end
+    local described = false
+    local wanted = ARGV[a + (i - 1) * 2 + 1]
+    if wanted ~= '' then described = redis.call('HGET', KEYS[4], wanted) end
+    reply[#reply + 1] = {status, 0, described, tries}
+  end
+end
 return reply
 """
-)
 
 # KEYS: scenarios hash, results hash. ARGV: scenario unit key, run blob, then result
 # key/blob pairs. Whoever stores the run stores its turns, in one atomic step: a

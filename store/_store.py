@@ -33,7 +33,7 @@ from ._protocol import DEFAULT_QUEUE
 from ._redis_url import RedisTarget
 from ._replies import reply_text
 from ._schedule import Schedule
-from ._scripts import BEGIN_UNIT, RECORD_SHARD, WRITE_AND_BEGIN, WRITE_SCENARIO, WRITE_UNIT
+from ._scripts import RECORD_SHARD, UNITS_STEP, WRITE_SCENARIO
 from ._unit_writes import UnitWrites
 
 __all__ = [
@@ -78,9 +78,7 @@ class ResultStore(UnitWrites):
         self.client = client
         self.prefix = prefix
         self._codecs = _Codecs()
-        self._begin_unit = client.register_script(BEGIN_UNIT)
-        self._write_and_begin = client.register_script(WRITE_AND_BEGIN)
-        self._write_unit = client.register_script(WRITE_UNIT)
+        self._units_step = client.register_script(UNITS_STEP)
         self._write_scenario = client.register_script(WRITE_SCENARIO)
         self._record_shard = client.register_script(RECORD_SHARD)
         self.schedule = Schedule(client, prefix=prefix)

@@ -48,9 +48,7 @@ class UnitWrites:
     """
 
     client: redis.Redis
-    _begin_unit: Script
-    _write_and_begin: Script
-    _write_unit: Script
+    _units_step: Script
     _write_scenario: Script
 
     def keys(self, job_id: str) -> JobKeys:
@@ -76,12 +74,8 @@ class UnitWrites:
         Raises:
             redis.RedisError: Redis is unreachable.
         """
-        keys = self.keys(job_id)
-        reply = self._begin_unit(
-            keys=[keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts],
-            args=self._begin_args(unit_key, template_id),
-        )
-        return self._unit_start(reply)
+        _finished, (start,) = self.step_units(job_id, [], [(unit_key, template_id)])
+        return start
 
     def write_and_begin(
         self,
@@ -101,19 +95,65 @@ class UnitWrites:
         Raises:
             redis.RedisError: Redis is unreachable; neither happened.
         """
-        keys = self.keys(job_id)
-        verdicts, write_args = self._write_parts(keys, written)
-        begin_keys = [keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts]
-        reply = self._write_and_begin(
-            keys=[*begin_keys, keys.results, keys.pairs, keys.failed, *verdicts],
-            args=self._begin_args(unit_key, template_id) + write_args,
-        )
-        return bool(int(reply[4])), self._unit_start(reply)
+        finished, (start,) = self.step_units(job_id, [written], [(unit_key, template_id)])
+        return finished, start
 
-    @staticmethod
-    def _begin_args(unit_key: str, template_id: str | None) -> list[str | bytes]:
+    def write_unit(
+        self,
+        job_id: str,
+        unit_key: str,
+        results: Sequence[VerificationResult],
+        result_keys: Sequence[str],
+    ) -> bool:
+        """Write a unit's results once and mark the unit done.
+
+        Returns:
+            True when this call finished the whole job.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; nothing was written.
+        """
+        finished, _ = self.step_units(job_id, [UnitWrite(unit_key, results, result_keys)], [])
+        return finished
+
+    def step_units(
+        self,
+        job_id: str,
+        written: Sequence[UnitWrite],
+        begins: Sequence[tuple[str, str | None]],
+    ) -> tuple[bool, list[UnitStart]]:
+        """Write finished units' results (each as :meth:`write_unit`), then take
+        units of the same job up (each ``(unit key, template id or None)`` as
+        :meth:`begin_unit`), all in one round trip: a worker thread that runs a
+        message's units a few at a time pays one script per step.
+
+        Every unit taken up is marked started at once, before any of them runs:
+        if the process dies, each counts an unfinished start (and so runs alone
+        when it comes back, see ``workers/_isolation.py``).
+
+        Returns:
+            Whether a write finished the whole job, and each unit's start in
+            the order of ``begins``.
+
+        Raises:
+            redis.RedisError: Redis is unreachable; nothing happened.
+        """
+        keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        return [unit_key, str(time.time()), now, template_id or ""]
+        verdicts: list[str] = []
+        args: list[str | bytes] = [str(time.time()), now, str(len(written))]
+        pairs: set[str] = set()  # each pair's display text once per step
+        for write in written:
+            unit_verdicts, unit_args = self._write_parts(keys, write, pairs)
+            verdicts += unit_verdicts
+            args += unit_args
+        for unit_key, template_id in begins:
+            args += [unit_key, template_id or ""]
+        fixed = [keys.meta, keys.done, keys.inflight, keys.templates, keys.attempts]
+        reply = self._units_step(
+            keys=[*fixed, keys.results, keys.pairs, keys.failed, *verdicts], args=args
+        )
+        return bool(int(reply[0])), [self._unit_start(r) for r in reply[1:]]
 
     def _unit_start(self, reply: Any) -> UnitStart:
         text = reply_text(reply[0])
@@ -134,33 +174,14 @@ class UnitWrites:
         field = f"{unit_key}#alone"
         return int(self.client.hincrby(self.keys(job_id).attempts, field, 1)) - 1
 
-    def write_unit(
-        self,
-        job_id: str,
-        unit_key: str,
-        results: Sequence[VerificationResult],
-        result_keys: Sequence[str],
-    ) -> bool:
-        """Write a unit's results once and mark the unit done.
-
-        Returns:
-            True when this call finished the whole job.
-        """
-        keys = self.keys(job_id)
-        verdicts, args = self._write_parts(keys, UnitWrite(unit_key, results, result_keys))
-        # One round trip (a Lua script) instead of two pipelines and, for the
-        # job's last unit, two more writes: this runs once per unit.
-        key_list = [keys.results, keys.pairs, keys.failed, keys.done, keys.inflight, keys.meta]
-        return bool(self._write_unit(keys=[*key_list, *verdicts], args=args))
-
     def _write_parts(
-        self, keys: JobKeys, written: UnitWrite
+        self, keys: JobKeys, written: UnitWrite, pairs: set[str]
     ) -> tuple[list[str], list[str | bytes]]:
         """The verdict set of each result and the arguments (see
-        ``_scripts._WRITE_FUNCTION``) of a unit's write."""
+        ``_scripts.UNITS_STEP``) of a unit's write; a pair in ``pairs`` (given
+        earlier in the step) is sent without its text, and new ones are added."""
         verdicts: list[str] = []
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        args: list[str | bytes] = [written.unit_key, now]
+        args: list[str | bytes] = [written.unit_key, str(len(written.results))]
         for result, key in zip(written.results, written.result_keys, strict=True):
             meta = result.metadata
             answering, parsing = meta.answering.display_string, meta.parsing.display_string
@@ -168,7 +189,9 @@ class UnitWrites:
             verdict = _verdict(result)
             verdicts.append(keys.verdicts(pair, verdict))
             blob = self._compress(result.model_dump_json().encode())
-            args += [key, blob, pair, f"{answering}\t{parsing}", "1" if verdict == "error" else "0"]
+            text = "" if pair in pairs else f"{answering}\t{parsing}"
+            pairs.add(pair)
+            args += [key, blob, pair, text, "1" if verdict == "error" else "0"]
         return verdicts, args
 
     def write_scenario_unit(

@@ -30,10 +30,20 @@
     thread runs a message's units one after the other.
 ``VERIFLEET_FEED_SPREAD``  how many messages a job's share of one fill of the
     queue is cut into at least before a message carries more than one of its
-    units (default 32): batching starts at fills of 64 units of a job, i.e. only
-    when units are short, and a message holds at most about 2 s of a thread's
-    work (measured: units running / units finished per second). 1 packs every
-    fill into messages of ``VERIFLEET_UNITS_PER_MESSAGE`` (tests use it).
+    units (default 16): batching starts at fills of 32 units of a job, i.e. only
+    when units are short. 1 packs every fill into messages of
+    ``VERIFLEET_UNITS_PER_MESSAGE`` (tests use it).
+``VERIFLEET_MESSAGE_SECONDS``  the most seconds of one thread's work a feeder puts
+    in one message (default 2; measured: busy threads / units finished per
+    second). Longer messages cost the broker less per unit; a job's share of the
+    threads follows weight and submission changes about this much more slowly.
+``VERIFLEET_UNITS_PER_STEP``  how many of a message's units a worker thread takes
+    up at once (default 8; 1: one at a time). Each step is one Redis script that
+    writes the previous step's results and marks the next units started. A
+    worker that dies mid-step leaves each of the step's units with an unfinished
+    start: they run alone when they come back (see
+    ``verifleet.workers._isolation``), and a cancel stops a message at its next
+    step.
 """
 
 from __future__ import annotations
@@ -67,7 +77,9 @@ class WorkerSettings(BaseSettings):
     drain_batch: int = Field(default=5000, ge=1)
     drain_interval: float = Field(default=2.0, gt=0)
     units_per_message: int = Field(default=16, ge=1, le=64)
-    feed_spread: int = Field(default=32, ge=1)
+    feed_spread: int = Field(default=16, ge=1)
+    units_per_step: int = Field(default=8, ge=1, le=64)
+    message_seconds: float = Field(default=2.0, gt=0)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:

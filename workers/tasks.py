@@ -152,6 +152,9 @@ def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
         queues = [DEFAULT_QUEUE]
     with _state_lock:
         if _feeder is None:
+            with app.connection_for_write() as conn:
+                # Each message a worker holds is a busy thread (see QueueFeeder).
+                busy_key = str(conn.default_channel.unacked_key)
             feeders = [
                 QueueFeeder(
                     state.store.client,
@@ -161,6 +164,8 @@ def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
                     prefix=state.settings.prefix,
                     max_per_message=state.settings.units_per_message,
                     spread=state.settings.feed_spread,
+                    message_seconds=state.settings.message_seconds,
+                    busy_key=busy_key,
                 )
                 for queue in queues
             ]
@@ -211,51 +216,55 @@ def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | N
         return None
 
 
-def _begin(
+def _take_up(
     state: _ProcessState,
     job_id: str,
-    key: str,
+    units: list[tuple[str, str | None]],
     deadline: float,
-    template: str | None = None,
-    carry: UnitWrite | None = None,
-) -> str | bool:
-    """Take the unit up: status, already done and mark started in one round trip,
-    which also brings the description of the unit's ``template`` (stored at
-    submission) when this process has none, so no executor is asked for it. The
-    description is the job's submitter's word: it is primed for this job alone
-    (used inside ``sandbox.scoped(job_id)``), never for another job's units.
-    ``carry``, the previous unit of the same message, is written first in the
-    same round trip.
+    carry: list[UnitWrite] | None = None,
+) -> list[str | bool]:
+    """Take units up (``(key, template source)`` each): status, already done and
+    mark started in one round trip, which also brings the description of a
+    unit's template (stored at submission) when this process has none, so no
+    executor is asked for it. The description is the job's submitter's word: it
+    is primed for this job alone (used inside ``sandbox.scoped(job_id)``), never
+    for another job's units. ``carry``, finished units of the same message, is
+    written first in the same round trip.
 
     Returns:
-        What the task returns when it has nothing to run (``"unknown-job"``,
-        ``"cancelled"``, ``"already-done"``), else whether the unit is a suspect
-        (an earlier start never finished: it runs alone, see :mod:`._isolation`).
+        For each unit, what the task returns when it has nothing to run
+        (``"unknown-job"``, ``"cancelled"``, ``"already-done"``), else whether
+        it is a suspect (an earlier start never finished: it runs alone, see
+        :mod:`._isolation`).
     """
     sandbox = state.resources.sandbox
-    wanted = None
-    if template is not None and template.strip() and not sandbox.knows(template, scope=job_id):
-        wanted = compute_template_id(template)
-    if carry is None:
-        start = _until_redis_answers(
-            lambda: state.store.begin_unit(job_id, key, template_id=wanted), deadline=deadline
-        )
-    else:
-        # The carried unit's work is done and must not be lost: the write's own deadline.
-        _finished, start = _until_redis_answers(
-            lambda: state.store.write_and_begin(job_id, carry, key, template_id=wanted),
-            deadline=time.monotonic() + state.settings.unit_deadline,
-        )
-    if start.template is not None and template is not None:
-        sandbox.prime(template, start.template, scope=job_id)
-    if start.status is None:
-        log.warning("task for unknown job %s dropped", job_id)
-        return "unknown-job"
-    if start.status == JobStatus.CANCELLED:
-        return "cancelled"
-    if start.done:
-        return "already-done"
-    return start.tries > 1
+    asked: set[str] = set()
+    begins: list[tuple[str, str | None]] = []
+    for key, template in units:
+        wanted = None
+        if template is not None and template.strip() and not sandbox.knows(template, scope=job_id):
+            wanted = compute_template_id(template)
+            wanted = None if wanted in asked else wanted
+            asked.add(wanted or "")
+        begins.append((key, wanted))
+    if carry:
+        # The carried units' work is done and must not be lost: the write's own deadline.
+        deadline = time.monotonic() + state.settings.unit_deadline
+    _finished, starts = _until_redis_answers(
+        lambda: state.store.step_units(job_id, carry or [], begins), deadline=deadline
+    )
+    begun: list[str | bool] = []
+    for (_key, template), start in zip(units, starts, strict=True):
+        if start.template is not None and template is not None:
+            sandbox.prime(template, start.template, scope=job_id)
+        if start.status is None:
+            log.warning("task for unknown job %s dropped", job_id)
+            begun.append("unknown-job")
+        elif start.status == JobStatus.CANCELLED:
+            begun.append("cancelled")
+        else:
+            begun.append("already-done" if start.done else start.tries > 1)
+    return begun
 
 
 def _guarded(
@@ -324,8 +333,7 @@ def run_unit_task(
     """
     state = _process_state()
     with state.unit_gate.shared():
-        outcome, _ = _run_unit(state, job_id, (question_index, answering_index, replicate))
-        return outcome
+        return _run_unit(state, job_id, (question_index, answering_index, replicate))
 
 
 @app.task(name=BATCH_TASK_NAME, bind=True, acks_late=True)
@@ -333,11 +341,12 @@ def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels
     """Run several units of ``job_id`` (``positions``: ``[question index,
     answering index, replicate]`` each) one after the other, as :func:`run_unit_task` runs one.
 
-    Each unit's results are written in the same round trip that takes the next
-    unit up (one Redis script per unit instead of two), unless the job has a
-    budget or pricing (their checks run between the two). A redelivered message
-    skips the units done already; a unit whose earlier start never finished runs
-    alone, as everywhere.
+    The units are taken up ``VERIFLEET_UNITS_PER_STEP`` at a time, in the same
+    round trip that writes the previous step's results (one Redis script per
+    step instead of two per unit), unless the job has a budget or pricing:
+    their checks run around each unit, so its units go one by one. A
+    redelivered message skips the units done already; a unit whose earlier
+    start never finished runs alone, as everywhere.
 
     Returns:
         How many units ended how, e.g. ``"done: 8"`` or ``"done: 3, already-done: 5"``;
@@ -347,59 +356,101 @@ def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels
     spec = _job_spec(state, job_id, time.monotonic() + state.settings.unit_deadline)
     if spec is None:
         return "unknown-job"
-    # Budget and pricing checks run between a unit's write and the next start.
-    combine = spec.config.max_cost_usd is None and spec.config.pricing is None
+    units = [(qi, ai, rep) for qi, ai, rep in positions]
     outcomes: dict[str, int] = {}
-    carry: UnitWrite | None = None
     with state.unit_gate.shared():
-        for number, (qi, ai, rep) in enumerate(positions):
-            defer = combine and number < len(positions) - 1
-            outcome, carry = _run_unit(state, job_id, (qi, ai, rep), carry=carry, defer=defer)
-            outcomes[outcome] = outcomes.get(outcome, 0) + 1
-            if outcome in ("unknown-job", "cancelled"):
-                break
-    # Every unit's results are written by now: the last unit writes its own,
-    # and a unit that ends the message early took the previous one's along.
+        if spec.config.max_cost_usd is None and spec.config.pricing is None:
+            _run_steps(state, spec, job_id, units, outcomes)
+        else:
+            for position in units:
+                outcome = _run_unit(state, job_id, position)
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                if outcome in ("unknown-job", "cancelled"):
+                    break
     return ", ".join(f"{k}: {n}" for k, n in outcomes.items())
 
 
-def _write_now(state: _ProcessState, job_id: str, written: UnitWrite) -> None:
-    """Write a unit's results; the write gets its own deadline: the unit's work
+def _run_steps(
+    state: _ProcessState,
+    spec: JobSpec,
+    job_id: str,
+    positions: list[tuple[int, int, int]],
+    outcomes: dict[str, int],
+) -> None:
+    """Run a message's units a step at a time (see :func:`run_units_task`),
+    counting how each ended in ``outcomes``. Every finished unit's results are
+    written before this returns, also when a unit raises."""
+    step = state.settings.units_per_step
+    carry: list[UnitWrite] = []
+    try:
+        for first in range(0, len(positions), step):
+            units = [spec.unit_at(*p) for p in positions[first : first + step]]
+            keys = [unit.key(job_id) for unit in units]
+            deadline = time.monotonic() + state.settings.unit_deadline
+            wanted = [(key, u.question.answer_template) for key, u in zip(keys, units, strict=True)]
+            begun = _take_up(state, job_id, wanted, deadline, carry=carry)
+            carry = []
+            for unit, key, start in zip(units, keys, begun, strict=True):
+                if isinstance(start, str):
+                    outcomes[start] = outcomes.get(start, 0) + 1
+                    if start in ("unknown-job", "cancelled"):
+                        return
+                    continue
+                if start and carry:
+                    # A suspect's lone run may well end its process: what the
+                    # step finished so far must not die with it.
+                    _write_now(state, job_id, *carry)
+                    carry = []
+                outcome, written = _execute(state, spec, job_id, unit, key, start, defer=True)
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                if written is not None:
+                    carry.append(written)
+    finally:
+        if carry:
+            _write_now(state, job_id, *carry)
+
+
+def _write_now(state: _ProcessState, job_id: str, *written: UnitWrite) -> None:
+    """Write units' results; the write gets its own deadline: the units' work
     is done and must not be lost."""
     _until_redis_answers(
-        lambda: state.store.write_unit(job_id, *written),
+        lambda: state.store.step_units(job_id, written, []),
         deadline=time.monotonic() + state.settings.unit_deadline,
     )
 
 
-def _run_unit(
-    state: _ProcessState,
-    job_id: str,
-    position: tuple[int, int, int],
-    *,
-    carry: UnitWrite | None = None,
-    defer: bool = False,
-) -> tuple[str, UnitWrite | None]:
-    """Run one unit: what the task returns for it and, with ``defer``, its
-    results still to be written (with the next unit's start). ``carry`` (a
-    previous unit's results) is written before this unit starts, whatever
-    happens to this unit."""
-    store, settings = state.store, state.settings
-    deadline = time.monotonic() + settings.unit_deadline
+def _run_unit(state: _ProcessState, job_id: str, position: tuple[int, int, int]) -> str:
+    """Run one unit on its own: taken up, run, written (and accounted) in
+    round trips of its own. Returns what the task returns for it."""
+    deadline = time.monotonic() + state.settings.unit_deadline
     spec = _job_spec(state, job_id, deadline)
     if spec is None:
-        if carry is not None:
-            _write_now(state, job_id, carry)
-        return "unknown-job", None
+        return "unknown-job"
     unit = spec.unit_at(*position)
     key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
-        if carry is not None:
-            _write_now(state, job_id, carry)
-        return "over-budget", None
-    begun = _begin(state, job_id, key, deadline, unit.question.answer_template, carry=carry)
+        return "over-budget"
+    (begun,) = _take_up(state, job_id, [(key, unit.question.answer_template)], deadline)
     if isinstance(begun, str):
-        return begun, None
+        return begun
+    outcome, _ = _execute(state, spec, job_id, unit, key, begun, defer=False)
+    return outcome
+
+
+def _execute(
+    state: _ProcessState,
+    spec: JobSpec,
+    job_id: str,
+    unit: Unit,
+    key: str,
+    suspect: bool,
+    *,
+    defer: bool,
+) -> tuple[str, UnitWrite | None]:
+    """Run a unit that was taken up: what the task returns for it and, with
+    ``defer``, its results still to be written (with the next step); without,
+    they are written and accounted here."""
+    store = state.store
     deferred: UnitWrite | None = None
 
     def work(deadline: float) -> str:
@@ -424,11 +475,12 @@ def _run_unit(
         _account(state, spec, job_id, key, results)
         return "done"
 
+    deadline = time.monotonic() + state.settings.unit_deadline
     outcome = _guarded(
         state,
         job_id,
         key,
-        begun,
+        suspect,
         deadline,
         work,
         lambda tries: _quarantine(state, job_id, key, unit, spec, tries),
@@ -493,7 +545,7 @@ def _run_scenario(
     key = scenario_unit_key(unit, job_id=job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
-    begun = _begin(state, job_id, key, deadline)
+    (begun,) = _take_up(state, job_id, [(key, None)], deadline)
     if isinstance(begun, str):
         return begun
 

@@ -3,6 +3,8 @@ redis-server: the fleet's rate and the units running (``QueueFeeder``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 
@@ -15,7 +17,7 @@ pytestmark = pytest.mark.integration
 PREFIX = "vfpack"
 
 
-def _feeder(redis_url: str, **kw: int) -> QueueFeeder:
+def _feeder(redis_url: str, **kw: Any) -> QueueFeeder:
     client = redis.Redis.from_url(redis_url)
     app = make_app(WorkerSettings(redis_url=redis_url))
     return QueueFeeder(client, app, "packq", lambda job: None, prefix=PREFIX, **kw)  # type: ignore[arg-type,return-value]
@@ -31,7 +33,7 @@ def _running(client: redis.Redis, job_id: str, n: int) -> None:
 def test_a_message_holds_about_two_seconds_of_a_threads_work(redis_url: str) -> None:
     feeder = _feeder(redis_url)
     client = feeder.client
-    far = 10**6  # units left after the fill: the job is nowhere near its end
+    far = 10**6  # units left: the job is nowhere near its end
     try:
         assert feeder._largest_messages({"a": far}) == {"a": 1}  # no rate measured yet
         # 500 units/s with 64 running: a unit takes 0.128 s; 2 s hold 15 of them.
@@ -57,3 +59,37 @@ def test_a_message_holds_about_two_seconds_of_a_threads_work(redis_url: str) -> 
     finally:
         for job in ("a", "b"):
             client.delete(JobKeys(job, prefix=PREFIX).inflight)
+
+
+def test_busy_threads_are_the_messages_workers_hold_not_the_units_taken_up(
+    redis_url: str,
+) -> None:
+    """A thread takes several of its message's units up at a time (a step), so
+    the units in flight overcount the busy threads by up to the step; with the
+    broker's unacked hash the feeder counts the messages held instead."""
+    busy = f"{PREFIX}:unacked"
+    feeder = _feeder(redis_url, busy_key=busy)
+    client = feeder.client
+    far = 10**6
+    try:
+        # 64 threads, each with a step of 4 units taken up: 256 in flight.
+        _running(client, "a", 256)
+        client.hset(busy, mapping={f"tag{i}": "m" for i in range(64)})
+        feeder.rate = 500.0  # a unit takes 64 / 500 = 0.128 s: 2 s hold 15
+        assert feeder._largest_messages({"a": far}) == {"a": 15}
+        # The same fleet counted by its units in flight: a quarter of that.
+        by_units = _feeder(redis_url)
+        by_units.rate = 500.0
+        assert by_units._largest_messages({"a": far}) == {"a": 3}
+        # Near the job's end what is left is split between its 64 threads.
+        assert feeder._largest_messages({"a": 640}) == {"a": 10}
+        # Two jobs share the threads in proportion to their units in flight.
+        _running(client, "b", 256)
+        assert feeder._largest_messages({"a": 640, "b": 640}) == {"a": 15, "b": 15}
+        assert feeder._largest_messages({"a": 320, "b": 64}) == {"a": 10, "b": 2}
+        # Fewer units in flight than messages held: never more threads than units.
+        client.delete(JobKeys("b", prefix=PREFIX).inflight)
+        _running(client, "a", 32)
+        assert feeder._largest_messages({"a": 320}) == {"a": 10}
+    finally:
+        client.delete(busy, *(JobKeys(j, prefix=PREFIX).inflight for j in "ab"))

@@ -91,8 +91,13 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
 
 # Messages of four units from every fill, whatever its size (by default only
 # fills of 64 units or more of a job are packed): the units of a message run one
-# after the other, each unit's write going with the next one's start.
-BATCHED = {"VERIFLEET_FEED_SPREAD": "1", "VERIFLEET_UNITS_PER_MESSAGE": "4"}
+# after the other, taken up two at a time, each step's writes going with the
+# next step's start (so a worker killed mid-message has written part of it).
+BATCHED = {
+    "VERIFLEET_FEED_SPREAD": "1",
+    "VERIFLEET_UNITS_PER_MESSAGE": "4",
+    "VERIFLEET_UNITS_PER_STEP": "2",
+}
 
 
 @pytest.mark.parametrize("packing", ["a unit per message", "four units per message"])
@@ -102,20 +107,22 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(
     """The unit deadline (so the broker's visibility timeout: 20 minutes) is far
     longer than the test: the victim's units can only come back in time through
     the liveness reaper, which notices the victim's heartbeat expire, or through
-    the stall detector. With four units per message the victim dies in the
-    middle of messages: their units done already are skipped, the rest run once."""
+    the stall detector. The victim runs alone until it has written results, so
+    every unit of the job is in its hands when it dies. With four units per
+    message the victim dies in the middle of messages: their units done already
+    are skipped, the rest (taken up, some never run) run once."""
     bench, answers = capitals_benchmark(24)
     batched = packing == "four units per message"
     with run_endpoint_in_thread(EndpointConfig(answers=answers, latency_ms=400)) as ep:
         config = _config(ep)
         slow_restore = {"VERIFLEET_UNIT_DEADLINE": "600", **(BATCHED if batched else {})}
         fleet.start_worker("victim", concurrency=4, **slow_restore)
-        fleet.start_worker("survivor", concurrency=4, **slow_restore)
-        fleet.wait_ready(["victim", "survivor"])
+        fleet.wait_ready(["victim"])
         job = Job.submit(bench, config, redis_url)
         _wait_done_at_least(job, 3)
         assert job.progress().in_flight > 0
         fleet.kill("victim")
+        fleet.start_worker("survivor", concurrency=4, **slow_restore)
         # A message the victim had popped (BRPOP) but not yet recorded as unacked
         # is gone from Redis; the survivor's stall detector sends it again.
         progress = job.wait(timeout=150)

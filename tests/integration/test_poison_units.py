@@ -50,8 +50,19 @@ def _stored_keys(job: Job) -> list[str]:
     return [k.decode() for k in job.store.client.hkeys(job.store.keys(job.job_id).results)]
 
 
+# Every fill packed into messages of four units taken up two at a time: a poison
+# unit's death takes its step-mate's start along (and a finished step-mate's
+# results, when they were still to be written with the next step).
+PACKED = {
+    "VERIFLEET_FEED_SPREAD": "1",
+    "VERIFLEET_UNITS_PER_MESSAGE": "4",
+    "VERIFLEET_UNITS_PER_STEP": "2",
+}
+
+
+@pytest.mark.parametrize("packing", ["a unit per message", "four units per message"])
 def test_units_that_freeze_or_kill_their_worker_are_quarantined_after_three_tries(
-    fleet: Fleet, redis_url: str
+    fleet: Fleet, redis_url: str, packing: str
 ) -> None:
     poisoned, answers = capitals_benchmark(4)
     questions = list(poisoned.questions)
@@ -65,8 +76,9 @@ def test_units_that_freeze_or_kill_their_worker_are_quarantined_after_three_trie
             answering_models=[ModelConfig.parse(f"{ep.base_url}#answerer")],
             parsing_models=[ModelConfig.parse(f"{ep.base_url}#judge")],
         )
-        fleet.start_worker("w1", concurrency=2, **FAULTS)
-        fleet.start_worker("w2", concurrency=2, **FAULTS)
+        env = {**FAULTS, **(PACKED if packing == "four units per message" else {})}
+        fleet.start_worker("w1", concurrency=2, **env)
+        fleet.start_worker("w2", concurrency=2, **env)
         fleet.wait_ready(["w1", "w2"])
         first = Job.submit(poisoned, config, redis_url)
         second = Job.submit(tenant, config, redis_url)
@@ -121,6 +133,7 @@ def test_units_that_freeze_or_kill_their_worker_are_quarantined_after_three_trie
     # replaced. (A poison unit's try can also end with a process the other one
     # froze or killed, when one process held both: at most three of each.)
     logs = fleet.log("w1") + fleet.log("w2")
+    assert ("Task verifleet.run_units[" in logs) is (packing == "four units per message")
     assert 1 <= logs.count("sent no heartbeat") <= 3, logs[-4000:]
     assert 1 <= logs.count("was killed by signal 9") <= 3, logs[-4000:]
     for name in ("w1", "w2"):

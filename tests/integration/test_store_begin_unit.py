@@ -160,3 +160,37 @@ def test_write_and_begin_of_a_cancelled_job_writes_but_starts_nothing(redis_url:
     assert finished is False and start.status == JobStatus.CANCELLED
     progress = store.progress("j5")
     assert (progress.done_units, progress.results, progress.in_flight) == (1, 1, 0)
+
+
+def test_a_step_writes_several_units_then_takes_several_up_in_one_round_trip(
+    redis_url: str,
+) -> None:
+    """``step_units``: units with one and with two results written (each its
+    verdicts, in order), then units taken up, each with its own start: a unit
+    done already (no description for it) and one started before are told apart."""
+    store = _store(redis_url)
+    store.create_job("j6", benchmark_json="{}", config_json="{}", total_units=5)
+    store.client.hset(store.keys("j6").templates, "t1", store._compress(b'{"d": 1}'))
+    _, starts = store.step_units("j6", [], [("u1", None), ("u2", None), ("u3", None)])
+    assert [s.tries for s in starts] == [1, 1, 1]
+    assert store.progress("j6").in_flight == 3
+    two = [make_result("q2", verified=False), make_result("q2", verified=None, error="x")]
+    written = [
+        UnitWrite("u1", [make_result("q1", verified=True)], ["k1"]),
+        UnitWrite("u2", two, ["k2a", "k2b"]),
+    ]
+    finished, starts = store.step_units("j6", written, [("u3", None), ("u4", "t1"), ("u1", "t1")])
+    assert finished is False
+    # u3 was in flight from the first step and never finished: a further try.
+    assert [(s.done, s.tries) for s in starts] == [(False, 2), (False, 1), (True, 1)]
+    assert [s.template for s in starts] == [None, {"d": 1}, None]
+    progress = store.progress("j6")
+    assert (progress.done_units, progress.failed_units, progress.results) == (2, 1, 3)
+    assert progress.in_flight == 2  # u3 and u4
+    (pair,) = progress.pairs
+    assert (pair.passed, pair.failed) == (1, 1)
+    # The last writes finish the job, with nothing taken up.
+    rest = [UnitWrite(u, [make_result(u, verified=True)], [f"k{u}"]) for u in ("u3", "u4", "u5")]
+    finished, starts = store.step_units("j6", rest, [])
+    assert finished is True and starts == []
+    assert store.status("j6") == JobStatus.DONE
