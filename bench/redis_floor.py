@@ -71,7 +71,7 @@ def _lone_calls(server: RedisProc, n: int) -> None:
             call(i)
         used = cpu_seconds(server.proc.pid) - cpu  # type: ignore[union-attr]
         print(
-            f"one client, {name:<28} {used / n * 1e6:6.1f} µs of redis-server CPU per call,"
+            f"one client, {name:<32} {used / n * 1e6:6.1f} µs of redis-server CPU per call,"
             f" {used / n / units * 1e6:6.1f} per unit"
         )
 
