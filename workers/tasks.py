@@ -243,8 +243,10 @@ def _take_up(
     for key, template in units:
         wanted = None
         if template is not None and template.strip() and not sandbox.knows(template, scope=job_id):
+            # Replicates share a template: its description comes once a step.
             wanted = compute_template_id(template)
-            wanted = None if wanted in asked else wanted
+            if wanted in asked:
+                wanted = None
             asked.add(wanted or "")
         begins.append((key, wanted))
     if carry:
