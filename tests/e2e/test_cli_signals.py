@@ -13,6 +13,7 @@ import queue
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,19 @@ from verifleet.schemas import dump_benchmark
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 SIGNALS = [signal.SIGTERM, signal.SIGINT]
+
+# The command as a user's shell starts it: with SIGINT at its default. A test run
+# started in the background without job control (``nohup bash scripts/test.sh &``)
+# ignores SIGINT, and an ignored signal stays ignored across fork and exec, so
+# the command would never see the SIGINT these tests send. This launcher puts
+# SIGINT back to its default and becomes the command (same process).
+_AS_A_SHELL_STARTS_IT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL);"
+    " os.execv(sys.argv[1], sys.argv[1:])",
+]
+COMMAND = [*_AS_A_SHELL_STARTS_IT, *VERIFLEET]
 
 
 def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> str:
@@ -51,7 +65,7 @@ def test_run_with_the_local_model_stops_every_child_and_keeps_the_journal(
     journal = journal_path(out)
     args = ["run", str(path), "--answering", "local", "--parsing", "local", "--out", str(out)]
     proc = subprocess.Popen(
-        [*VERIFLEET, *args, "--concurrency", "2", "--no-preflight"],
+        [*COMMAND, *args, "--concurrency", "2", "--no-preflight"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -94,7 +108,7 @@ def test_llm_serve_stops_its_llama_server(sig: signal.Signals) -> None:
     # the command flushes it.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     proc = subprocess.Popen(
-        [*VERIFLEET, "llm", "serve"],
+        [*COMMAND, "llm", "serve"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
