@@ -133,14 +133,15 @@ class QueueFeeder:
         about (busy threads) / (units finished per second) seconds, Little's
         law; the busy threads are the messages workers hold (``busy_key``), or
         without it the fill's jobs' units started and not done (a thread that
-        takes several units up at a time has them all in flight). On a fleet bound by an endpoint's window (many more threads than
-        calls allowed), units wait for their slots and take long: messages stay
-        single, since a thread's packed units would sit behind one another
-        while other threads could run them (measured at an endpoint's limit:
-        0.73-0.79 of the limit with 16 units per message against 0.84-0.86 with
-        one). And near a job's end a message holds at most what is left per
-        thread running the job, so the job's last units are spread over threads rather
-        than queued behind each other in a few messages.
+        takes several units up at a time has them all in flight). On a fleet
+        bound by an endpoint's window (many more threads than calls allowed),
+        units wait for their slots and take long: messages stay single, since a
+        thread's packed units would sit behind one another while other threads
+        could run them (measured at an endpoint's limit: 0.73-0.79 of the limit
+        with 16 units per message against 0.84-0.86 with one). And near a job's
+        end a message holds at most what is left per thread running the job, so
+        the job's last units are spread over threads rather than queued behind
+        each other in a few messages.
         """
         jobs = sorted(left)
         if self.spread <= 1:  # pack every fill in full (tests use it)

@@ -41,7 +41,7 @@ class UnitStart(NamedTuple):
 
 class UnitWrite(NamedTuple):
     """A finished unit's results, to be written under their keys
-    (:meth:`ResultStore.write_and_begin`)."""
+    (:meth:`ResultStore.step_units`)."""
 
     unit_key: str
     results: Sequence[VerificationResult]

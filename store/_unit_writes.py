@@ -77,27 +77,6 @@ class UnitWrites:
         _finished, (start,) = self.step_units(job_id, [], [(unit_key, template_id)])
         return start
 
-    def write_and_begin(
-        self,
-        job_id: str,
-        written: UnitWrite,
-        unit_key: str,
-        *,
-        template_id: str | None = None,
-    ) -> tuple[bool, UnitStart]:
-        """Write one unit's results (as :meth:`write_unit`) and take the next unit
-        of the same job up (as :meth:`begin_unit`) in one round trip; the write
-        comes first.
-
-        Returns:
-            Whether the write finished the whole job, and the next unit's start.
-
-        Raises:
-            redis.RedisError: Redis is unreachable; neither happened.
-        """
-        finished, (start,) = self.step_units(job_id, [written], [(unit_key, template_id)])
-        return finished, start
-
     def write_unit(
         self,
         job_id: str,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -359,14 +360,14 @@ def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels
     if spec is None:
         return "unknown-job"
     units = [(qi, ai, rep) for qi, ai, rep in positions]
-    outcomes: dict[str, int] = {}
+    outcomes: Counter[str] = Counter()
     with state.unit_gate.shared():
         if spec.config.max_cost_usd is None and spec.config.pricing is None:
             _run_steps(state, spec, job_id, units, outcomes)
         else:
             for position in units:
                 outcome = _run_unit(state, job_id, position)
-                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                outcomes[outcome] += 1
                 if outcome in ("unknown-job", "cancelled"):
                     break
     return ", ".join(f"{k}: {n}" for k, n in outcomes.items())
@@ -377,7 +378,7 @@ def _run_steps(
     spec: JobSpec,
     job_id: str,
     positions: list[tuple[int, int, int]],
-    outcomes: dict[str, int],
+    outcomes: Counter[str],
 ) -> None:
     """Run a message's units a step at a time (see :func:`run_units_task`),
     counting how each ended in ``outcomes``. Every finished unit's results are
@@ -394,7 +395,7 @@ def _run_steps(
             carry = []
             for unit, key, start in zip(units, keys, begun, strict=True):
                 if isinstance(start, str):
-                    outcomes[start] = outcomes.get(start, 0) + 1
+                    outcomes[start] += 1
                     if start in ("unknown-job", "cancelled"):
                         return
                     continue
@@ -404,7 +405,7 @@ def _run_steps(
                     _write_now(state, job_id, *carry)
                     carry = []
                 outcome, written = _execute(state, spec, job_id, unit, key, start, defer=True)
-                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                outcomes[outcome] += 1
                 if written is not None:
                     carry.append(written)
     finally:

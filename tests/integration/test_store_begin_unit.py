@@ -116,7 +116,7 @@ def test_a_unit_started_again_before_it_finished_counts_a_further_try(redis_url:
     assert store.progress("j3").in_flight == 0 and store.status("j3") == JobStatus.DONE
 
 
-def test_write_and_begin_writes_the_finished_unit_before_taking_the_next_up(
+def test_a_step_writes_the_finished_unit_before_taking_the_next_up(
     redis_url: str,
 ) -> None:
     """A worker thread running a message of several units writes each unit's
@@ -127,7 +127,7 @@ def test_write_and_begin_writes_the_finished_unit_before_taking_the_next_up(
     store.create_job("j4", benchmark_json="{}", config_json="{}", total_units=3)
     assert store.begin_unit("j4", "u1").tries == 1
     first = UnitWrite("u1", [make_result("q1", verified=True)], ["k1"])
-    finished, start = store.write_and_begin("j4", first, "u2")
+    finished, (start,) = store.step_units("j4", [first], [("u2", None)])
     assert finished is False
     assert start == (JobStatus.RUNNING, False, None, 1)
     progress = store.progress("j4")
@@ -135,7 +135,7 @@ def test_write_and_begin_writes_the_finished_unit_before_taking_the_next_up(
     # A redelivered message: u1's write again (with another verdict) stores and
     # counts nothing; u2, in flight from the first delivery, is a further try.
     again = UnitWrite("u1", [make_result("q1", verified=False)], ["k1"])
-    finished, start = store.write_and_begin("j4", again, "u2")
+    finished, (start,) = store.step_units("j4", [again], [("u2", None)])
     assert finished is False and start.tries == 2 and start.done is False
     assert [r.template.verify_result for r in store.iter_results("j4")] == [True]
     assert store.progress("j4").pairs[0].passed == 1
@@ -143,20 +143,20 @@ def test_write_and_begin_writes_the_finished_unit_before_taking_the_next_up(
     # and the next unit's start finds it done already (a redelivery).
     store.write_unit("j4", "u3", [make_result("q3", verified=True)], ["k3"])
     failed = UnitWrite("u2", [make_result("q2", verified=None, error="boom")], ["k2"])
-    finished, start = store.write_and_begin("j4", failed, "u3")
+    finished, (start,) = store.step_units("j4", [failed], [("u3", None)])
     assert finished is True and start.done is True
     progress = store.progress("j4")
     assert progress.status == JobStatus.DONE
     assert (progress.done_units, progress.failed_units, progress.in_flight) == (3, 1, 0)
 
 
-def test_write_and_begin_of_a_cancelled_job_writes_but_starts_nothing(redis_url: str) -> None:
+def test_a_step_of_a_cancelled_job_writes_but_starts_nothing(redis_url: str) -> None:
     store = _store(redis_url)
     store.create_job("j5", benchmark_json="{}", config_json="{}", total_units=2)
     store.begin_unit("j5", "u1")
     store.set_status("j5", JobStatus.CANCELLED)
     written = UnitWrite("u1", [make_result("q1", verified=True)], ["k1"])
-    finished, start = store.write_and_begin("j5", written, "u2")
+    finished, (start,) = store.step_units("j5", [written], [("u2", None)])
     assert finished is False and start.status == JobStatus.CANCELLED
     progress = store.progress("j5")
     assert (progress.done_units, progress.results, progress.in_flight) == (1, 1, 0)
