@@ -90,6 +90,12 @@ class JobKeys:
         """Hash: pair id → "answering\\tparsing" display strings."""
         return self._k("pairs")
 
+    @property
+    def verdict_prefix(self) -> str:
+        """What every verdict set's key starts with (``verdict_prefix + pair id +
+        ":" + verdict``; the progress script builds them so)."""
+        return self._k("verdict:")
+
     def verdicts(self, pair_id: str, verdict: str) -> str:
         """Set of result keys of one model pair with one verdict (pass/fail/error)."""
-        return self._k(f"verdict:{pair_id}:{verdict}")
+        return f"{self.verdict_prefix}{pair_id}:{verdict}"

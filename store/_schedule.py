@@ -118,6 +118,18 @@ if #out > 0 then redis.call('INCRBY', KEYS[3], #out / 2) end
 return out
 """
 
+# KEYS: schedule zset. ARGV: the key prefix of jobs ('<prefix>:job:'). Returns a
+# flat list: job id, its weight ('1' when unset), ... in pass order. One round
+# trip for what a feeder labels each fill's messages with.
+_WEIGHTS = """
+local out = {}
+for _, job in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  out[#out + 1] = job
+  out[#out + 1] = redis.call('HGET', ARGV[1] .. job .. ':meta', 'weight') or '1'
+end
+return out
+"""
+
 
 @dataclass(frozen=True)
 class JobShare:
@@ -148,6 +160,7 @@ class Schedule:
         self.prefix = prefix
         self._enroll = client.register_script(_ENROLL)
         self._claim = client.register_script(_CLAIM)
+        self._weights = client.register_script(_WEIGHTS)
 
     def key(self, queue: str) -> str:
         """The sorted set of ``queue``'s scheduled jobs (job id → pass)."""
@@ -182,13 +195,10 @@ class Schedule:
     def shares(self, queue: str) -> dict[str, tuple[float, float]]:
         """``{job id: (weight, share)}`` of the jobs of ``queue`` still giving out
         units."""
-        jobs = [reply_text(m) for m in self.client.zrange(self.key(queue), 0, -1)]
-        pipe = self.client.pipeline(transaction=False)
-        for job in jobs:
-            pipe.hget(f"{self.prefix}:job:{job}:meta", "weight")
-        weights = {j: float(w or 1) for j, w in zip(jobs, pipe.execute(), strict=True)}
+        flat = self._weights(keys=[self.key(queue)], args=[f"{self.prefix}:job:"])
+        weights = {reply_text(j): float(w) for j, w in zip(flat[::2], flat[1::2], strict=True)}
         total = sum(weights.values())
-        return {j: (w, w / total) for j, w in weights.items()}
+        return {j: (w, w / total if total > 0 else 0.0) for j, w in weights.items()}
 
     def share(self, job_id: str) -> JobShare | None:
         """The job's queue, weight and share now; None for a job submitted without

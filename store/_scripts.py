@@ -1,9 +1,10 @@
 """The store's Lua scripts: a step of a worker's units (results written, units
-taken up), a scenario run, a drained shard, each in one atomic round trip."""
+taken up), a scenario run, a drained shard, a job's progress, each in one
+atomic round trip."""
 
 from __future__ import annotations
 
-__all__ = ["RECORD_SHARD", "UNITS_STEP", "WRITE_SCENARIO"]
+__all__ = ["READ_PROGRESS", "RECORD_SHARD", "UNITS_STEP", "WRITE_SCENARIO"]
 
 # One step of a worker thread's units, in one round trip: the results of the
 # units it finished are written, then the units it runs next are taken up (a
@@ -148,4 +149,49 @@ end
 redis.call('HSET', KEYS[2], ARGV[1], #ARGV - 1)
 redis.call('HINCRBY', KEYS[3], 'drained', removed)
 return removed
+"""
+
+
+# A job's progress in one round trip (``verifleet watch``, ``Job.wait`` and
+# dashboards poll it, several times a second each: as a pipeline per pair plus
+# the schedule's reads it was six round trips).
+# KEYS: meta, done, failed, inflight, results, pairs, scenarios, scenario errors.
+# ARGV: [1] in flight counts units started since (s), [2] what the job's verdict
+# sets' keys start with ('<prefix>:job:<id>:verdict:', then pair id, ':', the
+# verdict), [3] the jobs' key prefix ('<prefix>:job:'), [4] the schedules' key prefix ('<prefix>:sched:'),
+# [5] the job id. Keys other than KEYS are built here, as the schedule's claim
+# does (one Redis server, not a cluster).
+# Returns {} for an unknown job, else {the meta hash (flat), {done, failed, in
+# flight, results, scenarios done, scenario errors}, {{pair id, names, pass,
+# fail, error, none}...}, the job's share of its queue as a string (false when
+# the job is not scheduled)}.
+READ_PROGRESS = """
+local meta = redis.call('HGETALL', KEYS[1])
+if #meta == 0 then return {} end
+local counts = {
+  redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3]),
+  redis.call('ZCOUNT', KEYS[4], ARGV[1], '+inf'), redis.call('HLEN', KEYS[5]),
+  redis.call('HLEN', KEYS[7]), redis.call('SCARD', KEYS[8])}
+local pairs_ = redis.call('HGETALL', KEYS[6])
+local verdicts = {}
+for i = 1, #pairs_, 2 do
+  local set = ARGV[2] .. pairs_[i] .. ':'
+  verdicts[#verdicts + 1] = {pairs_[i], pairs_[i + 1],
+    redis.call('SCARD', set .. 'pass'), redis.call('SCARD', set .. 'fail'),
+    redis.call('SCARD', set .. 'error'), redis.call('SCARD', set .. 'none')}
+end
+local fields = {}
+for i = 1, #meta, 2 do fields[meta[i]] = meta[i + 1] end
+local share = false
+if fields['cursor'] and fields['queue'] then
+  local total, mine = 0, 0
+  for _, job in ipairs(redis.call('ZRANGE', ARGV[4] .. fields['queue'], 0, -1)) do
+    local w = tonumber(redis.call('HGET', ARGV[3] .. job .. ':meta', 'weight') or '1') or 1
+    total = total + w
+    if job == ARGV[5] then mine = w end
+  end
+  share = '0'
+  if total > 0 then share = tostring(mine / total) end
+end
+return {meta, counts, verdicts, share}
 """

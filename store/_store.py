@@ -33,7 +33,7 @@ from ._protocol import DEFAULT_QUEUE
 from ._redis_url import RedisTarget
 from ._replies import reply_text
 from ._schedule import Schedule
-from ._scripts import RECORD_SHARD, UNITS_STEP, WRITE_SCENARIO
+from ._scripts import READ_PROGRESS, RECORD_SHARD, UNITS_STEP, WRITE_SCENARIO
 from ._unit_writes import UnitWrites
 
 __all__ = [
@@ -81,6 +81,7 @@ class ResultStore(UnitWrites):
         self._units_step = client.register_script(UNITS_STEP)
         self._write_scenario = client.register_script(WRITE_SCENARIO)
         self._record_shard = client.register_script(RECORD_SHARD)
+        self._read_progress = client.register_script(READ_PROGRESS)
         self.schedule = Schedule(client, prefix=prefix)
 
     def _compress(self, data: bytes) -> bytes:
@@ -275,29 +276,38 @@ class ResultStore(UnitWrites):
 
     # --- reading ----------------------------------------------------------------------
     def progress(self, job_id: str, *, stale_after: float = 3600.0) -> JobProgress:
-        """A snapshot of the job's counts and per-pair verdicts.
+        """A snapshot of the job's counts and per-pair verdicts, in one round trip.
 
         Raises:
             KeyError: no such job.
         """
         keys = self.keys(job_id)
-        meta = {reply_text(k): reply_text(v) for k, v in self.client.hgetall(keys.meta).items()}
-        if not meta:
+        reply = self._read_progress(
+            keys=[
+                keys.meta,
+                keys.done,
+                keys.failed,
+                keys.inflight,
+                keys.results,
+                keys.pairs,
+                keys.scenarios,
+                keys.scenario_errors,
+            ],
+            args=[
+                time.time() - stale_after,
+                keys.verdict_prefix,
+                f"{self.prefix}:job:",
+                f"{self.prefix}:sched:",
+                job_id,
+            ],
+        )
+        if not reply:
             raise KeyError(f"no job {job_id!r} in the store")
-        pipe = self.client.pipeline(transaction=False)
-        pipe.scard(keys.done)
-        pipe.scard(keys.failed)
-        pipe.zcount(keys.inflight, time.time() - stale_after, "+inf")
-        pipe.hlen(keys.results)
-        pipe.hgetall(keys.pairs)
-        pipe.hlen(keys.scenarios)
-        pipe.scard(keys.scenario_errors)
-        done, failed, inflight, results, pairs, scenarios, scenario_errors = pipe.execute()
+        flat, counts, verdicts, share = reply
+        meta = {reply_text(k): reply_text(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+        done, failed, inflight, results, scenarios, scenario_errors = (int(c) for c in counts)
         results += int(meta.get("drained") or 0)
-        progress = [
-            self._pair_progress(keys, reply_text(p), reply_text(v)) for p, v in pairs.items()
-        ]
-        share = self.schedule.share(job_id) if "cursor" in meta else None
+        progress = [_pair_progress(reply_text(names), counts) for _p, names, *counts in verdicts]
         return JobProgress(
             job_id=job_id,
             name=meta.get("name", ""),
@@ -316,22 +326,7 @@ class ResultStore(UnitWrites):
             scenario_errors=scenario_errors,
             queue=meta.get("queue") or DEFAULT_QUEUE,
             weight=float(meta.get("weight") or 1.0),
-            share=None if share is None else share.share,
-        )
-
-    def _pair_progress(self, keys: JobKeys, pair: str, names: str) -> PairProgress:
-        answering, _, parsing = names.partition("\t")
-        pipe = self.client.pipeline(transaction=False)
-        for verdict in ("pass", "fail", "error", "none"):
-            pipe.scard(keys.verdicts(pair, verdict))
-        passed, failed, errors, none = pipe.execute()
-        return PairProgress(
-            answering=answering,
-            parsing=parsing,
-            passed=passed,
-            failed=failed,
-            errors=errors,
-            unverified=none,
+            share=None if share is None else float(reply_text(share)),
         )
 
     # --- results drained out of Redis (``results_to``) --------------------------------
@@ -500,3 +495,18 @@ class ResultStore(UnitWrites):
         for key in self.client.scan_iter(match=pattern, count=1000):
             self.client.delete(key)
         self.client.zrem(self._index(), job_id)
+
+
+def _pair_progress(names: str, counts: Sequence[Any]) -> PairProgress:
+    """One pair's verdict counts (pass, fail, error, none) under its display names
+    (``answering\tparsing``)."""
+    answering, _, parsing = names.partition("\t")
+    passed, failed, errors, none = (int(c) for c in counts)
+    return PairProgress(
+        answering=answering,
+        parsing=parsing,
+        passed=passed,
+        failed=failed,
+        errors=errors,
+        unverified=none,
+    )
