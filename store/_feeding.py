@@ -64,6 +64,9 @@ class QueueFeeder:
             many threads are busy. Without it, the units in flight stand for
             the busy threads, which overcounts them once a thread takes
             several of its message's units up at a time.
+        unit_seconds: A job's measured seconds per unit of a thread's time
+            (None while unknown; the worker's ``UnitTimes``): where known, it
+            sizes that job's messages instead of the estimate from the rate.
 
     Raises:
         redis.RedisError: Redis is unreachable (:meth:`feed`).
@@ -84,6 +87,7 @@ class QueueFeeder:
         max_per_message: int = 16,
         spread: int = 16,
         busy_key: str | None = None,
+        unit_seconds: Callable[[str], float | None] | None = None,
     ) -> None:
         self.client = client
         self.app = app
@@ -98,6 +102,7 @@ class QueueFeeder:
         self.max_per_message = max_per_message
         self.spread = spread
         self.busy_key = busy_key
+        self.unit_seconds = unit_seconds
         self.rate = 0.0
         """Messages taken from the queue per second (smoothed)."""
         self._lock = f"{prefix}:sched:{queue}:lock"
@@ -107,6 +112,10 @@ class QueueFeeder:
         # fleet's feeders): the depth is counted in units, the queue in messages.
         self._per_message = f"{prefix}:sched:{queue}:per-message"
         self._last: tuple[float, int] | None = None  # (when, units taken by then)
+        self.calm_for = 0.0
+        """Seconds, at the measured rate, before the queue (as of the last
+        :meth:`feed`) can fall below the half depth that the next fill waits for:
+        no look before then can send anything (see ``FeederThread``)."""
 
     @property
     def depth(self) -> int:
@@ -130,10 +139,12 @@ class QueueFeeder:
         to give out, this fill's included) may hold now.
 
         At most ``message_seconds`` of one thread's work: a unit takes a thread
-        about (busy threads) / (units finished per second) seconds, Little's
-        law; the busy threads are the messages workers hold (``busy_key``), or
-        without it the fill's jobs' units started and not done (a thread that
-        takes several units up at a time has them all in flight). On a fleet
+        what this worker measured for the job (``unit_seconds``), or until it
+        has, about (busy threads) / (units finished per second) seconds,
+        Little's law; the busy threads are the messages workers hold
+        (``busy_key``), or without it the fill's jobs' units started and not
+        done (a thread that takes several units up at a time has them all in
+        flight). On a fleet
         bound by an endpoint's window (many more threads than calls allowed),
         units wait for their slots and take long: messages stay single, since a
         thread's packed units would sit behind one another while other threads
@@ -146,7 +157,9 @@ class QueueFeeder:
         jobs = sorted(left)
         if self.spread <= 1:  # pack every fill in full (tests use it)
             return dict.fromkeys(jobs, self.max_per_message)
-        if self.max_per_message <= 1 or self.rate <= 0 or not jobs:
+        measured = {job: self.unit_seconds(job) if self.unit_seconds else None for job in jobs}
+        known = any(seconds for seconds in measured.values())
+        if self.max_per_message <= 1 or not jobs or (self.rate <= 0 and not known):
             return dict.fromkeys(jobs, 1)
         pipe = self.client.pipeline(transaction=False)
         for job_id in jobs:
@@ -163,10 +176,15 @@ class QueueFeeder:
             scale = min(1.0, replies[-1] / total)
             running = {job: round(n * scale) for job, n in running.items()}
             total = replies[-1]
-        if total <= 0:
-            return dict.fromkeys(jobs, 1)
-        by_time = min(self.max_per_message, int(self.message_seconds * self.rate / total))
-        return {job: max(1, min(by_time, left[job] // max(1, running[job]))) for job in jobs}
+        by_rate = int(self.message_seconds * self.rate / total) if total > 0 else 1
+
+        def most(job: str) -> int:
+            seconds = measured[job]
+            by_time = int(self.message_seconds / seconds) if seconds else by_rate
+            near_end = left[job] // max(1, running[job])
+            return max(1, min(self.max_per_message, by_time, near_end))
+
+        return {job: most(job) for job in jobs}
 
     def feed(self) -> int:
         """Top the queue up if it is below half its depth; returns units sent (in
@@ -184,6 +202,7 @@ class QueueFeeder:
         backlog = round(queued * per_message)
         self._observe(int(given or 0) - backlog)
         depth = self.depth
+        self.calm_for = max(0.0, backlog - depth // 2) / self.rate if self.rate > 0 else 0.0
         if backlog >= depth // 2:
             return 0
         token = secrets.token_hex(8)
@@ -218,6 +237,8 @@ class QueueFeeder:
             if sent:
                 mean = (backlog + len(refs)) / (queued + sent)
                 self.client.set(self._per_message, f"{mean:.3f}", ex=3600)
+                if self.rate > 0:
+                    self.calm_for = max(0.0, backlog + len(refs) - depth // 2) / self.rate
         finally:
             self._unlock(keys=[self._lock], args=[token])
         return len(refs) if sent else 0

@@ -16,18 +16,24 @@ log = logging.getLogger(__name__)
 
 class FeederThread(threading.Thread):
     """Every ``interval`` seconds, tops each of this worker's queues up from its
-    schedule (:class:`~verifleet.store.QueueFeeder`); at once again while a
-    queue is being drained faster than it is fed.
+    schedule (:class:`~verifleet.store.QueueFeeder`). While every queue holds
+    more than the next fill waits for, it looks again after half the time the
+    queue takes to drain that far at the measured rate (at most
+    ``max_interval``): each look is a Redis round trip per queue and process,
+    which at an idle Redis costs about as much as a unit's own writes.
 
     Redis errors are logged and retried at the next turn: feeding must not kill
     the worker during a Redis restart; what was claimed and not sent is found by
     the stall detector.
     """
 
-    def __init__(self, feeders: list[QueueFeeder], *, interval: float = 0.2) -> None:
+    def __init__(
+        self, feeders: list[QueueFeeder], *, interval: float = 0.2, max_interval: float = 1.0
+    ) -> None:
         super().__init__(name="verifleet-feeder", daemon=True)
         self.feeders = feeders
         self.interval = interval
+        self.max_interval = max_interval
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -39,7 +45,13 @@ class FeederThread(threading.Thread):
                     log.warning("feeder %s: redis unavailable (%s); retrying", feeder.queue, exc)
                 except Exception:  # a bug must not stop the feeding for good
                     log.exception("feeder %s failed; retrying", feeder.queue)
-            self._stop_event.wait(self.interval)
+            self._stop_event.wait(self.next_wait())
+
+    def next_wait(self) -> float:
+        """Seconds until the next look: ``interval``, or longer while every
+        queue is calm (see the class docstring)."""
+        calm = min((feeder.calm_for for feeder in self.feeders), default=0.0)
+        return min(self.max_interval, max(self.interval, calm / 2))
 
     def stop(self) -> None:
         """Stop after the current turn."""

@@ -58,6 +58,7 @@ from ._reaper import LivenessThread, process_owner_id
 from ._reverify import reverify_fleet_scenario, reverify_fleet_unit
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
+from ._unit_times import UnitTimes
 from .app import app
 
 __all__ = ["run_scenario_task", "run_unit_task", "run_units_task"]
@@ -79,6 +80,7 @@ class _ProcessState:
     owner: str
     liveness: LivenessThread
     unit_gate: UnitGate
+    unit_times: UnitTimes
 
 
 _state_lock = threading.Lock()
@@ -132,6 +134,7 @@ def _process_state() -> _ProcessState:
                 owner=owner,
                 liveness=liveness,
                 unit_gate=UnitGate(),
+                unit_times=UnitTimes(),
             )
         return _state
 
@@ -167,6 +170,7 @@ def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
                     spread=state.settings.feed_spread,
                     message_seconds=state.settings.message_seconds,
                     busy_key=busy_key,
+                    unit_seconds=state.unit_times.get,
                 )
                 for queue in queues
             ]
@@ -478,16 +482,18 @@ def _execute(
         _account(state, spec, job_id, key, results)
         return "done"
 
-    deadline = time.monotonic() + state.settings.unit_deadline
+    started = time.monotonic()
     outcome = _guarded(
         state,
         job_id,
         key,
         suspect,
-        deadline,
+        started + state.settings.unit_deadline,
         work,
         lambda tries: _quarantine(state, job_id, key, unit, spec, tries),
     )
+    if outcome == "done":  # what the feeder packs messages by (see _unit_times)
+        state.unit_times.record(job_id, time.monotonic() - started)
     return outcome, deferred
 
 

@@ -93,3 +93,75 @@ def test_busy_threads_are_the_messages_workers_hold_not_the_units_taken_up(
         assert feeder._largest_messages({"a": 320}) == {"a": 10}
     finally:
         client.delete(busy, *(JobKeys(j, prefix=PREFIX).inflight for j in "ab"))
+
+
+def test_a_feeder_looks_less_often_while_its_queue_is_deep(redis_url: str) -> None:
+    """Each look is a round trip per queue and process; while the queue holds
+    more than a fill waits for, looking sends nothing, so the feeder thread
+    waits half the time the queue takes to drain that far (within bounds)."""
+    from verifleet.workers._feeder import FeederThread
+
+    feeder = _feeder(redis_url)
+    client = feeder.client
+    queue_keys = [feeder.queue, feeder._given, feeder._per_message]
+    thread = FeederThread([feeder], interval=0.2, max_interval=1.0)
+    try:
+        feeder.rate = 100.0  # units/s: the depth is 200 units, a fill below 100
+        client.rpush(feeder.queue, *[b"m"] * 40)  # 40 messages of 8 units: 320
+        client.set(feeder._per_message, "8")
+        client.set(feeder._given, 10_000)
+        feeder._last = None  # the rate as set, not re-measured by this look
+        assert feeder.feed() == 0  # deep enough: nothing sent
+        assert feeder.calm_for == pytest.approx((320 - 100) / 100)
+        assert thread.next_wait() == pytest.approx(1.0)  # 1.1 s, capped at the most
+        client.ltrim(feeder.queue, 0, 14)  # 15 messages: 120 units, 0.2 s of calm
+        assert feeder.feed() == 0
+        assert thread.next_wait() == pytest.approx(0.2)
+        feeder.rate = 0.0  # idle: a new job must be seen at once
+        feeder.feed()
+        assert feeder.calm_for == 0.0 and thread.next_wait() == pytest.approx(0.2)
+    finally:
+        client.delete(*queue_keys)
+
+
+def test_a_measured_unit_time_sizes_messages_before_the_rate_settles(redis_url: str) -> None:
+    """While a job starts, the fleet's rate is still climbing and Little's law
+    makes units look long (messages of one); the time a unit took where it ran
+    (the worker's ``UnitTimes``) sizes them right away."""
+    from verifleet.workers._unit_times import UnitTimes
+
+    times = UnitTimes()
+    busy = f"{PREFIX}:unacked"
+    feeder = _feeder(redis_url, busy_key=busy, unit_seconds=times.get)
+    client = feeder.client
+    far = 10**6
+    try:
+        _running(client, "a", 64)
+        client.hset(busy, mapping={f"tag{i}": "m" for i in range(64)})
+        feeder.rate = 40.0  # still climbing: 64 / 40 = 1.6 s a unit, by the rate
+        assert feeder._largest_messages({"a": far}) == {"a": 1}
+        times.record("a", 0.25)  # measured: 2 s hold 8
+        assert feeder._largest_messages({"a": far}) == {"a": 8}
+        feeder.rate = 0.0  # nothing measured by the rate at all
+        assert feeder._largest_messages({"a": far}) == {"a": 8}
+        # Smoothed: one slow unit moves the mean a fifth of the way.
+        times.record("a", 1.25)
+        assert times.get("a") == pytest.approx(0.45)
+        assert feeder._largest_messages({"a": far}) == {"a": 4}
+        # Still at most the configured most, and split near the job's end.
+        times.record("c", 0.01)
+        _running(client, "a", 0)
+        _running(client, "c", 64)
+        assert feeder._largest_messages({"c": far}) == {"c": 16}
+        assert feeder._largest_messages({"c": 320}) == {"c": 5}
+        _running(client, "c", 0)
+        _running(client, "a", 64)
+        # Units waiting for an endpoint's slots take long: one per message.
+        for _ in range(40):
+            times.record("a", 3.0)
+        assert feeder._largest_messages({"a": far}) == {"a": 1}
+        # Another job of the same fill, not measured yet, goes by the rate.
+        feeder.rate = 500.0  # 64 busy: 0.128 s a unit, 2 s hold 15
+        assert feeder._largest_messages({"a": far, "b": far})["b"] == 15
+    finally:
+        client.delete(busy, *(JobKeys(j, prefix=PREFIX).inflight for j in "abc"))
