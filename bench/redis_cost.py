@@ -47,6 +47,7 @@ from bench._harness import (
     machine_line,
 )
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.store._replies import reply_text
 
 
 def _commandstats(client: object) -> dict[str, tuple[int, int]]:
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         reads = int(client.info("stats")["total_reads_processed"])
         entries = client.slowlog_get(2_000_000) if args.scripts else []
         windows = {
-            key.decode(): {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
+            reply_text(key): {reply_text(k): reply_text(v) for k, v in client.hgetall(key).items()}
             for key in client.scan_iter("vf:limit:*:window")
         }
     n = progress.done_units
