@@ -34,7 +34,8 @@
     when units are short. 1 packs every fill into messages of
     ``VERIFLEET_UNITS_PER_MESSAGE`` (tests use it).
 ``VERIFLEET_MESSAGE_SECONDS``  the most seconds of one thread's work a feeder puts
-    in one message (default 2; measured: busy threads / units finished per
+    in one message (default 2; a unit's time as the feeder's worker process
+    measured it for that job, until then busy threads / units finished per
     second). Longer messages cost the broker less per unit; a job's share of the
     threads follows weight and submission changes about this much more slowly.
 ``VERIFLEET_UNITS_PER_STEP``  how many of a message's units a worker thread takes
