@@ -83,7 +83,7 @@ class QueueFeeder:
         min_depth: int = 32,
         max_depth: int = 20_000,
         horizon: float = 2.0,
-        message_seconds: float = 2.0,
+        message_seconds: float = 4.0,
         max_per_message: int = 16,
         spread: int = 16,
         busy_key: str | None = None,

@@ -34,7 +34,7 @@
     when units are short. 1 packs every fill into messages of
     ``VERIFLEET_UNITS_PER_MESSAGE`` (tests use it).
 ``VERIFLEET_MESSAGE_SECONDS``  the most seconds of one thread's work a feeder puts
-    in one message (default 2; a unit's time as the feeder's worker process
+    in one message (default 4; a unit's time as the feeder's worker process
     measured it for that job, until then busy threads / units finished per
     second). Longer messages cost the broker less per unit; a job's share of the
     threads follows weight and submission changes about this much more slowly.
@@ -80,7 +80,7 @@ class WorkerSettings(BaseSettings):
     units_per_message: int = Field(default=16, ge=1, le=64)
     feed_spread: int = Field(default=16, ge=1)
     units_per_step: int = Field(default=8, ge=1, le=64)
-    message_seconds: float = Field(default=2.0, gt=0)
+    message_seconds: float = Field(default=4.0, gt=0)
 
     @classmethod
     def from_env(cls) -> WorkerSettings:

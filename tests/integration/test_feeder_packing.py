@@ -18,6 +18,7 @@ PREFIX = "vfpack"
 
 
 def _feeder(redis_url: str, **kw: Any) -> QueueFeeder:
+    kw.setdefault("message_seconds", 2.0)  # the figures below are for 2 s
     client = redis.Redis.from_url(redis_url)
     app = make_app(WorkerSettings(redis_url=redis_url))
     return QueueFeeder(client, app, "packq", lambda job: None, prefix=PREFIX, **kw)  # type: ignore[arg-type,return-value]
