@@ -28,7 +28,7 @@ from ._protocol import (
 )
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._feeding import QueueFeeder
-from ._schedule import JobShare, Schedule, unit_ref_at
+from ._schedule import Schedule, unit_ref_at
 from ._sending import send_units
 from ._progress import UnitWrite
 from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
@@ -60,7 +60,6 @@ __all__ = [
     "JobCost",
     "JobKeys",
     "JobProgress",
-    "JobShare",
     "JobStatus",
     "Liveness",
     "QueueFeeder",

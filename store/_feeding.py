@@ -134,6 +134,11 @@ class QueueFeeder:
         else:
             self._last = (now, taken)
 
+    def _calm(self, backlog: int, depth: int) -> float:
+        """Seconds until ``backlog`` units drain to the half ``depth`` a fill
+        waits for, at the measured rate (0 while none is measured)."""
+        return max(0.0, backlog - depth // 2) / self.rate if self.rate > 0 else 0.0
+
     def _largest_messages(self, left: dict[str, int]) -> dict[str, int]:
         """The most units one message of each job (``left``: its units still
         to give out, this fill's included) may hold now.
@@ -144,15 +149,14 @@ class QueueFeeder:
         Little's law; the busy threads are the messages workers hold
         (``busy_key``), or without it the fill's jobs' units started and not
         done (a thread that takes several units up at a time has them all in
-        flight). On a fleet
-        bound by an endpoint's window (many more threads than calls allowed),
-        units wait for their slots and take long: messages stay single, since a
-        thread's packed units would sit behind one another while other threads
-        could run them (measured at an endpoint's limit: 0.73-0.79 of the limit
-        with 16 units per message against 0.84-0.86 with one). And near a job's
-        end a message holds at most what is left per thread running the job, so
-        the job's last units are spread over threads rather than queued behind
-        each other in a few messages.
+        flight). On a fleet bound by an endpoint's window (many more threads
+        than calls allowed), units wait for their slots and take long: messages
+        stay single, since a thread's packed units would sit behind one another
+        while other threads could run them (measured at an endpoint's limit:
+        0.73-0.79 of the limit with 16 units per message against 0.84-0.86 with
+        one). And near a job's end a message holds at most what is left per
+        thread running the job, so the job's last units are spread over threads
+        rather than queued behind each other in a few messages.
         """
         jobs = sorted(left)
         if self.spread <= 1:  # pack every fill in full (tests use it)
@@ -202,7 +206,7 @@ class QueueFeeder:
         backlog = round(queued * per_message)
         self._observe(int(given or 0) - backlog)
         depth = self.depth
-        self.calm_for = max(0.0, backlog - depth // 2) / self.rate if self.rate > 0 else 0.0
+        self.calm_for = self._calm(backlog, depth)
         if backlog >= depth // 2:
             return 0
         token = secrets.token_hex(8)
@@ -237,8 +241,7 @@ class QueueFeeder:
             if sent:
                 mean = (backlog + len(refs)) / (queued + sent)
                 self.client.set(self._per_message, f"{mean:.3f}", ex=3600)
-                if self.rate > 0:
-                    self.calm_for = max(0.0, backlog + len(refs) - depth // 2) / self.rate
+                self.calm_for = self._calm(backlog + len(refs), depth)
         finally:
             self._unlock(keys=[self._lock], args=[token])
         return len(refs) if sent else 0

@@ -20,7 +20,6 @@ written once under their keys, so a unit sent twice is still counted once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._protocol import UnitRef
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 
     from verifleet.schemas import Benchmark, VerificationConfig
 
-__all__ = ["JobShare", "Schedule", "unit_ref_at"]
+__all__ = ["Schedule", "unit_ref_at"]
 
 # KEYS: schedule zset, its virtual-time key. ARGV: job id.
 # A job enrolls at the schedule's current virtual time (the pass of the last unit
@@ -131,19 +130,6 @@ return out
 """
 
 
-@dataclass(frozen=True)
-class JobShare:
-    """A job's place in its queue's schedule."""
-
-    queue: str
-    weight: float
-    share: float
-    """Its weight over the weights of every job of the queue still giving out
-    units (0 when it gives out none: every unit is sent, or it is not scheduled)."""
-    sent: int
-    """Units handed to the queue so far."""
-
-
 class Schedule:
     """The schedules of a store's queues (keys ``<prefix>:sched:<queue>``).
 
@@ -199,17 +185,6 @@ class Schedule:
         weights = {reply_text(j): float(w) for j, w in zip(flat[::2], flat[1::2], strict=True)}
         total = sum(weights.values())
         return {j: (w, w / total if total > 0 else 0.0) for j, w in weights.items()}
-
-    def share(self, job_id: str) -> JobShare | None:
-        """The job's queue, weight and share now; None for a job submitted without
-        a schedule (every unit sent at submission) or unknown."""
-        meta_key = f"{self.prefix}:job:{job_id}:meta"
-        queue, weight, cursor = self.client.hmget(meta_key, ["queue", "weight", "cursor"])
-        if queue is None or cursor is None:
-            return None
-        name = reply_text(queue)
-        _weight, share = self.shares(name).get(job_id, (0.0, 0.0))
-        return JobShare(queue=name, weight=float(weight or 1), share=share, sent=int(cursor))
 
 
 def unit_ref_at(
