@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._protocol import UnitRef
 from ._replies import reply_text
+from ._scripts import QUEUE_WEIGHTS
 
 if TYPE_CHECKING:
     import redis
@@ -120,14 +121,7 @@ return out
 # KEYS: schedule zset. ARGV: the key prefix of jobs ('<prefix>:job:'). Returns a
 # flat list: job id, its weight ('1' when unset), ... in pass order. One round
 # trip for what a feeder labels each fill's messages with.
-_WEIGHTS = """
-local out = {}
-for _, job in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  out[#out + 1] = job
-  out[#out + 1] = redis.call('HGET', ARGV[1] .. job .. ':meta', 'weight') or '1'
-end
-return out
-"""
+_WEIGHTS = QUEUE_WEIGHTS + "return queue_weights(KEYS[1], ARGV[1])\n"
 
 
 class Schedule:

@@ -4,7 +4,21 @@ atomic round trip."""
 
 from __future__ import annotations
 
-__all__ = ["READ_PROGRESS", "RECORD_SHARD", "UNITS_STEP", "WRITE_SCENARIO"]
+__all__ = ["QUEUE_WEIGHTS", "READ_PROGRESS", "RECORD_SHARD", "UNITS_STEP", "WRITE_SCENARIO"]
+
+# A Lua function, not a script: the scripts that need a queue's weights start
+# with it. queue_weights(schedule zset, jobs' key prefix '<prefix>:job:') returns
+# a flat list: job id, its weight as stored ('1' when unset), ... in pass order.
+QUEUE_WEIGHTS = """
+local function queue_weights(schedule, jobs)
+  local out = {}
+  for _, job in ipairs(redis.call('ZRANGE', schedule, 0, -1)) do
+    out[#out + 1] = job
+    out[#out + 1] = redis.call('HGET', jobs .. job .. ':meta', 'weight') or '1'
+  end
+  return out
+end
+"""
 
 # One step of a worker thread's units, in one round trip: the results of the
 # units it finished are written, then the units it runs next are taken up (a
@@ -165,7 +179,9 @@ return removed
 # flight, results, scenarios done, scenario errors}, {{pair id, names, pass,
 # fail, error, none}...}, the job's share of its queue as a string (false when
 # the job is not scheduled)}.
-READ_PROGRESS = """
+READ_PROGRESS = (
+    QUEUE_WEIGHTS
+    + """
 local meta = redis.call('HGETALL', KEYS[1])
 if #meta == 0 then return {} end
 local counts = {
@@ -185,13 +201,15 @@ for i = 1, #meta, 2 do fields[meta[i]] = meta[i + 1] end
 local share = false
 if fields['cursor'] and fields['queue'] then
   local total, mine = 0, 0
-  for _, job in ipairs(redis.call('ZRANGE', ARGV[4] .. fields['queue'], 0, -1)) do
-    local w = tonumber(redis.call('HGET', ARGV[3] .. job .. ':meta', 'weight') or '1') or 1
+  local weights = queue_weights(ARGV[4] .. fields['queue'], ARGV[3])
+  for i = 1, #weights, 2 do
+    local w = tonumber(weights[i + 1]) or 1
     total = total + w
-    if job == ARGV[5] then mine = w end
+    if weights[i] == ARGV[5] then mine = w end
   end
   share = '0'
   if total > 0 then share = tostring(mine / total) end
 end
 return {meta, counts, verdicts, share}
 """
+)
