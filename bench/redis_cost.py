@@ -47,7 +47,12 @@ from bench._harness import (
     machine_line,
 )
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.store._replies import reply_text
+
+
+def _text(value: object) -> str:
+    # Not the store's own helper: bench/redis_cost_ab.py runs this file against
+    # earlier commits, which lack it.
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _commandstats(client: object) -> dict[str, tuple[int, int]]:
@@ -156,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         reads = int(client.info("stats")["total_reads_processed"])
         entries = client.slowlog_get(2_000_000) if args.scripts else []
         windows = {
-            reply_text(key): {reply_text(k): reply_text(v) for k, v in client.hgetall(key).items()}
+            _text(key): {_text(k): _text(v) for k, v in client.hgetall(key).items()}
             for key in client.scan_iter("vf:limit:*:window")
         }
     n = progress.done_units
