@@ -86,7 +86,13 @@ def build_side(rev: str, cache: Path) -> Path:
     if archive.wait() != 0:
         raise subprocess.CalledProcessError(archive.returncode, "git archive")
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*pip, "--target", str(home / "site"), str(home / "src")], check=True)
+    # Quiet unless it fails: old commits' packaging draws pages of setuptools warnings.
+    done = subprocess.run(
+        [*pip, "--target", str(home / "site"), str(home / "src")], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        done.check_returncode()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home / "venv")], check=True)
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
