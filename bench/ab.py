@@ -28,9 +28,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
+
+S = TypeVar("S")  # what a side is to its run: a checkout, an interpreter
 
 # "local  cold:   4.56 ms CPU/unit ..." /
 # "fleet  warm:   6.06 ms CPU/unit in workers (+ submit 1.20, redis 0.90; ..."
@@ -57,8 +61,41 @@ def _commit(side: Path) -> str:
     return f"{head}+dirty" if dirty else head
 
 
-def _load() -> str:
+def load_average() -> str:
+    """The machine's load averages (1, 5, 15 min) as /proc/loadavg gives them."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def alternate(
+    sides: Mapping[str, S],
+    rounds: int,
+    run: Callable[[S], dict[str, float]],
+    *,
+    spec: str = "g",
+    unit: str = "",
+) -> dict[str, list[dict[str, float]]]:
+    """Run every side ``rounds`` times, in the order a, b, b, a, a, b, ... (a
+    steady drift in the machine's load then favours none), printing each run's
+    figures with the load before it. Returns each side's figures, run by run.
+
+    Raises:
+        Whatever ``run`` raises (the bench scripts stop on a failed run).
+    """
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    forward = list(sides.items())
+    for round_no in range(1, rounds + 1):
+        order = forward if round_no % 2 else forward[::-1]
+        for name, side in order:
+            load, start = load_average(), time.perf_counter()
+            figures = run(side)
+            runs[name].append(figures)
+            shown = ", ".join(f"{k} {v:{spec}}" for k, v in figures.items())
+            print(
+                f"round {round_no} {name}: {shown}{unit}  "
+                f"(load before {load}, {time.perf_counter() - start:.0f}s)",
+                flush=True,
+            )
+    return runs
 
 
 def _run(side: Path, bench_args: list[str]) -> dict[str, float]:
@@ -101,27 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, side in sides.items():
         print(f"{name}: {side} at {_commit(side)}", flush=True)
     print(f"bench/overhead.py {' '.join(bench_args)}, {args.rounds} rounds, old/new alternating")
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    for round_no in range(1, args.rounds + 1):
-        # old, new, new, old, old, new...: a steady drift in load favours neither.
-        order = list(sides.items()) if round_no % 2 else list(reversed(sides.items()))
-        for name, side in order:
-            load, start = _load(), time.perf_counter()
-            figures = _run(side, bench_args)
-            runs[name].append(figures)
-            shown = ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
-            print(
-                f"round {round_no} {name}: {shown} ms CPU/unit  "
-                f"(load before {load}, {time.perf_counter() - start:.0f}s)",
-                flush=True,
-            )
+    runs = alternate(
+        sides, args.rounds, lambda side: _run(side, bench_args), spec=".2f", unit=" ms CPU/unit"
+    )
     keys = list(runs["old"][0])
     print(f"\nmedian ms CPU/unit over {args.rounds} runs   old     new  new-old")
     for key in keys:
         old = statistics.median(r[key] for r in runs["old"])
         new = statistics.median(r[key] for r in runs["new"])
         print(f"{key:<36} {old:6.2f}  {new:6.2f}  {new - old:+6.2f}")
-    print(f"load after: {_load()}")
+    print(f"load after: {load_average()}")
     return 0
 
 

@@ -42,8 +42,12 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python bench/redis_cost_ab.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.ab import alternate, load_average
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,10 +66,6 @@ def _git(*args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def build_side(rev: str, cache: Path) -> Path:
@@ -156,23 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.executable
     )
     print(f"bench/redis_cost.py {' '.join(args.bench_args)}, {args.rounds} rounds, alternating")
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory(prefix="redis-cost-ab-") as folder:
         shutil.copytree(
             ROOT / "bench", Path(folder, "bench"), ignore=shutil.ignore_patterns("__pycache__")
         )
-        for round_no in range(1, args.rounds + 1):
-            order = list(sides.items()) if round_no % 2 else list(reversed(sides.items()))
-            for name, python in order:
-                load, start = _load(), time.perf_counter()
-                figures = _run(python, Path(folder), args.bench_args)
-                runs[name].append(figures)
-                shown = ", ".join(f"{k} {v:g}" for k, v in figures.items())
-                print(
-                    f"round {round_no} {name}: {shown}  "
-                    f"(load before {load}, {time.perf_counter() - start:.0f}s)",
-                    flush=True,
-                )
+        runs = alternate(
+            sides, args.rounds, lambda python: _run(python, Path(folder), args.bench_args)
+        )
     after = list(sides)[-1]
     print(f"\nmedians over {args.rounds} runs")
     print(f"{'figure':<16}" + "".join(f"{name:>22}" for name in sides))
@@ -186,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in list(sides)[:-1]:
         theirs = statistics.median(r["cpu us/unit"] for r in runs[name])
         print(f"CPU per unit, {after} / {name}: {mine / theirs:.2f}")
-    print(f"load after: {_load()}")
+    print(f"load after: {load_average()}")
     return 0
 
 
