@@ -19,8 +19,8 @@ folder, so that its imports of ``verifleet`` reach the side's code, the bench
 process's progress polls included). Sides alternate (before..., after, then
 after, ...before) so a drift in the machine's load favours none; every run
 prints the load before it, and the end prints each figure's median per side and
-the CPU per unit as a ratio to this checkout's. Arguments after ``--`` go to
-``bench/redis_cost.py``.
+this checkout's CPU per unit as a ratio to each commit's. Arguments after ``--``
+go to ``bench/redis_cost.py``.
 
 Every side runs with ``VERIFLEET_SANDBOX=seccomp`` unless the environment sets
 it: a commit installed this way cannot start its executors under bubblewrap
