@@ -98,10 +98,9 @@ def _print_scripts(entries: list[dict[str, object]], n: int) -> None:
         parts = command.split() if isinstance(command, (bytes, str)) else []
         if not parts:
             continue
-        first = parts[0].decode() if isinstance(parts[0], bytes) else str(parts[0])
-        name = first.lower()
+        name = _text(parts[0]).lower()
         if name == "evalsha" and len(parts) > 1:
-            sha = parts[1].decode() if isinstance(parts[1], bytes) else str(parts[1])
+            sha = _text(parts[1])
             name = names.get(sha, f"script {sha[:8]}")
         slot = totals.setdefault(name, [0, 0])
         slot[0] += 1

@@ -307,7 +307,7 @@ class ResultStore(UnitWrites):
         meta = {reply_text(k): reply_text(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
         done, failed, inflight, results, scenarios, scenario_errors = (int(c) for c in counts)
         results += int(meta.get("drained") or 0)
-        progress = [_pair_progress(reply_text(names), counts) for _p, names, *counts in verdicts]
+        progress = [_pair_progress(reply_text(names), tally) for _p, names, *tally in verdicts]
         return JobProgress(
             job_id=job_id,
             name=meta.get("name", ""),
