@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,10 @@ from _support.cross_job import (
     check_victim,
     victim_benchmark,
 )
+from _support.fleet import Fleet
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
+from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
 from verifleet.pipeline import PipelineResources
 from verifleet.sandbox import SandboxPool, SandboxSettings
@@ -45,6 +48,7 @@ from verifleet.schemas import (
     VerificationConfig,
     VerificationResult,
 )
+from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
 
@@ -164,6 +168,45 @@ def test_control_without_seccomp_the_same_attack_reaches_the_victim(stem: str) -
     report, after = _attack_then_victim(stem, "rlimits-only", "template")
     assert re.search(WENT_THROUGH[stem], report), report
     assert _victim_harmed(after)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    answers: dict[str, object] = dict(victim_benchmark()[1])
+    for stem in REFUSED:
+        answers.update(_attacker(stem)[1])
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
+        yield ep.base_url
+
+
+def _fleet_job(
+    bench: Benchmark, base_url: str, redis_url: str, queue: str
+) -> list[VerificationResult]:
+    job = Job.submit(bench, _config(base_url), redis_url, queue=queue)
+    assert job.wait(timeout=240).status == JobStatus.DONE
+    return list(job.result_set())
+
+
+def test_attacks_on_a_two_worker_fleet_leave_the_next_job_alone(
+    fleet: Fleet, redis_url: str, endpoint: str
+) -> None:
+    # Strict mode, default settings but one executor per worker process and a
+    # short timeout: each worker takes its own queue, so that each surely runs
+    # the attacker's jobs and then the victim's on the same executor.
+    env = {
+        "VERIFLEET_SANDBOX": "strict",
+        "VERIFLEET_SANDBOX_POOL": "1",
+        "VERIFLEET_SANDBOX_TIMEOUT": "3",
+    }
+    workers = ("w1", "w2")
+    for name in workers:
+        fleet.start_worker(name, concurrency=1, queues=name, **env)
+    fleet.wait_ready(list(workers))
+    for name in workers:
+        for stem in sorted(REFUSED):
+            report = _report(_fleet_job(_attacker(stem)[0], endpoint, redis_url, name))
+            assert re.search(REFUSED[stem], report), report
+        check_victim(_fleet_job(victim_benchmark()[0], endpoint, redis_url, name))
 
 
 def _mixed_job() -> tuple[Benchmark, dict[str, object]]:
