@@ -178,6 +178,14 @@ def test_checkpoint_scenarios_are_loaded_not_dropped(tmp_path: Path) -> None:
             "edge ask -> follow: unknown handover strategy 'carrier_pigeon'",
         ),
         (
+            {
+                "edges": [
+                    {"source": "ask", "target": "follow", "handover": "transcript_materialize"}
+                ]
+            },
+            "edge ask -> follow: handover 'transcript_materialize' is not supported",
+        ),
+        (
             {"outcomeCriteria": [{"name": "odd", "check": {"type": "MagicCheck"}}]},
             "outcome criterion 'odd': check type 'MagicCheck' is not supported",
         ),
@@ -278,3 +286,17 @@ def test_duplicate_ids_and_unknown_primitive_are_refused() -> None:
                 ],
             }
         )
+
+
+def test_a_tool_filter_is_refused_by_node_not_silently_ignored(tmp_path: Path) -> None:
+    """The original saves a node's toolFilter and never applies it: verifleet
+    names the node instead of running the agent with the tools its author removed."""
+    scenario = _karenina_scenario()
+    scenario["nodes"]["follow"]["toolFilter"] = {"remove": [{"server": "pubmed", "tool": None}]}
+    path = tmp_path / "bench.jsonld"
+    path.write_text(json.dumps(_checkpoint(scenario)))
+    [failed] = load_benchmark(path).broken_scenarios
+    assert (
+        failed.problem
+        == "node 'follow': toolFilter (hiding MCP tools from this node's agent) is not supported yet"
+    )
