@@ -165,9 +165,11 @@ Request = Annotated[
 
 
 class PingResult(_Message):
-    """CPU seconds used so far by the executor and every process it started."""
+    """CPU seconds used so far by the executor and every process it started,
+    and how many templates its router had template processes compile."""
 
     cpu_seconds: float
+    compiled: int = 0
 
 
 class DescribeResult(_Message):

@@ -69,6 +69,7 @@ from ._benchmark import (
     check_benchmark,
     dump_benchmark,
     load_benchmark,
+    template_problem,
 )
 
 # --- multi-turn scenarios ---------------------------------------------------------
@@ -243,5 +244,6 @@ __all__ = [
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "template_problem",
     "unwrap_preset",
 ]
