@@ -249,6 +249,8 @@ class Hello(_Message):
 
     seccomp: bool = False
     pid: int = 0
+    uid: int | None = None
+    """The uid the executor runs as (in its own user namespace, if any)."""
     fatal: str | None = None
 
 
