@@ -41,28 +41,34 @@ def _stat(pid: int) -> list[str]:
 
 
 def _template_processes() -> list[int]:
-    """Descendants of this process that lead a process group of their own
-    below the executor's (template processes do; the router and the spawner
-    share the executor's group)."""
+    """The template processes of this process's executor: children of the
+    spawner (the router's child) that lead a process group of their own. The
+    router is the executor process whose parent is not one (in ``seccomp``
+    mode it may run under ``unshare`` or another uid)."""
     parents: dict[int, int] = {}
     groups: dict[int, int] = {}
+    executor: set[int] = set()
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 fields = _stat(int(name))
+                command = Path(f"/proc/{name}/cmdline").read_bytes()
             except OSError:
                 continue
             parents[int(name)] = int(fields[1])
             groups[int(name)] = int(fields[2])
+            # The executor's interpreter (not an ``unshare`` that starts it).
+            if b"verifleet.sandbox._executor" in command and b"python" in command.split(b"\0")[0]:
+                executor.add(int(name))
 
-    def depth(pid: int) -> int:
-        steps = 0
+    def mine(pid: int) -> bool:  # other test runs on this machine have executors too
         while pid in parents and pid != os.getpid():
-            pid, steps = parents[pid], steps + 1
-        return steps if pid == os.getpid() else -1
+            pid = parents[pid]
+        return pid == os.getpid()
 
-    # host -> router (depth 1) -> spawner (2) -> template process (3)
-    return [pid for pid in parents if depth(pid) == 3 and groups[pid] == pid]
+    routers = {pid for pid in executor if parents[pid] not in executor and mine(pid)}
+    spawners = {pid for pid in executor if parents[pid] in routers}
+    return [pid for pid in executor if parents[pid] in spawners and groups[pid] == pid]
 
 
 def _second_call(disturb: signal.Signals | None) -> str:
