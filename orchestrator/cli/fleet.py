@@ -116,7 +116,12 @@ def register(commands: Any) -> None:
     add_config_arguments(submit)
     add_job_arguments(submit)
     _redis_arg(submit)
-    submit.add_argument("--job-id", help="choose the job id (default: generated)")
+    submit.add_argument(
+        "--job-id",
+        help="choose the job id (default: generated): letters, digits, '.', '_' and '-', "
+        "at most 128, starting with a letter or digit; an id an existing job holds is "
+        "refused (`verifleet resume ID` continues that job)",
+    )
     submit.add_argument(
         "--ttl",
         type=parse_duration,
@@ -151,8 +156,9 @@ def register(commands: Any) -> None:
         "--results-to",
         metavar="URL",
         help="move finished results out of Redis into Parquet shards under URL/JOB_ID/ while "
-        "the job runs (a path every worker sees, or an fsspec URL such as s3://bucket/prefix): "
-        "Redis then holds only what is in flight; `verifleet results` reads both",
+        "the job runs (a path every worker sees, or s3://, gs://, az:// URLs; other schemes "
+        "are refused): Redis then holds only what is in flight; `verifleet results` reads "
+        "both. Workers write only under their operator's `worker --results-root`",
     )
     add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
@@ -291,12 +297,20 @@ def _submit(args: argparse.Namespace) -> int:
     from verifleet.store import ResultStore, mask_password
 
     from .._fleet.broker import Broker
-    from .._fleet.submit import submit_job, validate_job
+    from .._fleet.roots import location_problem
+    from .._fleet.submit import job_id_refusal, submit_job, validate_job
     from ._console import make_console
     from ._sandbox import start_sandbox
     from .config import build_config
 
     url = _url(args)
+    # The job id and the results location first: no template check or model call
+    # is made for a job that cannot be stored.
+    early = [location_problem(args.results_to)] if args.results_to is not None else []
+    if args.job_id is not None:
+        early.append(job_id_refusal(ResultStore.from_url(url), args.job_id))
+    if any(early):
+        raise JobRejectedError([p for p in early if p])
     start_sandbox(args)  # templates and callable traits are checked in sandbox executors
     # Templates are checked by submit_job: a broken one fails its own question
     # (or, with --strict, rejects the job), as `verifleet run` does.

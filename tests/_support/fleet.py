@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,9 @@ class Fleet:
             VERIFLEET_LEASE_SECONDS="10",
             # A job whose lost messages no worker carries is re-sent after 5 s.
             VERIFLEET_STALL_SETTLE="5",
+            # The operator's results roots: the test's own folder (--results-to
+            # of the tests' jobs points into it).
+            VERIFLEET_RESULTS_ROOTS=str(self.logdir),
         )
         env.update(extra)
         return env
@@ -106,6 +109,15 @@ def fleet(redis_url: str, tmp_path: Path) -> Iterator[Fleet]:
     finally:
         f.stop()
         redis.Redis.from_url(redis_url).flushdb()
+
+
+def until(condition: Callable[[], object], what: str, timeout: float = 120) -> None:
+    """Poll ``condition`` every 0.1 s until it is true; fail saying ``what`` did
+    not happen within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {timeout}s"
+        time.sleep(0.1)
 
 
 def run_cli(
