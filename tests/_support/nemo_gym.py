@@ -131,6 +131,7 @@ def nemo_env(venv: Path) -> dict[str, str]:
         # On a busy machine Ray's dashboard agent takes longer than the raylet's
         # default wait to start (measured: 53 s at load average 13).
         RAY_raylet_start_wait_time_s="600",
+        RAY_agent_register_timeout_ms="600000",
         WANDB_MODE="disabled",
         HF_HUB_OFFLINE="1",
         NO_PROXY="*",
