@@ -76,8 +76,8 @@ def _describe(rows: Sequence[Mapping[str, float]]) -> dict[str, Any]:
     for index, row in enumerate(rows):
         for key in row:
             columns.setdefault(key, [None] * index)
-        for key, values in columns.items():
-            values.append(row.get(key))
+        for key, column in columns.items():
+            column.append(row.get(key))
     out: dict[str, Any] = {}
     stds: dict[str, float | None] = {}
     for key, raw in columns.items():
@@ -227,10 +227,10 @@ def aggregate_metrics(verify_responses: Sequence[Mapping[str, Any]]) -> dict[str
         return {**empty, "agent_metrics": dict(coverage), "key_metrics": dict(coverage)}
     seen: set[tuple[Any, Any]] = set()
     for row in scored:
-        key = (row.get(TASK_INDEX, 0), row.get(ROLLOUT_INDEX, 0))
-        if key in seen:
-            raise ValueError(f"two verify responses share task and rollout index {key}")
-        seen.add(key)
+        index = (row.get(TASK_INDEX, 0), row.get(ROLLOUT_INDEX, 0))
+        if index in seen:
+            raise ValueError(f"two verify responses share task and rollout index {index}")
+        seen.add(index)
     by_task: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for row in scored:
         by_task[row.get(TASK_INDEX, 0)].append(row)

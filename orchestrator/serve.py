@@ -137,7 +137,7 @@ def _guarded(
     guarded: ASGIApp = BodyLimit(app, max_bytes=max_body_bytes)
     guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH])
     open_paths = [HEALTH_PATH, READY_PATH]
-    checked = guarded
+    checked: ASGIApp = guarded
     if token is not None:
         checked = BearerAuth(guarded, token=token, open_paths=open_paths)
     if allow_net:
