@@ -136,10 +136,12 @@ def test_an_allowed_network_needs_no_token_and_others_still_do(judge: RunningEnd
     body = nemo_request(WRONG, question_id="geo")
     loopback = parse_networks(["127.0.0.0/8"])
     elsewhere = parse_networks(["10.0.0.0/8"])
-    with _service(judge.base_url, token="s3cret", allow_net=loopback) as base:
-        with _client(base) as client:
-            allowed = client.post("/verify", json=body)
-            seeded = client.post("/seed_session", json={})
+    with (
+        _service(judge.base_url, token="s3cret", allow_net=loopback) as base,
+        _client(base) as client,
+    ):
+        allowed = client.post("/verify", json=body)
+        seeded = client.post("/seed_session", json={})
     with _service(judge.base_url, token="s3cret", allow_net=elsewhere) as base:
         with _client(base) as client:
             no_token = client.post("/verify", json=body)
@@ -169,7 +171,9 @@ async def _burst(base: str, count: int) -> list[httpx.Response]:
 
 def test_requests_beyond_max_inflight_wait_in_the_queue_instead_of_503() -> None:
     # A slow judge (every call 300 ms) keeps each admitted request in flight.
-    answers = {f"{CORRECT} ({i})": {"fields": {"city": "Paris", "country": "France"}} for i in range(6)}
+    answers = {
+        f"{CORRECT} ({i})": {"fields": {"city": "Paris", "country": "France"}} for i in range(6)
+    }
     config = EndpointConfig(answers=answers, latency_ms=300)
     with run_endpoint_in_thread(config) as slow:
         with _service(slow.base_url, max_inflight=1, max_queued=8) as base:
