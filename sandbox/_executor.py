@@ -165,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
             write_all(answers, encode(Reply.failure(None, "protocol", str(exc)[:500])))
             continue
         if isinstance(request, PingRequest):
-            reply = encode(Reply.success(request.id, PingResult(cpu_seconds=_cpu_seconds())))
+            reply = encode(
+                Reply.success(
+                    request.id, PingResult(cpu_seconds=_cpu_seconds(), compiled=router.compiled)
+                )
+            )
         else:
             reply = router.handle(request, line)
         write_all(answers, reply)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
+from typing import TypeVar
 
 from ._cooperative import ExecutorBusy, current_wait
 from ._errors import SandboxError, SandboxUnavailable
@@ -21,6 +23,8 @@ from ._process import ExecutorProcess
 from ._settings import SandboxSettings
 
 __all__ = ["AFFINITY_WAIT", "WarmExecutors"]
+
+_T = TypeVar("_T")
 
 #: Seconds a call waits for the busy executor that compiled its template before
 #: taking another idle one (which then compiles it too, ~1-1.5 ms against a
@@ -196,6 +200,25 @@ class WarmExecutors:
                 self._cond.notify_all()
             else:
                 self._cond.notify()
+
+    def on_each_idle(self, call: Callable[[ExecutorProcess], _T]) -> list[_T]:
+        """``call`` on every executor idle now (each lent for it, then taken
+        back), in turn; what each returned.
+
+        Raises:
+            Whatever ``call`` raised (the executors are taken back first).
+        """
+        with self._cond:
+            lent, self._idle = self._idle, []
+            self._busy.update(lent)
+        values: list[_T] = []
+        try:
+            for proc in lent:
+                values.append(call(proc))
+        finally:
+            for proc in lent:
+                self.release(proc)
+        return values
 
     def counts(self) -> tuple[int, int]:
         """(executors running or starting now, executors that died and were dropped)."""

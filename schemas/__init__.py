@@ -69,6 +69,7 @@ from ._benchmark import (
     check_benchmark,
     dump_benchmark,
     load_benchmark,
+    template_problem,
 )
 
 # --- multi-turn scenarios ---------------------------------------------------------
@@ -79,6 +80,7 @@ from ._scenario import (
     BrokenScenario,
     Condition,
     CountTurns,
+    CrossTurnCheck,
     END,
     FirstMatchIndex,
     OutcomeCheck,
@@ -159,6 +161,7 @@ __all__ = [
     "ConfigError",
     "CostSummary",
     "CountTurns",
+    "CrossTurnCheck",
     "DeepJudgmentTraitConfig",
     "DynamicRubric",
     "EvaluationMode",
@@ -241,5 +244,6 @@ __all__ = [
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "template_problem",
     "unwrap_preset",
 ]

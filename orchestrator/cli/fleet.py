@@ -291,7 +291,7 @@ def _submit(args: argparse.Namespace) -> int:
     from verifleet.store import ResultStore, mask_password
 
     from .._fleet.broker import Broker
-    from .._fleet.submit import submit_job, validate_job
+    from .._fleet.submit import check_job, submit_job
     from ._console import make_console
     from ._sandbox import start_sandbox
     from .config import build_config
@@ -305,12 +305,13 @@ def _submit(args: argparse.Namespace) -> int:
     )
     benchmark = select(benchmark, args)
     config = build_config(args)
-    if args.preflight:
-        # The job's own problems first (no network): a broken job is rejected
-        # listing them, whatever state its models are in. submit_job checks again.
-        problems = validate_job(benchmark, config, strict=args.strict)
-        if problems:
-            raise JobRejectedError(problems)
+    # The job's own problems first (no network): a broken job is rejected
+    # listing them, whatever state its models are in. Each template is
+    # described once, in parallel; submit_job uses this check.
+    checked = check_job(benchmark, config)
+    problems = checked.problems + (checked.failing if args.strict else [])
+    if problems:
+        raise JobRejectedError(problems)
     preflight(config, args, make_console(stderr=True))
     store = ResultStore.from_url(url)
     _purge_expired(store)
@@ -325,6 +326,7 @@ def _submit(args: argparse.Namespace) -> int:
             strict=args.strict,
             weight=args.weight,
             results_to=args.results_to,
+            checked=checked,
         )
     finally:
         broker.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 import time
 from pathlib import Path
@@ -122,10 +123,11 @@ def _run(args: argparse.Namespace) -> int:
             args.benchmark, trust_callables=args.trust_callables, validate_templates=False
         )
         benchmark = select(benchmark, args)
-        for problem in benchmark.validate():
-            console.print(
-                f"[yellow]warning:[/yellow] {problem} (its results will record the error)"
-            )
+        # Each question's template is checked as its first unit starts, in the
+        # run's own template processes (LocalRunner): one compile per template,
+        # spread over the executors, none before the first unit.
+        for problem in benchmark.validate(question_templates=False):
+            _warn(console, problem)
         local_spec = None
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer
@@ -144,6 +146,10 @@ def _run(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             max_error_rate=args.max_error_rate,
         )
+
+
+def _warn(console: Console, problem: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
 
 
 def print_costs(console: Console, costs: Any, config: Any) -> None:
@@ -199,6 +205,7 @@ def _execute(
             console.print(f"retrying the units of {len(errored)} errored results in {out}")
     done_scenarios = output.done_scenarios(retry_errors=retry_errors)
     runner = runner or LocalRunner(benchmark, config)
+    runner.on_template_problem = functools.partial(_warn, console)
     if config.max_cost_usd is not None:
         runner.spent_before = output.spent()
     total = runner.count_units() + runner.count_scenario_units()
