@@ -339,6 +339,7 @@ class ResultStore(UnitWrites):
             queue=meta.get("queue") or DEFAULT_QUEUE,
             weight=float(meta.get("weight") or 1.0),
             share=None if share is None else float(reply_text(share)),
+            error=meta.get("error", ""),
         )
 
     # --- results drained out of Redis (``results_to``) --------------------------------
@@ -371,6 +372,7 @@ class ResultStore(UnitWrites):
             ended = status is not None and reply_text(status) in (
                 JobStatus.DONE,
                 JobStatus.CANCELLED,
+                JobStatus.FAILED,
             )
             if ended or int(waiting) >= batch:
                 found.append((job_id, reply_text(url)))

@@ -126,7 +126,11 @@ class ResultDrain:
         try:
             while True:
                 page = self.store.results_page(job_id, self.batch)
-                ended = self.store.status(job_id) in (JobStatus.DONE, JobStatus.CANCELLED)
+                ended = self.store.status(job_id) in (
+                    JobStatus.DONE,
+                    JobStatus.CANCELLED,
+                    JobStatus.FAILED,
+                )
                 if not page or (len(page) < self.batch and not ended):
                     return moved
                 shard = write_shard(url, job_id, page)

@@ -371,7 +371,9 @@ def _jobs(args: argparse.Namespace) -> int:
     table = Table(title="jobs")
     for col in ("job", "name", "status", "created", "units done", "failed", "queue", "share"):
         table.add_column(col)
-    for p in store.list_jobs(limit=args.limit):
+    jobs = store.list_jobs(limit=args.limit)
+    failed = [p for p in jobs if p.error]
+    for p in jobs:
         table.add_row(
             p.job_id,
             p.name,
@@ -384,6 +386,8 @@ def _jobs(args: argparse.Namespace) -> int:
         )
     console = make_console()
     console.print(table)
+    for p in failed:
+        console.print(f"job {p.job_id} failed: {p.error}", markup=False, highlight=False)
     if expired:
         console.print(f"deleted {len(expired)} expired job(s): {', '.join(expired)}")
     return 0
@@ -427,6 +431,8 @@ def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = Non
     )
     share = "-" if p.share is None else f"{p.share:.0%}"
     line.append(f"\nqueue {p.queue}  weight {p.weight:g}  share {share}")
+    if p.error:
+        line.append(f"\nerror: {p.error}", style="bold red")
     if p.total_scenarios:
         line.append(
             f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "
@@ -543,6 +549,13 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    count = _job(args).export(args.out)
+    from verifleet.store import JobStatus
+
+    job = _job(args)
+    count = job.export(args.out)
     print(f"{count} results written to {args.out}")
+    progress = job.progress()
+    if progress.status is JobStatus.FAILED:
+        # The export holds only what ran before the job was stopped.
+        print(f"job {args.job_id} failed: {progress.error}", file=sys.stderr)
     return 0

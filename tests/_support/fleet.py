@@ -43,10 +43,16 @@ class Fleet:
         return env
 
     def start_worker(
-        self, name: str, *, concurrency: int = 8, queues: str | None = None, **env: str
+        self,
+        name: str,
+        *,
+        concurrency: int = 8,
+        queues: str | None = None,
+        options: tuple[str, ...] = (),
+        **env: str,
     ) -> subprocess.Popen[bytes]:
         log = (self.logdir / f"{name}.log").open("wb")
-        extra = ["--queues", queues] if queues else []
+        extra = [*(["--queues", queues] if queues else []), *options]
         proc = subprocess.Popen(
             [
                 *VERIFLEET,
