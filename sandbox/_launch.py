@@ -44,6 +44,15 @@ def _package_dirs() -> list[str]:
     assert root is not None and all(packages)
     found = [Path(root).parent, *(Path(str(p)).parent for p in packages)]
     found.append(Path(sandbox_init).parent)
+    # The third-party packages it imports, wherever the environment keeps them
+    # (a virtualenv may reach another one's site-packages through a .pth file).
+    import cloudpickle
+    import pydantic
+    import pydantic_core
+
+    for module in (pydantic, pydantic_core, cloudpickle):
+        assert module.__file__ is not None
+        found.append(Path(module.__file__).parent.parent)
     return [str(p.resolve()) for p in found]
 
 

@@ -19,6 +19,7 @@ from typing import TypeVar
 from ._bytecode import bytecode_ready
 from ._cooperative import ExecutorBusy, current_wait
 from ._errors import SandboxError, SandboxUnavailable
+from ._identity import ENV_UID, Separation, executor_identity, sandbox_uid
 from ._process import ExecutorProcess
 from ._settings import SandboxSettings
 
@@ -177,6 +178,13 @@ class WarmExecutors:
         if self.settings.mode.uses_seccomp and not proc.seccomp:
             proc.kill()
             raise SandboxUnavailable("the executor started without its seccomp filter")
+        identity = executor_identity(self.settings.mode)
+        expected = sandbox_uid() if identity.separation is not Separation.NONE else None
+        if expected is not None and proc.uid != expected:
+            proc.kill()
+            raise SandboxUnavailable(
+                f"the executor runs as uid {proc.uid}, not as {ENV_UID}={expected}"
+            )
 
     def release(self, proc: ExecutorProcess) -> None:
         """Take back an executor :meth:`acquire` lent: kept idle while it lives
