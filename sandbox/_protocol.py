@@ -165,9 +165,11 @@ Request = Annotated[
 
 
 class PingResult(_Message):
-    """CPU seconds used so far by the executor and every process it started."""
+    """CPU seconds used so far by the executor and every process it started,
+    and how many templates its router had template processes compile."""
 
     cpu_seconds: float
+    compiled: int = 0
 
 
 class DescribeResult(_Message):
@@ -247,6 +249,8 @@ class Hello(_Message):
 
     seccomp: bool = False
     pid: int = 0
+    uid: int | None = None
+    """The uid the executor runs as (in its own user namespace, if any)."""
     fatal: str | None = None
 
 
