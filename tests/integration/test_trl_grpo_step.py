@@ -12,7 +12,6 @@ reward also shows that each completion was verified against its own question
 from __future__ import annotations
 
 import math
-import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,52 +24,21 @@ import torch
 import yaml
 from _support.fleet import VERIFLEET
 from _support.redis_server import free_port
+from _support.tiny_rl import (
+    CAPITALS,
+    CAPITALS_REWARD,
+    WORDS,
+    capitals_benchmark,
+    names_capital,
+    question_text,
+    word_tokenizer,
+)
 from datasets import Dataset
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
 from verifleet.reward import trl_reward
-from verifleet.schemas import Benchmark, Question, RegexTrait, Rubric, dump_benchmark
-
-CAPITALS = {"fr": ("france", "paris"), "it": ("italy", "rome")}
-WORDS = ["<pad>", "<unk>", "<s>", "</s>", "what", "is", "the", "capital", "of", "?"]
-WORDS += ["france", "italy", "paris", "rome", "lyon", "milan", "city"]
-
-TEMPLATE = """
-from pydantic import Field
-
-from karenina.schemas.entities import BaseAnswer
-
-
-class Answer(BaseAnswer):
-    city: str = Field(description="The city named")
-
-    def verify(self) -> bool:
-        return False
-"""
-
-
-def _benchmark() -> Benchmark:
-    questions = [
-        Question(
-            id=qid,
-            text=f"what is the capital of {country} ?",
-            answer_template=TEMPLATE,
-            question_rubric=Rubric(
-                regex_traits=[RegexTrait(name="names_capital", pattern=rf"\b{city}\b")]
-            ),
-        )
-        for qid, (country, city) in CAPITALS.items()
-    ]
-    return Benchmark(name="capitals", questions=questions)
-
-
-REWARD = {
-    "mode": "hybrid",
-    "components": [{"name": "capital", "source": "trait", "trait": "names_capital", "weight": 1}],
-    "verification": {"evaluation_mode": "rubric_only"},
-}
+from verifleet.schemas import dump_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +46,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``verifleet serve`` for the capitals benchmark; its base URL."""
     folder = tmp_path_factory.mktemp("grpo")
     bench, reward = folder / "capitals.yaml", folder / "reward.yaml"
-    dump_benchmark(_benchmark(), bench)
-    reward.write_text(yaml.safe_dump(REWARD))
+    dump_benchmark(capitals_benchmark(), bench)
+    reward.write_text(yaml.safe_dump(CAPITALS_REWARD))
     port = free_port()
     log_path = folder / "serve.log"
     # rubric_only with regex traits makes no judge call: the judge named here
@@ -104,19 +72,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def _tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {word: index for index, word in enumerate(WORDS)}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-    )
 
 
 def _policy() -> Any:
@@ -147,7 +102,7 @@ def _verifleet_rewards(url: str, qids: list[str], completions: list[str]) -> lis
 
 
 def test_a_grpo_step_trains_on_verifleet_rewards(server: str, tmp_path: Path) -> None:
-    prompts = {f"what is the capital of {country} ?": qid for qid, (country, _) in CAPITALS.items()}
+    prompts = {question_text(qid): qid for qid in CAPITALS}
     dataset = Dataset.from_dict({"prompt": list(prompts), "question_id": list(prompts.values())})
     model = _policy()
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
@@ -169,7 +124,7 @@ def test_a_grpo_step_trains_on_verifleet_rewards(server: str, tmp_path: Path) ->
         reward_funcs=trl_reward(server, trust_env=False),
         args=args,
         train_dataset=dataset,
-        processing_class=_tokenizer(),
+        processing_class=word_tokenizer(),
     )
     trainer.train()
 
@@ -181,10 +136,7 @@ def test_a_grpo_step_trains_on_verifleet_rewards(server: str, tmp_path: Path) ->
     # The rewards TRL logged are verifleet's for those completions...
     assert logged == _verifleet_rewards(server, qids, completions)
     # ...and mean what the benchmark says: the question's own capital named.
-    expected = [
-        1.0 if re.search(rf"\b{CAPITALS[q][1]}\b", c) else 0.0
-        for q, c in zip(qids, completions, strict=True)
-    ]
+    expected = [names_capital(q, c) for q, c in zip(qids, completions, strict=True)]
     assert logged == expected
     # Both verdicts occur (a group whose rewards are all equal has no advantage,
     # and the step would leave the policy as it was).
