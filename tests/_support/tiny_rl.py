@@ -32,7 +32,8 @@ CAPITALS_REWARD: dict[str, Any] = {
     "verification": {"evaluation_mode": "rubric_only"},
 }
 
-_TEMPLATE = """
+#: An answer template no test relies on (the rewards come from the rubric).
+TEMPLATE = """
 from pydantic import Field
 
 from karenina.schemas.entities import BaseAnswer
@@ -57,7 +58,7 @@ def capitals_benchmark() -> Benchmark:
         Question(
             id=qid,
             text=question_text(qid),
-            answer_template=_TEMPLATE,
+            answer_template=TEMPLATE,
             question_rubric=Rubric(
                 regex_traits=[RegexTrait(name="names_capital", pattern=rf"\b{city}\b")]
             ),
