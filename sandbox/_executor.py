@@ -31,6 +31,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from ._children import MAX_ANSWER_BYTES, Limits, Slot, spawner_main
+from ._digits import undecodable_request
 from ._pipes import write_all
 from ._protocol import Hello, PingRequest, PingResult, Reply, decode_request, encode
 
@@ -61,7 +62,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--template-processes", type=int, default=16)
     parser.add_argument("--max-templates", type=int, default=1024)
     parser.add_argument("--templates-per-process", type=int, default=512)
-    parser.add_argument("--fresh-state", choices=("call", "template"), default="template")
+    parser.add_argument("--fresh-state", choices=("call", "template", "job"), default="template")
     return parser.parse_args(argv)
 
 
@@ -87,6 +88,15 @@ def _set_limits(memory_mb: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
+def _not_dumpable() -> None:
+    import ctypes
+
+    pr_set_dumpable = 4
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def _warm_up() -> None:
     """Import and exercise what children run, once, before the spawner forks."""
     from ._protocol import DescribeRequest, EvaluateRequest, source_digest
@@ -108,12 +118,19 @@ def main(argv: list[str] | None = None) -> int:
         cpu_seconds=args.cpu_seconds,
         timeout=args.timeout,
         fork_per_call=args.fresh_state == "call",
+        per_template=args.fresh_state != "job",
     )
     try:
+        # Not dumpable (inherited by every child): /proc/<pid>/environ, mem, fd
+        # ... of the executor's processes belong to root, so another executor
+        # running as the same uid cannot read this one's jobs through /proc.
+        _not_dumpable()
         _set_limits(args.memory_mb)
         _warm_up()
         slots = [Slot.open(i) for i in range(args.template_processes + 1)]
         control_r, control_w = os.pipe()
+        # How the spawner's children ended or stopped, for the router's errors.
+        status_r, status_w = os.pipe()
         spawner = os.fork()
         if spawner == 0:
             try:
@@ -122,10 +139,12 @@ def main(argv: list[str] | None = None) -> int:
                 os.close(requests)
                 os.close(answers)
                 die_with_parent(os.getppid())
-                spawner_main(control_r, slots, limits)
+                os.close(status_r)
+                spawner_main(control_r, slots, limits, status_w)
             finally:
                 os._exit(70)
         os.close(control_r)
+        os.close(status_w)
         if seccomp:
             from ._seccomp import install_filter
 
@@ -135,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         router = Router(
             slots,
             control_w,
+            status_r,
             spawner,
             limits,
             max_sources=args.max_templates,
@@ -143,16 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         write_all(answers, encode(Hello(fatal=f"{type(exc).__name__}: {exc}")))
         return 3
-    write_all(answers, encode(Hello(seccomp=seccomp, pid=os.getpid())))
+    write_all(answers, encode(Hello(seccomp=seccomp, pid=os.getpid(), uid=os.getuid())))
     stream: IO[bytes] = os.fdopen(requests, "rb")
     for line in stream:
         try:
             request = decode_request(line)
         except ValidationError as exc:
-            write_all(answers, encode(Reply.failure(None, "protocol", str(exc)[:500])))
+            write_all(answers, undecodable_request(line, str(exc)))
             continue
         if isinstance(request, PingRequest):
-            reply = encode(Reply.success(request.id, PingResult(cpu_seconds=_cpu_seconds())))
+            reply = encode(
+                Reply.success(
+                    request.id, PingResult(cpu_seconds=_cpu_seconds(), compiled=router.compiled)
+                )
+            )
         else:
             reply = router.handle(request, line)
         write_all(answers, reply)

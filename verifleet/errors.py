@@ -24,6 +24,7 @@ caller must act on.
     ├── UntrustedCodeError          loading would run untrusted code
     ├── ExportError                 a result export or import failed
     │   └── StoredResultError       one stored result is not a valid result
+    ├── StatisticsError             a statistic cannot be computed from the data given
     ├── ModelError                  talking to a model failed
     │   ├── ModelCallError          the call failed for good (retries exhausted)
     │   └── StructuredOutputError   no JSON matching the schema came back
@@ -46,6 +47,7 @@ __all__ = [
     "ModelError",
     "RubricError",
     "StageFailure",
+    "StatisticsError",
     "StoredResultError",
     "StructuredOutputError",
     "TemplateValidationError",
@@ -150,6 +152,11 @@ class StoredResultError(ExportError, ValueError):
     def __init__(self, index: int, problem: str) -> None:
         super().__init__(problem)
         self.index = index
+
+
+class StatisticsError(VerifleetError, ValueError):
+    """A statistic cannot be computed from the data given (no observations, pairs
+    that do not match, a rating table of the wrong shape); the message says which."""
 
 
 # --- running: models, recorded answers, traces, stages -------------------------------

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
+
+from verifleet.orchestrator.stats import wilson
 
 from ._index import ResultIndex
 
@@ -15,26 +16,15 @@ GRANULAR_BINS = 10
 """Bins of the granular score histograms (equal width over [0, 1], or over the
 scores' range when some fall outside it)."""
 
-# The 95 % normal quantile of the Wilson score interval.
-_Z = 1.959963984540054
 
-
-def wilson_interval(passed: int, total: int, z: float = _Z) -> tuple[float, float]:
-    """The Wilson score interval of a pass rate (95 % by default).
-
-    Unlike the normal approximation it stays inside [0, 1] and is sensible for
-    small counts and rates near 0 or 1.
+def wilson_interval(passed: int, total: int) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a pass rate (see :func:`stats.wilson`).
 
     Returns:
         ``(low, high)``; ``(0.0, 1.0)`` when ``total`` is 0 (nothing is known).
     """
-    if total <= 0:
-        return 0.0, 1.0
-    rate = passed / total
-    denominator = 1 + z * z / total
-    centre = (rate + z * z / (2 * total)) / denominator
-    half = z * math.sqrt(rate * (1 - rate) / total + z * z / (4 * total * total)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    interval = wilson(passed, total)
+    return interval.low, interval.high
 
 
 def template_summary(frame: pd.DataFrame) -> dict[str, Any]:
