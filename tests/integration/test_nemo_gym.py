@@ -82,7 +82,7 @@ def _start_serve(args: list[str], log: Path, env: dict[str, str] | None = None) 
         stderr=subprocess.STDOUT,
         env=env or dict(os.environ),
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while True:
         assert proc.poll() is None, log.read_text()
         try:
