@@ -150,6 +150,7 @@ def test_nemo_gym_contract_helpers_pass_and_metrics_match_its_own(
             done = subprocess.run(
                 [
                     str(venv / "bin" / "python"),
+                    "-P",  # not its folder on sys.path: _support/nemo_gym.py would shadow nemo_gym
                     str(CHECKS),
                     base,
                     str(out),
