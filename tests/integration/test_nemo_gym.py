@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +215,9 @@ def _capitals(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, Any]]:
 
 
 @pytest.fixture
-def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpoint]]:
+def gym_servers(
+    venv: Path, tmp_path: Path
+) -> Iterator[tuple[Path, RunningEndpoint, list[str], Callable[[], None]]]:
     """``gym env start`` from a directory ``--nemo-gym-dir`` wrote; the judge refuses
     the long prompts (as a model with a short context would) until the test says."""
     bench, replies, answers = _capitals(tmp_path)
@@ -250,10 +252,7 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
         assert wrote.returncode == 0, wrote.stderr
         env = {**nemo_env(venv), "VERIFLEET_SERVE_TOKEN": "not-sent-by-nemo-gym"}
         log = tmp_path / "gym.log"
-        command = [
-            str(venv / "bin" / "gym"),
-            "env",
-            "start",
+        configs = [
             "--config",
             "resources_servers/verifleet/configs/verifleet.yaml",
             "--config",
@@ -264,6 +263,7 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
             "++skip_venv_if_present=true",
             f"++uv_venv_dir={server_venvs(tmp_path / 'venvs', venv)}",
         ]
+        command = [str(venv / "bin" / "gym"), "env", "start", *configs]
         # NeMo Gym stops its servers on SIGINT: a background child must not ignore it.
         gym = subprocess.Popen(
             command,
@@ -285,12 +285,19 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
                 for q in replies
             ]
             (tmp_path / "input.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            yield tmp_path, judge
+
+            def stop() -> None:
+                if gym.poll() is None:
+                    os.killpg(gym.pid, signal.SIGINT)
+                    try:
+                        gym.wait(timeout=120)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(gym.pid, signal.SIGKILL)
+                        gym.wait()
+
+            yield tmp_path, judge, configs, stop
         finally:
-            os.killpg(gym.pid, signal.SIGINT)
-            try:
-                gym.wait(timeout=120)
-            except subprocess.TimeoutExpired:
+            if gym.poll() is None:
                 os.killpg(gym.pid, signal.SIGKILL)
                 gym.wait()
 
@@ -305,9 +312,9 @@ def _rewards(path: Path) -> dict[str, Any]:
 
 
 def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
-    venv: Path, gym_servers: tuple[Path, RunningEndpoint]
+    venv: Path, gym_servers: tuple[Path, RunningEndpoint, list[str], Callable[[], None]]
 ) -> None:
-    root, judge = gym_servers
+    root, judge, configs, stop = gym_servers
     env = nemo_env(venv)
     collect = subprocess.run(
         [
@@ -335,12 +342,16 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
     metrics = [p for p in root.glob("out*metrics*.json*")]
     assert metrics, sorted(p.name for p in root.iterdir())
     # The judge answers long prompts again: re-verify the judge failures only.
+    # `gym eval reverify` starts the servers itself (verifleet serve again, from
+    # the same directory): those of `gym env start` stop first.
+    stop()
     judge.app.config.context_chars = None
     reverify = subprocess.run(
         [
             str(venv / "bin" / "gym"),
             "eval",
             "reverify",
+            *configs,
             "--judge-failed-only",
             "--inputs",
             str(root / "out_materialized_inputs.jsonl"),
