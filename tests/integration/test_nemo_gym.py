@@ -302,6 +302,20 @@ def gym_servers(
                 gym.wait()
 
 
+def _nemo(command: list[str], root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a NeMo Gym command that may start servers: SIGINT, with which it stops
+    them, restored (a background test run inherits it ignored)."""
+    return subprocess.run(
+        command,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
 def _rewards(path: Path) -> dict[str, Any]:
     out = {}
     for line in path.read_text().splitlines():
@@ -316,7 +330,7 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
 ) -> None:
     root, judge, configs, stop = gym_servers
     env = nemo_env(venv)
-    collect = subprocess.run(
+    collect = _nemo(
         [
             str(venv / "bin" / "ng_collect_rollouts"),
             "+agent_name=verifleet_simple_agent",
@@ -324,11 +338,8 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
             f"+output_jsonl_fpath={root / 'out.jsonl'}",
             "+num_samples_in_parallel=8",
         ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        root,
+        env,
     )
     assert collect.returncode == 0, collect.stdout[-5000:] + collect.stderr[-5000:]
     scored = _rewards(root / "out.jsonl")
@@ -346,7 +357,7 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
     # the same directory): those of `gym env start` stop first.
     stop()
     judge.app.config.context_chars = None
-    reverify = subprocess.run(
+    reverify = _nemo(
         [
             str(venv / "bin" / "gym"),
             "eval",
@@ -360,11 +371,8 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
             "--output",
             str(root / "reverified.jsonl"),
         ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        root,
+        env,
     )
     assert reverify.returncode == 0, reverify.stdout[-5000:] + reverify.stderr[-5000:]
     again = _rewards(root / "reverified.jsonl")
