@@ -33,7 +33,14 @@ from ._serve_admission import Admission
 from ._serve_protocol import OnDisconnect
 from ._serve_scoring import DisconnectWatch, Receive, score_on_loop
 
-__all__ = ["BATCH_PATH", "REQUEST", "BatchReply", "score_batch", "validation_problems"]
+__all__ = [
+    "BATCH_PATH",
+    "REQUEST",
+    "BatchReply",
+    "score_batch",
+    "score_rollouts",
+    "validation_problems",
+]
 
 BATCH_PATH = "/verify/batch"
 
@@ -125,6 +132,30 @@ async def score_batch(
     rollouts = _rollouts(data)
     if isinstance(rollouts, str):
         return 422, {"message": rollouts}, {}
+    return await score_rollouts(
+        rollouts,
+        scorer,
+        admission,
+        timeout=timeout,
+        max_batch=max_batch,
+        receive=receive,
+        on_disconnect=on_disconnect,
+    )
+
+
+async def score_rollouts(
+    rollouts: list[Any],
+    scorer: RewardScorer,
+    admission: Admission,
+    *,
+    timeout: float,
+    max_batch: int,
+    receive: Receive,
+    on_disconnect: OnDisconnect | None = None,
+) -> BatchReply:
+    """Score a batch's rollouts (verify request bodies), admitted all or none;
+    the arguments and the reply are :func:`score_batch`'s (other routes that
+    take many rollouts in a body of their own share it)."""
     count = len(rollouts)
     limit = min(max_batch, admission.max_inflight)
     if count > limit:

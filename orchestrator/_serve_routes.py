@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import orjson
@@ -28,7 +29,7 @@ from verifleet.reward import (
 )
 
 from ._serve_admission import Admission
-from ._serve_batch import BATCH_PATH, REQUEST, score_batch, validation_problems
+from ._serve_batch import BATCH_PATH, REQUEST, BatchReply, score_batch, validation_problems
 from ._serve_guards import Receive, Scope, Send, bearer_token_ok
 from ._serve_nemo import NemoGymRoutes, add_component_fields, failsafe_fields
 from ._serve_protocol import DISCONNECT_EXTENSION, OnDisconnect
@@ -39,6 +40,7 @@ __all__ = [
     "HEALTH_PATH",
     "READY_PATH",
     "VERIFY_PATH",
+    "BodyRoute",
     "InfraErrors",
     "ServiceRoutes",
     "reply_fields",
@@ -51,6 +53,10 @@ READY_PATH = "/ready"
 VERIFY_PATH = "/verify"
 
 InfraErrors = Literal["status", "null", "failsafe"]
+
+#: A POST route served from its whole body: (body, receive, the server's
+#: disconnect callback) -> (status, payload, headers), None when the client left.
+BodyRoute = Callable[[bytes, Receive, OnDisconnect | None], Awaitable[BatchReply]]
 
 #: The status of an infrastructure failure when ``infra_errors="status"``.
 FAILURE_STATUS = {"judge_unreachable": 502, "judge_refused": 502, "executor": 503, "timeout": 504}
@@ -164,6 +170,21 @@ class ServiceRoutes:
             ("GET", READY_PATH): self.ready,
             **NemoGymRoutes().routes(),
         }
+
+    def add_body_route(self, path: str, handle: BodyRoute) -> None:
+        """Serve ``POST path`` with ``handle``, behind the same guards (another
+        client's protocol, in a module of its own)."""
+
+        async def route(scope: Scope, receive: Receive, send: Send) -> None:
+            raw = await _body(receive)
+            if raw is None:
+                return
+            reply = await handle(raw, receive, _on_disconnect(scope))
+            if reply is not None:
+                status, payload, headers = reply
+                await _send(send, status, payload, headers)
+
+        self._routes[("POST", path)] = route
 
     def handles(self, scope: Scope) -> bool:
         """Whether ``scope`` is one of the routes served here."""

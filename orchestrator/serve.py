@@ -1,5 +1,6 @@
 """The reward service: ``POST /verify``, ``POST /verify/batch``, ``GET /health``,
-``GET /ready`` and the OpenAPI document.
+``GET /ready``, OpenRLHF's ``POST /get_reward`` (:mod:`._serve_openrlhf`) and the
+OpenAPI document.
 
 Status codes: 200 with the reward; 400 for a body that is not JSON; 401 without
 the bearer token (when the service has one; ``/health`` and ``/ready`` never need
@@ -54,6 +55,7 @@ from ._serve_defaults import (
     DEFAULT_REQUEST_TIMEOUT,
 )
 from ._serve_guards import ASGIApp, BearerAuth, BodyLimit, HostCheck, Receive, Scope, Send
+from ._serve_openrlhf import OPENRLHF_PATH, declare_openrlhf, openrlhf_route
 from ._serve_routes import (
     FAILURE_STATUS,
     HEALTH_PATH,
@@ -342,6 +344,10 @@ def service_for(
         infra_errors=infra_errors,
         token=token,
     )
+    routes.add_body_route(
+        OPENRLHF_PATH,
+        openrlhf_route(scorer, admission, timeout=request_timeout, max_batch=max_batch),
+    )
     app.routes_fast = routes
     guards: dict[str, Any] = {
         "admission": admission,
@@ -363,4 +369,5 @@ def service_for(
     app.state.admission = admission
     app.router.add_event_handler("shutdown", close_async_senders)
     _declare_routes(app)
+    declare_openrlhf(app)
     return app

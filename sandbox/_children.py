@@ -24,6 +24,7 @@ its parent, and installs its seccomp layer before untrusted code runs.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import resource
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from verifleet.templates import BaseAnswer
 
+from ._digits import refuse_huge_reply
 from ._pipes import (
     Deadline,
     become_subreaper,
@@ -76,12 +78,14 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024
 class Limits:
     """How calls run: seccomp or not, CPU seconds and wall clock per call, and
     whether each call gets a process of its own (``fork_per_call``) or runs in
-    its template's process (one per scope and template)."""
+    its template's process, and whether that is one per (scope, template)
+    (``per_template``) or one per scope (``VERIFLEET_SANDBOX_FRESH=job``)."""
 
     seccomp: bool
     cpu_seconds: int
     timeout: float
     fork_per_call: bool = True
+    per_template: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,12 +110,16 @@ class Slot:
         return cls(index, request_r, request_w, answer_r, answer_w)
 
 
-def spawner_main(control_r: int, slots: list[Slot], limits: Limits) -> None:
+def spawner_main(control_r: int, slots: list[Slot], limits: Limits, status_w: int) -> None:
     """The spawner's loop: one slot number per line on ``control_r``, one child
-    forked into that slot for each. Never returns."""
-    keep = {control_r} | {fd for s in slots for fd in (s.request_r, s.answer_w)}
+    forked into that slot for each; each child that ends or stops is reported
+    on ``status_w`` as ``pid status`` (a ``waitpid`` status), so that the router
+    can say a process was stopped or killed from outside rather than blame its
+    template. Never returns."""
+    keep = {control_r, status_w} | {fd for s in slots for fd in (s.request_r, s.answer_w)}
     close_all_but(keep)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps its children
+    os.set_blocking(status_w, False)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: _report_children(status_w))
     if limits.seccomp:
         from ._seccomp import install_filter
 
@@ -134,6 +142,21 @@ def spawner_main(control_r: int, slots: list[Slot], limits: Limits) -> None:
                     _slot_main(slot, parent, limits)
                 finally:
                     os._exit(70)
+
+
+def _report_children(status_w: int) -> None:
+    """Reap every child that ended and report it, and every one that stopped
+    (the router reads the reports; when it does not keep up, reports are
+    dropped rather than block the spawner)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        with contextlib.suppress(OSError):
+            os.write(status_w, f"{pid} {status}\n".encode())
 
 
 def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
@@ -173,12 +196,16 @@ def _template_main(
     template of the unscoped callers): compile each template once, here (its
     class body runs in this process), and run each call in a fresh child (or
     here, in ``template`` mode), until the router kills this process."""
-    global _COMPILED, _UNIT_PROGRAM
+    global _COMPILED, _UNIT_PROGRAM, _SLOT_ANSWER
+    _SLOT_ANSWER = slot.answer_w
+    become_subreaper()
     if limits.seccomp:
         from ._seccomp import install_filter
 
-        install_filter("template")
-    become_subreaper()
+        # Class bodies run here: no clone at all unless calls are forked from
+        # here, and then only a plain fork (a CLONE_PARENT clone would leave
+        # this process's group and outlive it).
+        install_filter("template-fork" if limits.fork_per_call else "template")
     if limits.fork_per_call and limits.seccomp:
         from ._pipes import libc
         from ._seccomp import unit_program
@@ -256,6 +283,8 @@ def _compile(
     return cls, None
 
 
+#: The answer pipe of this process's slot (a template process's).
+_SLOT_ANSWER = -1
 #: The compiled class of this template process (set once it compiled).
 _COMPILED: type[BaseAnswer] | None = None
 #: The call children's seccomp layer, compiled once per template process.
@@ -288,13 +317,11 @@ def _call_in_child(line: bytes, request_id: int | None, limits: Limits) -> bytes
     try:
         reply = read_line(answer_r, limits.timeout, limit=MAX_ANSWER_BYTES) + b"\n"
     except Deadline:
-        os.kill(pid, signal.SIGKILL)
         message = f"no answer within {limits.timeout:g} s (wall-clock limit); the call was stopped"
-        reply = encode(Reply.failure(request_id, "timeout", message))
+        _give_up_call(encode(Reply.failure(request_id, "timeout", message)))
     except OverflowError:
-        os.kill(pid, signal.SIGKILL)
         message = f"answer larger than {MAX_ANSWER_BYTES} bytes"
-        reply = encode(Reply.failure(request_id, "crash", message))
+        _give_up_call(encode(Reply.failure(request_id, "crash", message)))
     except EOFError:
         reply = b""
     finally:
@@ -305,6 +332,15 @@ def _call_in_child(line: bytes, request_id: int | None, limits: Limits) -> bytes
             Reply.failure(request_id, "crash", f"the call's process {signal_name(status)}")
         )
     return reply
+
+
+def _give_up_call(reply: bytes) -> None:
+    """Answer a call whose process overran, then end this process's group (the
+    call's process with it; never returns). This process may signal its own
+    group only, not a pid: the router starts a fresh one for the next call."""
+    write_all(_SLOT_ANSWER, reply)
+    os.killpg(0, signal.SIGKILL)
+    os._exit(72)
 
 
 def _enter_unit(limits: Limits, *, collect: bool = False) -> None:
@@ -341,6 +377,7 @@ def _answer(line: bytes) -> bytes:
     """Run one request (in the process that is to run its untrusted code) and
     return its reply line; nothing raises out of here."""
     request_id: int | None = None
+    request: object = None
     try:
         request = decode_request(line)
         request_id = request.id
@@ -357,7 +394,7 @@ def _answer(line: bytes) -> bytes:
     except BaseException as exc:  # template code may raise its own BaseException
         reply = Reply.failure(request_id, "internal", f"{type(exc).__name__}: {exc}")
     try:
-        return encode(reply)
+        return refuse_huge_reply(encode(reply), request)
     except (TypeError, ValueError) as exc:
         failure = Failure(kind="internal", message=f"answer is not JSON: {exc}")
         return encode(Reply(id=request_id, ok=False, error=failure))

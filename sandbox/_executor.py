@@ -31,6 +31,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from ._children import MAX_ANSWER_BYTES, Limits, Slot, spawner_main
+from ._digits import undecodable_request
 from ._pipes import write_all
 from ._protocol import Hello, PingRequest, PingResult, Reply, decode_request, encode
 
@@ -61,7 +62,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--template-processes", type=int, default=16)
     parser.add_argument("--max-templates", type=int, default=1024)
     parser.add_argument("--templates-per-process", type=int, default=512)
-    parser.add_argument("--fresh-state", choices=("call", "template"), default="template")
+    parser.add_argument("--fresh-state", choices=("call", "template", "job"), default="template")
     return parser.parse_args(argv)
 
 
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_seconds=args.cpu_seconds,
         timeout=args.timeout,
         fork_per_call=args.fresh_state == "call",
+        per_template=args.fresh_state != "job",
     )
     try:
         # Not dumpable (inherited by every child): /proc/<pid>/environ, mem, fd
@@ -127,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         _warm_up()
         slots = [Slot.open(i) for i in range(args.template_processes + 1)]
         control_r, control_w = os.pipe()
+        # How the spawner's children ended or stopped, for the router's errors.
+        status_r, status_w = os.pipe()
         spawner = os.fork()
         if spawner == 0:
             try:
@@ -135,10 +139,12 @@ def main(argv: list[str] | None = None) -> int:
                 os.close(requests)
                 os.close(answers)
                 die_with_parent(os.getppid())
-                spawner_main(control_r, slots, limits)
+                os.close(status_r)
+                spawner_main(control_r, slots, limits, status_w)
             finally:
                 os._exit(70)
         os.close(control_r)
+        os.close(status_w)
         if seccomp:
             from ._seccomp import install_filter
 
@@ -148,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         router = Router(
             slots,
             control_w,
+            status_r,
             spawner,
             limits,
             max_sources=args.max_templates,
@@ -162,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             request = decode_request(line)
         except ValidationError as exc:
-            write_all(answers, encode(Reply.failure(None, "protocol", str(exc)[:500])))
+            write_all(answers, undecodable_request(line, str(exc)))
             continue
         if isinstance(request, PingRequest):
             reply = encode(

@@ -88,8 +88,9 @@ def _system_args() -> list[str]:
     return args
 
 
-def bwrap_prefix(bwrap: str) -> list[str]:
-    """The bubblewrap part of the command (everything before the executor)."""
+def bwrap_prefix(bwrap: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap part of the command (everything before the executor);
+    ``extra`` folders are bound read-only too (the bytecode cache)."""
     args = [
         bwrap,
         "--unshare-all",
@@ -115,7 +116,7 @@ def bwrap_prefix(bwrap: str) -> list[str]:
         # instead of being hidden by it.
         *("--dev", "/dev", "--tmpfs", "/tmp"),
     ]
-    for path in bind_paths():
+    for path in (*bind_paths(), *extra):
         args += ["--ro-bind", path, path]
     args += ["--chdir", "/tmp", "--remount-ro", "/"]
     return args
@@ -131,6 +132,8 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         sys.executable,
         "-I",
         "-B",
+        # Bytecode the host prepared (_bytecode): never written from inside.
+        *(("-X", f"pycache_prefix={settings.bytecode_dir}") if settings.bytecode_dir else ()),
         "-m",
         "verifleet.sandbox._executor",
         "--mode",
@@ -157,4 +160,5 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         raise FileNotFoundError(
             "bwrap (bubblewrap) is not installed; Debian/Ubuntu: apt-get install bubblewrap"
         )
-    return [*bwrap_prefix(bwrap), *python]
+    extra = (settings.bytecode_dir,) if settings.bytecode_dir else ()
+    return [*bwrap_prefix(bwrap, extra), *python]

@@ -16,6 +16,8 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -26,6 +28,7 @@ from ._protocol import (
     CheckTraitRequest,
     CompiledAnswer,
     DescribeRequest,
+    ErrorKind,
     EvaluateRequest,
     RegexTraitRequest,
     Reply,
@@ -55,6 +58,30 @@ class _Child:
         return not process_gone(self.pid)
 
 
+#: Signals a process's own fault raises (its code's crash, not an outside kill).
+_CRASH_SIGNALS = frozenset(
+    (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT, signal.SIGSYS)
+)
+
+
+def _signal_text(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _stopped_child(pid: int) -> str | None:
+    """The signal that stopped ``pid`` (a child of this process), if it is stopped."""
+    try:
+        found, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+    except ChildProcessError:
+        return None
+    if found == pid and os.WIFSTOPPED(status):
+        return _signal_text(os.WSTOPSIG(status))
+    return None
+
+
 class SpawnerDied(SandboxError):
     """The spawner is gone: the executor cannot start children any more."""
 
@@ -66,6 +93,7 @@ class Router:
         self,
         slots: list[Slot],
         control_w: int,
+        status_r: int,
         spawner: int,
         limits: Limits,
         max_sources: int,
@@ -76,6 +104,11 @@ class Router:
                 os.set_blocking(fd, False)
         self._free = list(reversed(slots))
         self._control_w = control_w
+        os.set_blocking(status_r, False)
+        self._status_r = status_r
+        self._status_buffer = b""
+        # pid -> last waitpid status the spawner reported (only the newest few).
+        self._statuses: OrderedDict[int, int] = OrderedDict()
         self._spawner = spawner
         self._limits = limits
         self._templates: OrderedDict[tuple[str, str], _Child] = OrderedDict()
@@ -148,8 +181,17 @@ class Router:
             self._sources.move_to_end(request.digest)
             while len(self._sources) > self._max_sources:
                 self._sources.popitem(last=False)
-        key = (request.scope, "*") if request.scope else ("", request.digest)
+        # A process per (job, template): no other question's code ran where
+        # this one's runs (unscoped callers: one per template); with
+        # ``VERIFLEET_SANDBOX_FRESH=job``, one per job.
+        shared = request.scope and not self._limits.per_template
+        key = (request.scope, "*" if shared else request.digest)
         child = self._templates.get(key)
+        if child is not None and not child.alive():
+            # It ended itself after answering (a call that overran in ``call``
+            # mode, a class body that left a process behind).
+            self._drop(child, key)
+            child = None
         if child is not None and request.digest in child.digests:
             self._templates.move_to_end(key)
             return self._exchange(child, request.id, line, self._call_budget(), key)
@@ -183,17 +225,75 @@ class Router:
             write_all(slot.request_w, line if line.endswith(b"\n") else line + b"\n", budget)
             answer = read_line(slot.answer_r, budget, limit=MAX_ANSWER_BYTES, alive=child.alive)
         except Deadline:
+            stopped = self._stopped(child.pid)
             self._drop(child, key)
             message = f"no answer within {budget:g} s (wall-clock limit); its process was killed"
+            if stopped is not None:
+                message = (
+                    f"its process was stopped by {stopped}, which no limit of the sandbox "
+                    f"sends (from outside, or by its own code), and gave no answer within "
+                    f"{budget:g} s; it was killed"
+                )
+                # Not the template's doing as far as anyone here can tell.
+                return encode(Reply.failure(request_id, "internal", message))
             return encode(Reply.failure(request_id, "timeout", message))
         except OverflowError:
             self._drop(child, key)
             return encode(Reply.failure(request_id, "crash", "answer too large"))
         except (EOFError, OSError):
+            kind, cause = self._ended(child.pid)
             self._drop(child, key)
-            message = "the template's process died (its code killed or exhausted it)"
-            return encode(Reply.failure(request_id, "crash", message))
+            return encode(Reply.failure(request_id, kind, f"the template's process {cause}"))
         return answer + b"\n"
+
+    def _read_statuses(self) -> None:
+        """Take in what the spawner reported about its children so far."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._status_r, 1 << 16):
+                self._status_buffer += chunk
+        *lines, self._status_buffer = self._status_buffer.split(b"\n")
+        for line in lines:
+            pid, _, status = line.partition(b" ")
+            with contextlib.suppress(ValueError):
+                self._statuses[int(pid)] = int(status)
+                self._statuses.move_to_end(int(pid))
+        while len(self._statuses) > 256:
+            self._statuses.popitem(last=False)
+
+    def _stopped(self, pid: int) -> str | None:
+        """The signal that stopped ``pid``, if the spawner reported it stopped."""
+        self._read_statuses()
+        status = self._statuses.get(pid)
+        if status is None or not os.WIFSTOPPED(status):
+            return None
+        return _signal_text(os.WSTOPSIG(status))
+
+    def _ended(self, pid: int) -> tuple[ErrorKind, str]:
+        """How ``pid`` ended, in words, and whose doing that looks like:
+        ``crash`` (its code's: an exit, a crash signal, its CPU limit) or
+        ``internal`` (a signal no limit sends: from outside, as far as the
+        sandbox can tell). Waits a moment for the spawner's report."""
+        end = time.monotonic() + 1.0
+        while True:
+            self._read_statuses()
+            status = self._statuses.get(pid)
+            if status is not None and not os.WIFSTOPPED(status):
+                break
+            if time.monotonic() >= end:
+                return "crash", "died (its code killed or exhausted it)"
+            time.sleep(0.01)
+        if os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+            return "crash", f"exited with status {code} without answering (its code ended it)"
+        number = os.WTERMSIG(status)
+        if number == signal.SIGXCPU:
+            return "crash", "ran out of CPU time (SIGXCPU: its CPU limit)"
+        if number in _CRASH_SIGNALS:
+            return "crash", f"crashed ({_signal_text(number)})"
+        return "internal", (
+            f"was killed by {_signal_text(number)} from outside (no limit of the sandbox "
+            "sends it but as a CPU limit's last resort; its own code could have)"
+        )
 
     def _drop(self, child: _Child, key: tuple[str, str] | None) -> None:
         if key is not None and self._templates.get(key) is child:
@@ -213,7 +313,10 @@ class Router:
             pid = CompiledAnswer.model_validate_json(hello).pid
         except Exception as exc:
             self._free.append(slot)
-            raise SpawnerDied(f"the executor's spawner failed: {exc}") from None
+            stopped = _stopped_child(self._spawner)
+            cause = str(exc) if stopped is None else f"it was stopped by {stopped} from outside"
+            raise SpawnerDied(f"the executor's spawner failed: {cause}") from None
+        self._statuses.pop(pid, None)  # a pid used again
         return _Child(slot, pid)
 
     def _spawner_alive(self) -> bool:

@@ -1,25 +1,43 @@
 """Seccomp filters for the executor's processes, built with libseccomp through ctypes.
 
 The executor is a tree (see ``_executor``): a router that never runs untrusted
-code, a spawner that forks template processes, template processes that fork one
-child per call. Each installs a filter for its role; filters stack (a child
-inherits its parent's and may only add to it), so a unit child is held by all
-three:
+code, a spawner that forks template processes, template processes that run
+class bodies (and, with ``VERIFLEET_SANDBOX_FRESH=call``, fork one child per
+call), one-shot or long-lived trait processes. Each installs the filter of its
+role; filters stack (a child inherits its parent's and may only add to it, and
+the kernel takes the strictest answer), so a call child is held by the
+spawner's, the template's and the unit's.
 
-- ``router``: allows by default (CPython needs a long, version-dependent list
-  of system calls) and refuses, with EPERM, everything that reaches outside the
-  process: sockets, running programs, new processes, debugging other processes,
-  namespaces and mounts, kernel keyrings, io_uring (which would bypass the
-  filter), and every way to create or change a file (``open`` for writing,
-  ``creat``, ``rename``, ``unlink``, ``mkdir``, ``chmod``...). Its pipes stay
-  usable: they are already open.
-- ``spawner``: as ``router``, but ``fork`` (a ``clone`` without ``CLONE_THREAD``)
-  is allowed, and signals may go to other processes of the executor (it kills
-  what overran). Threads stay refused.
-- ``template``: added by a template process before it compiles a template:
-  no changing its process group or session (its kill takes all it forked).
-- ``unit``: added by a process about to run untrusted code: no new processes
-  at all, no signals but to itself.
+Every filter is an **allow-list**: a system call not named for the role fails
+with EPERM. All roles share :data:`BASE_ALLOWED` (what CPython needs to compute,
+import, wait and manage its own memory, signal handlers and descriptors:
+``open``/``openat`` for reading only, ``prlimit64`` on itself only
+(``pid == 0``), ``ioctl`` and ``fcntl`` for the few commands CPython uses), and
+nothing in it reaches another process. What each role adds:
+
+- ``router``: ``kill`` to any pid (it kills children that overran; it runs no
+  untrusted code). No ``fork``/``clone``.
+- ``spawner``: ``clone`` with exactly the flags of ``fork()`` (no
+  ``CLONE_PARENT``, no threads, no namespaces), ``setpgid``, the ``prctl``
+  options and ``seccomp`` its children use before they add their own layer, and
+  ``kill`` (narrowed by its children's layers; it signals nothing itself).
+- ``template`` (a process that runs class bodies): ``kill`` and ``tgkill`` to
+  itself or its own process group only (``0``, its pid, minus its pid);
+  ``prctl`` for ``PR_SET_PDEATHSIG``/``PR_SET_SECCOMP``/``PR_SET_NO_NEW_PRIVS``
+  and ``seccomp`` (to add the unit layer); ``clone`` with ``fork()``'s flags only
+  when calls get a process each (``fork_per_call``), none otherwise. No
+  ``setpgid``/``setsid``: what it forks stays in its group, killed with it.
+- ``unit`` (a process about to run ``verify()``, validators, traits): nothing
+  beyond the base: no processes, no signals at all, no ``prctl``/``seccomp``.
+
+Refused to every role: ``tkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``,
+``pidfd_open``/``pidfd_send_signal``/``pidfd_getfd``, ``process_vm_readv``/
+``writev``, ``ptrace``, ``setpriority``, ``sched_setaffinity``/
+``sched_setscheduler``/``sched_setparam`` but on itself, ``prlimit64`` but on
+itself, sockets, ``execve``, ``vfork``, namespaces and mounts, io_uring, ``bpf``,
+kernel keyrings and modules, and every way to create or change a file.
+``clone3`` and ``openat2`` fail with ENOSYS, so libc falls back to ``clone`` and
+``openat``, whose arguments a filter can read.
 """
 
 from __future__ import annotations
@@ -31,97 +49,165 @@ from typing import Any
 
 from ._errors import SandboxUnavailable
 
-__all__ = ["SeccompUnavailable", "install_filter", "load_program", "unit_program"]
+__all__ = [
+    "BASE_ALLOWED",
+    "PROFILES",
+    "SeccompUnavailable",
+    "install_filter",
+    "load_program",
+    "unit_program",
+]
 
 _LIBRARY = "libseccomp.so.2"
 
 # Actions and comparison operators of <seccomp.h> (stable ABI values).
 _ACT_ALLOW = 0x7FFF0000
 _ACT_ERRNO = 0x00050000
-_CMP_NE = 1
 _CMP_MASKED_EQ = 7
 
-_O_WRONLY = os.O_WRONLY
-_O_RDWR = os.O_RDWR
-_O_CREAT = os.O_CREAT
-_O_TRUNC = os.O_TRUNC
-_O_APPEND = os.O_APPEND
+#: pid_t and int arguments are 32 bits: compare what the kernel reads.
+_LOW32 = 0xFFFFFFFF
 
-#: Refused outright.
-DENIED_SYSCALLS: tuple[str, ...] = (
-    # network
-    "socket",
-    "socketpair",
-    "connect",
-    "bind",
-    "listen",
-    "accept",
-    "accept4",
-    # programs and processes (fork and clone: per profile, below)
-    "execve",
-    "execveat",
-    "vfork",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "tkill",
-    "pidfd_open",
-    "pidfd_send_signal",
-    "pidfd_getfd",
-    # namespaces, mounts, kernel interfaces
-    "unshare",
-    "setns",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "kexec_load",
-    "reboot",
-    "personality",
-    # creating or changing files
-    "creat",
-    "truncate",
-    "rename",
-    "renameat",
-    "renameat2",
-    "unlink",
-    "unlinkat",
-    "mkdir",
-    "mkdirat",
-    "rmdir",
-    "link",
-    "linkat",
-    "symlink",
-    "symlinkat",
-    "mknod",
-    "mknodat",
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "chown",
-    "fchown",
-    "lchown",
-    "fchownat",
-    "utimes",
-    "utimensat",
-    "memfd_create",
+#: ``open`` flags that write, create or truncate: refused in every role.
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+#: ``clone`` flags of glibc's ``fork()`` (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID
+#: | SIGCHLD): the only clone any role may make. No CLONE_PARENT (a child that
+#: is not its creator's), no CLONE_THREAD, no namespace flags.
+FORK_FLAGS = 0x01000000 | 0x00200000 | 17
+
+#: What every process of the executor may call (all roles): computing,
+#: importing (reading files), waiting, its own memory, signal handlers, timers
+#: and descriptors. Nothing here acts on another process.
+BASE_ALLOWED: tuple[str, ...] = (
+    # descriptors it holds
+    "read",
+    "readv",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "write",
+    "writev",
+    "close",
+    "close_range",
+    "lseek",
+    "dup",
+    "dup2",
+    "dup3",
+    "pipe",
+    "pipe2",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    # reading the file system (opening: below, read-only)
+    "stat",
+    "fstat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "statfs",
+    "fstatfs",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "getdents",
+    "getdents64",
+    "getcwd",
+    "chdir",
+    "fchdir",
+    # its own memory
+    "brk",
+    "mmap",
+    "munmap",
+    "mremap",
+    "mprotect",
+    "madvise",
+    # its own signal handling and timers
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "rt_sigpending",
+    "rt_sigtimedwait",
+    "rt_sigsuspend",
+    "sigaltstack",
+    "pause",
+    "alarm",
+    "getitimer",
+    "setitimer",
+    "restart_syscall",
+    # time and identity
+    "clock_gettime",
+    "clock_getres",
+    "clock_nanosleep",
+    "nanosleep",
+    "gettimeofday",
+    "time",
+    "getpid",
+    "getppid",
+    "gettid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "getgroups",
+    "getresuid",
+    "getresgid",
+    "getpgid",
+    "getpgrp",
+    "getsid",
+    "getpriority",
+    "getrusage",
+    "times",
+    "sysinfo",
+    "uname",
+    "getrandom",
+    "getcpu",
+    "sched_getaffinity",
+    "sched_getparam",
+    "sched_getscheduler",
+    "sched_yield",
+    "getrlimit",
+    "setrlimit",  # acts on the caller only
+    # threads' bookkeeping of the process itself, waiting, leaving
+    "futex",
+    "set_robust_list",
+    "rseq",
+    "set_tid_address",
+    "wait4",
+    "waitid",
+    "exit",
+    "exit_group",
 )
 
-#: Refused with ENOSYS so libc falls back to a call the filter can inspect
+#: ``ioctl`` requests CPython makes (isatty, terminal size, blocking and
+#: close-on-exec flags).
+_IOCTLS = (0x5401, 0x5413, 0x5421, 0x5450, 0x5451)  # TCGETS TIOCGWINSZ FIONBIO FIONCLEX FIOCLEX
+
+#: ``fcntl`` commands CPython makes: F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL,
+#: F_DUPFD_CLOEXEC (no locks: a lock on a shared file would reach other processes).
+_FCNTLS = (0, 1, 2, 3, 4, 1030)
+
+#: ``prctl`` options a template process and its children use before their own
+#: layer: PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS.
+_TEMPLATE_PRCTLS = (1, 22, 38)
+
+#: ... and what the spawner's children also use before theirs:
+#: PR_SET_CHILD_SUBREAPER.
+_SPAWNER_PRCTLS = (*_TEMPLATE_PRCTLS, 36)
+
+#: Failed with ENOSYS so libc falls back to a call the filter can inspect
 #: (clone3 and openat2 pass their flags in a struct a filter cannot read).
 NOSYS_SYSCALLS: tuple[str, ...] = ("clone3", "openat2")
+
+#: The roles, outermost first.
+PROFILES = ("router", "spawner", "template", "template-fork", "unit")
 
 
 class SeccompUnavailable(SandboxUnavailable):
@@ -175,16 +261,14 @@ def _rule(lib: Any, ctx: int, action: int, name: str, *cmps: tuple[int, int, int
         raise SeccompUnavailable(f"seccomp rule for {name} refused: {os.strerror(-rc)}")
 
 
-_CLONE_THREAD = 0x00010000
+def _arg_is(arg: int, value: int) -> tuple[int, int, int, int]:
+    """Argument ``arg``'s low 32 bits equal ``value`` (as the kernel reads an int)."""
+    return (arg, _CMP_MASKED_EQ, _LOW32, value & _LOW32)
 
-#: What each role adds to the filter it inherits.
-PROFILES = ("router", "spawner", "template", "unit")
 
-#: Refused to a process that runs untrusted code, on top of its parent's filter.
-UNIT_DENIED: tuple[str, ...] = ("fork", "clone", "kill", "setpgid", "setsid", "prctl", "seccomp")
-
-#: Refused to a template process, on top of the spawner's filter.
-TEMPLATE_DENIED: tuple[str, ...] = ("setpgid", "setsid")
+def _allow_each(lib: Any, ctx: int, name: str, arg: int, values: tuple[int, ...]) -> None:
+    for value in values:
+        _rule(lib, ctx, _ACT_ALLOW, name, _arg_is(arg, value))
 
 
 def install_filter(profile: str = "router") -> None:
@@ -199,7 +283,7 @@ def install_filter(profile: str = "router") -> None:
             filter; the caller must not go on to run untrusted code.
         ValueError: an unknown profile.
     """
-    lib, ctx = _build(profile)
+    lib, ctx = _build(profile, os.getpid())
     try:
         rc = lib.seccomp_load(ctx)
         if rc < 0:
@@ -211,13 +295,13 @@ def install_filter(profile: str = "router") -> None:
 def unit_program() -> bytes:
     """The ``unit`` filter compiled to BPF, to load in a forked child with
     :func:`load_program`: building it with libseccomp in every child would cost
-    more than the rest of a call. ``tgkill`` is left to the process-wide rules
-    (the child's pid is not known yet).
+    more than the rest of a call. (The unit layer names no pid, so one program
+    serves every child.)
 
     Raises:
         SeccompUnavailable: libseccomp cannot be loaded or cannot export.
     """
-    lib, ctx = _build("unit", own_pid=None)
+    lib, ctx = _build("unit", None)
     try:
         read_end, write_end = os.pipe()
         try:
@@ -262,48 +346,52 @@ def load_program(program: bytes) -> None:
         raise SeccompUnavailable(f"the kernel refused the seccomp filter: {os.strerror(err)}")
 
 
-def _build(profile: str, own_pid: int | None = -1) -> tuple[Any, int]:
-    """A libseccomp context holding ``profile``'s rules (the caller releases it)."""
+def _build(profile: str, own_pid: int | None) -> tuple[Any, int]:
+    """A libseccomp context holding ``profile``'s allow-list (the caller
+    releases it); ``own_pid`` is the pid the process may signal (None: none)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown seccomp profile {profile!r}")
     lib = _library()
-    ctx = lib.seccomp_init(_ACT_ALLOW)
+    ctx = lib.seccomp_init(_ACT_ERRNO | errno.EPERM)
     if not ctx:
         raise SeccompUnavailable("seccomp_init failed")
     try:
-        deny = _ACT_ERRNO | errno.EPERM
-        if profile in ("unit", "template"):
-            for name in UNIT_DENIED if profile == "unit" else TEMPLATE_DENIED:
-                _rule(lib, ctx, deny, name)
-            if profile == "unit":
-                if own_pid is not None:
-                    pid = os.getpid() if own_pid == -1 else own_pid
-                    _rule(lib, ctx, deny, "tgkill", (0, _CMP_NE, pid, 0))
-                else:
-                    _rule(lib, ctx, deny, "tgkill")
-        else:
-            _base_rules(lib, ctx, deny)
-            if profile == "router":
-                # The router kills what overran, and never forks.
-                for name in ("fork", "clone"):
-                    _rule(lib, ctx, deny, name)
-            else:
-                # Processes yes, threads no (the spawner and its template
-                # processes are single-threaded).
-                _rule(lib, ctx, deny, "clone", (0, _CMP_MASKED_EQ, _CLONE_THREAD, _CLONE_THREAD))
+        _base_rules(lib, ctx)
+        if profile == "router":
+            _rule(lib, ctx, _ACT_ALLOW, "kill")
+        elif profile == "spawner":
+            _rule(lib, ctx, _ACT_ALLOW, "kill")
+            _rule(lib, ctx, _ACT_ALLOW, "tgkill")
+            _rule(lib, ctx, _ACT_ALLOW, "clone", _arg_is(0, FORK_FLAGS))
+            _rule(lib, ctx, _ACT_ALLOW, "setpgid")
+            _rule(lib, ctx, _ACT_ALLOW, "seccomp")
+            _allow_each(lib, ctx, "prctl", 0, _SPAWNER_PRCTLS)
+        elif profile in ("template", "template-fork"):
+            if own_pid is not None:
+                _allow_each(lib, ctx, "kill", 0, (0, own_pid, -own_pid))
+                _rule(lib, ctx, _ACT_ALLOW, "tgkill", _arg_is(0, own_pid))
+            _rule(lib, ctx, _ACT_ALLOW, "seccomp")
+            _allow_each(lib, ctx, "prctl", 0, _TEMPLATE_PRCTLS)
+            if profile == "template-fork":
+                _rule(lib, ctx, _ACT_ALLOW, "clone", _arg_is(0, FORK_FLAGS))
     except BaseException:
         lib.seccomp_release(ctx)
         raise
     return lib, ctx
 
 
-def _base_rules(lib: Any, ctx: int, deny: int) -> None:
-    for name in DENIED_SYSCALLS:
-        _rule(lib, ctx, deny, name)
+def _base_rules(lib: Any, ctx: int) -> None:
+    for name in BASE_ALLOWED:
+        _rule(lib, ctx, _ACT_ALLOW, name)
     for name in NOSYS_SYSCALLS:
         _rule(lib, ctx, _ACT_ERRNO | errno.ENOSYS, name)
-    # Opening for writing, creating, truncating or appending is refused;
-    # reading stays allowed (imports, the Python prefix).
-    for flag in (_O_WRONLY, _O_RDWR, _O_CREAT, _O_TRUNC, _O_APPEND):
-        _rule(lib, ctx, deny, "open", (1, _CMP_MASKED_EQ, flag, flag))
-        _rule(lib, ctx, deny, "openat", (2, _CMP_MASKED_EQ, flag, flag))
+    # Opening for reading only (imports, the Python prefix); no flag that
+    # writes, creates, truncates or appends.
+    _rule(lib, ctx, _ACT_ALLOW, "open", (1, _CMP_MASKED_EQ, _WRITE_FLAGS, 0))
+    _rule(lib, ctx, _ACT_ALLOW, "openat", (2, _CMP_MASKED_EQ, _WRITE_FLAGS, 0))
+    # On itself only: pid 0 (what libc passes for the calling process).
+    _rule(lib, ctx, _ACT_ALLOW, "prlimit64", _arg_is(0, 0))
+    for name in ("sched_setaffinity", "sched_setscheduler", "sched_setparam"):
+        _rule(lib, ctx, _ACT_ALLOW, name, _arg_is(0, 0))
+    _allow_each(lib, ctx, "ioctl", 1, _IOCTLS)
+    _allow_each(lib, ctx, "fcntl", 1, _FCNTLS)

@@ -14,11 +14,16 @@ Environment variables (all optional):
 - ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
 - ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
   result (:class:`~verifleet.schemas.ResultLimits`).
-- ``VERIFLEET_SANDBOX_FRESH``: ``template`` (default: the calls of one job (or
-  run) run in that job's template process; other jobs never share it) or
-  ``call`` (every call runs in a process forked for it, so nothing one unit's
-  code changes reaches another unit even within a job; a fork per call costs
-  several ms of CPU on small VMs, see bench/README.md).
+- ``VERIFLEET_SANDBOX_BYTECODE``: ``0`` starts executors from source instead of
+  the bytecode the host prepares in ``$VERIFLEET_CACHE_DIR/pycache`` (``_bytecode``).
+- ``VERIFLEET_SANDBOX_FRESH``: ``template`` (default: a process per job and
+  template, forked from the clean runtime; the calls of that question's units
+  run in it, and no other question's or job's code ever ran there), ``call``
+  (also a process forked per call, so nothing one unit's code changes reaches
+  another unit of the same question; a fork per call costs several ms of CPU
+  on small VMs, see bench/README.md) or ``job`` (one process per job: its
+  questions' code shares it, the cheapest for one unit per question; other
+  jobs never share it).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ ENV_CPU = "VERIFLEET_SANDBOX_CPU"
 ENV_FRESH = "VERIFLEET_SANDBOX_FRESH"
 
 #: What gets a fresh process: every call, or every (job, template).
-FreshState = Literal["call", "template"]
+FreshState = Literal["call", "template", "job"]
 
 
 def _env_number(name: str, default: float, *, integer: bool = False) -> float:
@@ -90,15 +95,21 @@ class SandboxSettings(BaseModel):
             and judge schema the host accepts from an executor (and largest
             model response the pipeline keeps).
         template_processes: Template processes an executor keeps warm (one per
-            job, one per template for unscoped callers; LRU: a template beyond
-            them is compiled again).
-        templates_per_process: Templates one job's template process compiles
-            before it is replaced by a fresh one (each compiled class stays in
-            its process: ~28 KB each, so a job of 30,000 templates would
-            otherwise reach the executor's memory limit).
-        fresh_state: ``call``: each call runs in a process forked from its
-            template's process; ``template``: calls run in the template's
-            process (one per job and template).
+            job and template; LRU: a template beyond them is compiled again
+            in a fresh one).
+        templates_per_process: With ``fresh_state="job"``, templates one job's
+            template process compiles before it is replaced by a fresh one
+            (each compiled class stays in its process: ~28 KB each, so a job
+            of 30,000 templates would otherwise reach the executor's memory
+            limit).
+        fresh_state: ``template``: calls run in their template's process
+            (one per job and template); ``call``: each call runs in a process
+            forked from it; ``job``: one template process per job, shared by
+            its templates.
+        bytecode_dir: A folder of bytecode the host prepares and executors
+            start from (``-X pycache_prefix``, see ``_bytecode``); None: they
+            compile their modules from source. :meth:`from_env` sets the
+            default folder unless ``VERIFLEET_SANDBOX_BYTECODE=0``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -113,6 +124,7 @@ class SandboxSettings(BaseModel):
     template_processes: int = Field(default=16, ge=1, le=256)
     templates_per_process: int = Field(default=512, ge=1)
     fresh_state: FreshState = "template"
+    bytecode_dir: str | None = None
 
     @property
     def cpu_per_call(self) -> int:
@@ -141,10 +153,12 @@ class SandboxSettings(BaseModel):
         except ValueError:
             choices = ", ".join(m.value for m in SandboxMode)
             raise ConfigError(f"sandbox mode {raw_mode!r} is unknown (choose {choices})") from None
+        from ._bytecode import default_bytecode_dir  # the host's concern alone
+
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
         fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
-        if fresh not in ("call", "template"):
-            raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call or template)")
+        if fresh not in ("call", "template", "job"):
+            raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call, template or job)")
         return cls(
             fresh_state=fresh,
             mode=parsed,
@@ -153,4 +167,5 @@ class SandboxSettings(BaseModel):
             memory_mb=int(_env_number(ENV_MEMORY, 1024, integer=True)),
             cpu_seconds=_env_number(ENV_CPU, 10.0) if cpu_raw else None,
             result_limits=ResultLimits.from_env(),
+            bytecode_dir=default_bytecode_dir(),
         )

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from queue import SimpleQueue
 from typing import TypeVar
 
+from ._bytecode import bytecode_ready
 from ._cooperative import ExecutorBusy, current_wait
 from ._errors import SandboxError, SandboxUnavailable
 from ._identity import ENV_UID, Separation, executor_identity, sandbox_uid
@@ -60,6 +61,8 @@ _spawner_lock = threading.Lock()
 
 def _start_executor(settings: SandboxSettings) -> ExecutorProcess:
     global _spawner
+    if settings.bytecode_dir is not None and not bytecode_ready(settings.bytecode_dir):
+        settings = settings.model_copy(update={"bytecode_dir": None})
     with _spawner_lock:
         if _spawner is None:
             _spawner = _Spawner()

@@ -35,7 +35,7 @@ from ._config import (
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 from ._result_limits import ResultLimits, json_size
-from ._pricing import ModelPrice, PriceTable, load_pricing
+from ._pricing import MAX_TOKENS, ModelPrice, PriceTable, load_pricing, token_count, usd_amount
 
 # --- template identity (the template runtime itself is verifleet.templates) ------
 from verifleet.templates import NO_TEMPLATE_ID, compute_template_id
@@ -95,6 +95,7 @@ from ._scenario import (
     ScenarioTerminalFailure,
     ScenarioTurnRecord,
     StateUpdate,
+    ToolFilter,
     TurnCheck,
     TurnScope,
     resolve_path,
@@ -139,6 +140,7 @@ __all__ = [
     "CATEGORY_GROUPS",
     "END",
     "IN_PROCESS_CHECKER",
+    "MAX_TOKENS",
     "NO_TEMPLATE_ID",
     "VALID_METRICS",
     "VALID_METRICS_FULL_MATRIX",
@@ -207,6 +209,7 @@ __all__ = [
     "StateUpdate",
     "TemplateResults",
     "TemplateValidationError",
+    "ToolFilter",
     "TraitKind",
     "TraitType",
     "TurnCheck",
@@ -245,5 +248,7 @@ __all__ = [
     "resolve_path",
     "result_template_id",
     "template_problem",
+    "token_count",
     "unwrap_preset",
+    "usd_amount",
 ]

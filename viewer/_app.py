@@ -17,6 +17,7 @@ from ._index import TableQuery
 from ._matrix import matrix
 from ._overview import overview
 from ._runs import Run
+from ._scenarios import scenario_page
 
 __all__ = [
     "LOOPBACK_NAMES",
@@ -200,6 +201,10 @@ def create_app(
         return result_detail(
             found.name, row, result, found.templates.lookup(result.metadata.template_id)
         )
+
+    @app.get("/api/runs/{run}/scenarios")
+    def run_scenarios(run: int) -> list[dict[str, Any]]:
+        return scenario_page(_run(runs, run).scenarios())
 
     @app.get("/api/runs/{run}/live")
     def run_live(run: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ._index import TABLE_COLUMNS
 from ._matrix import MATRIX_BY, matrix
 from ._overview import overview
 from ._runs import Run
+from ._scenarios import scenario_page
 
 __all__ = ["report_html", "write_report"]
 
@@ -44,6 +45,7 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
                 },
                 "overview": run.index.memo("overview", overview),
                 "facets": run.index.facets(),
+                "scenarios": scenario_page(run.scenarios()),
                 "table": {
                     "columns": [*TABLE_COLUMNS, "keywords", "completed"],
                     "rows": run.index.table(),

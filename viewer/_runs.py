@@ -13,8 +13,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifleet.orchestrator import StoredResults, iter_results, read_parquet_rows, resolve_format
-from verifleet.schemas import Benchmark, ExportError, VerificationResult
+from verifleet.orchestrator import (
+    StoredResults,
+    iter_results,
+    read_parquet_rows,
+    read_scenario_results,
+    resolve_format,
+)
+from verifleet.schemas import (
+    Benchmark,
+    ExportError,
+    ScenarioExecutionResult,
+    VerificationResult,
+)
 from verifleet.store import ResultStore
 
 from ._errors import ViewerError
@@ -54,6 +65,10 @@ class Run:
         """Every full result in row order (what a report embeds)."""
         for row in range(len(self.index)):
             yield self.result(row)
+
+    def scenarios(self) -> list[ScenarioExecutionResult]:
+        """The run's scenario runs (none by default)."""
+        return []
 
     def refresh(self) -> int:
         """Pick up results that arrived since the last call; the number added.
@@ -125,6 +140,14 @@ class FileRun(Run):
             self._kept = list(iter_results(path))
             self.index.add(self._kept)
 
+    def scenarios(self) -> list[ScenarioExecutionResult]:
+        """The scenario runs the file holds (Parquet footer, JSON document).
+
+        Raises:
+            ExportError: they are stored but invalid.
+        """
+        return read_scenario_results(self.path) or []
+
     def iter_full(self) -> Iterator[VerificationResult]:
         """Every full result in row order, read in one pass over the file."""
         if self._kept is not None:
@@ -187,6 +210,10 @@ class JobRun(Run):
         except KeyError:
             raise ViewerError(f"no job {job_id!r} in the store (see `verifleet jobs`)") from None
         self.refresh(force=True)
+
+    def scenarios(self) -> list[ScenarioExecutionResult]:
+        """The job's scenario runs stored so far."""
+        return list(self.store.iter_scenario_results(self.job_id))
 
     def refresh(self, force: bool = False) -> int:
         """Fetch results stored since the last refresh (at most once per

@@ -30,16 +30,24 @@ from verifleet.schemas import (
     compute_unit_key,
     md5_hex,
 )
-from verifleet.store import ResultStore, count_units, unit_messages
+from verifleet.store import (
+    ResultStore,
+    count_units,
+    job_id_problem,
+    job_id_taken,
+    unit_messages,
+)
 from verifleet.templates import source_digest
 
 from .broker import Broker
+from .roots import location_problem
 
 __all__ = [
     "JobCheck",
     "JobRejectedError",
     "SubmitReport",
     "check_job",
+    "job_id_refusal",
     "new_job_id",
     "resume_job",
     "submit_job",
@@ -261,15 +269,23 @@ def submit_job(
     reads the shards and what Redis still holds. A local path is made absolute:
     every worker must see it at the same place (a shared file system).
 
+    ``job_id`` (default: generated) must be well formed
+    (:func:`~verifleet.store.job_id_problem`) and not held by an existing job.
     ``checked`` is :func:`check_job` of this very benchmark and config, when
     the caller checked it already (each template is then not described again).
 
     Raises:
-        JobRejectedError: listing every problem (a weight that is not a
-            positive number, a results location that cannot be written, among
-            them); nothing is stored or sent.
+        JobRejectedError: listing every problem (a malformed or taken job id, a
+            weight that is not a positive number, a results location on a scheme
+            off the allow-list or that cannot be written, among them); nothing
+            is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
+    if job_id is not None:
+        # Before the templates are checked: a malformed or taken id is refused at once.
+        problem = job_id_refusal(store, job_id)
+        if problem:
+            raise JobRejectedError([problem])
     checked = checked or check_job(benchmark, config)
     descriptions = checked.descriptions
     problems, failing = list(checked.problems), list(checked.failing)
@@ -319,12 +335,29 @@ def submit_job(
     )
 
 
+def job_id_refusal(store: ResultStore, job_id: str) -> str | None:
+    """Why ``job_id`` cannot be given to a new job (malformed, or an existing
+    job holds it), or None. The store claims the id atomically again when the
+    job is created, so two racing submissions cannot both get it.
+
+    Raises:
+        redis.RedisError: the store is unreachable.
+    """
+    problem = job_id_problem(job_id)
+    if problem is None and store.exists(job_id):
+        problem = job_id_taken(job_id)
+    return problem
+
+
 def _results_location(url: str) -> tuple[str, str | None]:
     """The results location as workers will use it (a local path made absolute)
-    and the problem with it, if any: an unknown scheme, or a folder that cannot
-    be created here."""
-    if not url.strip():
-        return url, "results_to: empty location"
+    and the problem with it, if any: a scheme off the allow-list (refused from
+    the URL's text, before anything connects), or a folder that cannot be
+    created here. Whether a worker writes there is its operator's choice
+    (``verifleet worker --results-root``)."""
+    problem = location_problem(url)
+    if problem:
+        return url, problem
     if "://" not in url:
         url = str(Path(url).expanduser().resolve())
     try:

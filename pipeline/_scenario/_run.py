@@ -46,6 +46,7 @@ from ._code import (
     apply_handover,
 )
 from ._outcomes import evaluate_outcomes
+from ._tools import ToolFilterError, filtered_model
 
 __all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario", "run_scenario_unit"]
 
@@ -336,7 +337,16 @@ def run_scenario(
                     break
             execution.path.append(node_id)
             execution.state["current_node"] = node_id
-            entry = execution.enter(node, node.answering_model or answering)
+            model = node.answering_model or answering
+            if node.tool_filter is not None:
+                model = filtered_model(
+                    model,
+                    node.tool_filter,
+                    node.id,
+                    timeout=config.request_timeout or 30.0,
+                    deadline=deadline,
+                )
+            entry = execution.enter(node, model)
             # A handover rewrites the question as sent; its id and template stay.
             question = (
                 node.question
@@ -356,7 +366,7 @@ def run_scenario(
             if replay is not None:
                 results = reverify_unit(
                     question,
-                    node.answering_model or answering,
+                    model,
                     judges,
                     config,
                     stored,
@@ -371,7 +381,7 @@ def run_scenario(
             else:
                 results = verify_question(
                     question,
-                    node.answering_model or answering,
+                    model,
                     judges,
                     config,
                     replicate=replicate,
@@ -404,6 +414,11 @@ def run_scenario(
                 status = "limit_reached"
                 break
             node_id = target
+    except ToolFilterError as exc:  # the node's filter does not fit its agent's servers
+        status = "error"
+        failure = ScenarioTerminalFailure(
+            node_id=execution.state["current_node"], stage="tool_filter", reason=str(exc)
+        )
     except ScenarioCodeFailure as exc:  # the scenario's code crashed or hung its sandbox
         status = "error"
         failure = ScenarioTerminalFailure(

@@ -11,9 +11,9 @@ names ``max_turns``.
 
 Python code in a scenario (``stateUpdateSource``, ``conditionSource``,
 ``evaluateSource``) is kept as source and run in the sandbox, like a template's
-code; handover strategies (``handover``) and agent identities
-(``agentIdentity``) are kept too. An MCP tool filter (``toolFilter``) is refused
-(not applied yet). A problem is named by its node, edge or criterion, once.
+code; handover strategies (``handover``), agent identities (``agentIdentity``)
+and MCP tool filters (``toolFilter``) are kept too. A problem is named by its
+node, edge or criterion, once.
 """
 
 from __future__ import annotations

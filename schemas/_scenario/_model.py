@@ -105,8 +105,9 @@ class ScenarioNode(BaseModel):
     (``lambda accumulated, parsed_fields: {...}``), run in the sandbox after the
     declarative ``state_update``; its result replaces ``state.accumulated``.
     ``agent_identity`` names the agent answering this node (turn records and
-    handover transcripts carry it). ``tool_filter`` (the original's per-node MCP
-    tool removal) is read so that the refusal names the node: it is not applied.
+    handover transcripts carry it). ``tool_filter`` removes MCP tools from the
+    node's answering agent for its turn (the original documents it, saves it,
+    and never applies it).
 
     Besides ``question: {text, answer_template, ...}`` the flat form
     ``question: <text>`` with ``answer_template`` / ``raw_answer`` beside it is read.
@@ -130,13 +131,6 @@ class ScenarioNode(BaseModel):
             problem = code_problem(self.state_update_source)
             if problem is not None:
                 raise ValueError(f"node {self.id!r}: stateUpdateSource: {problem}")
-        if self.tool_filter is not None:
-            # Kept in the model so the refusal can name the node; applying it
-            # needs the MCP server's tool list at run time (not built yet).
-            raise ValueError(
-                f"node {self.id!r}: toolFilter (hiding MCP tools from this node's agent) "
-                "is not supported yet"
-            )
         if self.agent_identity == "__user__":
             raise ValueError(
                 f"node {self.id!r}: agent_identity '__user__' is reserved for the scenario's prompts"

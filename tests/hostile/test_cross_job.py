@@ -78,7 +78,7 @@ def _check_plant_took(results: list[VerificationResult]) -> None:
     assert copy.template.verify_result is True
 
 
-@pytest.mark.parametrize("fresh_state", ["call", "template"])
+@pytest.mark.parametrize("fresh_state", ["call", "template", "job"])
 def test_attacks_in_local_mode(fresh_state: str) -> None:
     pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state=fresh_state))
     victim, attacker = victim_benchmark()[0], attacker_benchmark()[0]
@@ -97,14 +97,13 @@ def test_attacks_in_local_mode(fresh_state: str) -> None:
     assert "LEAK[]" in reader.model_dump_json()
 
 
-@pytest.mark.parametrize("fresh_state", ["call", "template"])
-def test_a_description_made_beside_another_jobs_code_serves_that_job_only(
-    fresh_state: str,
-) -> None:
+def test_a_description_made_beside_another_jobs_code_serves_that_job_only() -> None:
     # Before descriptions were held per job, the victim's run took the
     # attacker's forged judge schema from the process's shared table: its
-    # judge answered "Paris" to "Rome" and the wrong answer passed.
-    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state=fresh_state))
+    # judge answered "Paris" to "Rome" and the wrong answer passed. The plant
+    # takes only where a job's templates share a process (``job``; by default
+    # each template has its own and the forging class body reaches nothing).
+    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="job"))
     planter, victim = planting_benchmark()[0], victim_benchmark()[0]
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=_answers())) as ep:
@@ -164,7 +163,12 @@ def test_a_description_made_beside_another_jobs_code_serves_that_job_only_on_a_f
     copy = next(q for q in planting_benchmark()[0].questions if q.id == PLANTED_COPY)
     stored = planter.store.keys(planter.job_id).templates
     assert planter.store.client.hdel(stored, copy.template_id) == 1
-    env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
+    # ``job``: the job's templates share a process, so that the plant takes.
+    env = {
+        "VERIFLEET_SANDBOX": "strict",
+        "VERIFLEET_SANDBOX_POOL": "1",
+        "VERIFLEET_SANDBOX_FRESH": "job",
+    }
     fleet.start_worker("w1", concurrency=1, **env)
     fleet.wait_ready(["w1"])
     assert planter.wait(timeout=180).status == JobStatus.DONE
@@ -245,7 +249,8 @@ class Answer(BaseAnswer):
 def test_no_state_survives_from_one_unit_to_the_next() -> None:
     # A template that remembers its calls: with a process per call, every call
     # is its first; with a process per (job, template), the second call sees
-    # the first (the documented cost trade-off), while another scope does not.
+    # the first (the documented cost trade-off: a question's own units), while
+    # another scope does not.
     fresh = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="call"))
     shared = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="template"))
     try:

@@ -2,17 +2,18 @@
 serve`` (the CLI, started here on a free loopback port).
 
 The policy is a tiny Llama built from a config (no download) with a word-level
-tokenizer trained here; it samples words at random, so some completions name
+tokenizer built here; it samples words at random, so some completions name
 the question's capital and some do not. The benchmark rewards naming it with a
 regex trait (``rubric_only``: no judge call), one pattern per question, so the
 reward also shows that each completion was verified against its own question
-(the dataset's ``question_id`` column).
+(the dataset's ``question_id`` column). A third question's trait is an LLM
+trait whose judge is a port nothing listens on: its completions cannot be
+verified, and TRL must leave them out (reward None, advantage 0).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,52 +26,39 @@ import torch
 import yaml
 from _support.fleet import VERIFLEET
 from _support.redis_server import free_port
+from _support.tiny_rl import (
+    CAPITALS,
+    CAPITALS_REWARD,
+    TEMPLATE,
+    WORDS,
+    capitals_benchmark,
+    names_capital,
+    question_text,
+    word_tokenizer,
+)
 from datasets import Dataset
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
 from verifleet.reward import trl_reward
-from verifleet.schemas import Benchmark, Question, RegexTrait, Rubric, dump_benchmark
+from verifleet.schemas import Benchmark, LLMRubricTrait, Question, Rubric, dump_benchmark
 
-CAPITALS = {"fr": ("france", "paris"), "it": ("italy", "rome")}
-WORDS = ["<pad>", "<unk>", "<s>", "</s>", "what", "is", "the", "capital", "of", "?"]
-WORDS += ["france", "italy", "paris", "rome", "lyon", "milan", "city"]
-
-TEMPLATE = """
-from pydantic import Field
-
-from karenina.schemas.entities import BaseAnswer
-
-
-class Answer(BaseAnswer):
-    city: str = Field(description="The city named")
-
-    def verify(self) -> bool:
-        return False
-"""
+#: The question whose trait needs the judge (unreachable).
+UNJUDGED = "de"
+ONE_TRY = {"retry_policy": {"max_attempts": 1}}
 
 
 def _benchmark() -> Benchmark:
-    questions = [
-        Question(
-            id=qid,
-            text=f"what is the capital of {country} ?",
-            answer_template=TEMPLATE,
-            question_rubric=Rubric(
-                regex_traits=[RegexTrait(name="names_capital", pattern=rf"\b{city}\b")]
-            ),
-        )
-        for qid, (country, city) in CAPITALS.items()
-    ]
-    return Benchmark(name="capitals", questions=questions)
-
-
-REWARD = {
-    "mode": "hybrid",
-    "components": [{"name": "capital", "source": "trait", "trait": "names_capital", "weight": 1}],
-    "verification": {"evaluation_mode": "rubric_only"},
-}
+    benchmark = capitals_benchmark()
+    trait = LLMRubricTrait(name="names_capital", kind="boolean")
+    question = Question(
+        id=UNJUDGED,
+        text="what is the capital of germany ?",
+        answer_template=TEMPLATE,
+        question_rubric=Rubric(llm_traits=[trait]),
+    )
+    benchmark.questions.append(question)
+    return benchmark
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +67,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("grpo")
     bench, reward = folder / "capitals.yaml", folder / "reward.yaml"
     dump_benchmark(_benchmark(), bench)
-    reward.write_text(yaml.safe_dump(REWARD))
+    config = {**CAPITALS_REWARD, "verification": {**CAPITALS_REWARD["verification"], **ONE_TRY}}
+    reward.write_text(yaml.safe_dump(config))
     port = free_port()
     log_path = folder / "serve.log"
-    # rubric_only with regex traits makes no judge call: the judge named here
-    # (a port nothing listens on) only keeps serve from starting its bundled one.
+    # Regex traits make no judge call; the judge named here is a port nothing
+    # listens on, so the LLM trait of UNJUDGED fails as a judge outage does.
     judge = f"http://127.0.0.1:{free_port()}/v1#judge"
     command = [*VERIFLEET, "serve", str(bench), "--reward-config", str(reward)]
     command += ["--parsing", judge, "--host", "127.0.0.1", "--port", str(port)]
@@ -91,7 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # imports take minutes on a loaded machine
         while True:
             assert proc.poll() is None, log_path.read_text()
             try:
@@ -104,19 +93,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-def _tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {word: index for index, word in enumerate(WORDS)}
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        unk_token="<unk>",
-    )
 
 
 def _policy() -> Any:
@@ -136,7 +112,7 @@ def _policy() -> Any:
     return LlamaForCausalLM(config)
 
 
-def _verifleet_rewards(url: str, qids: list[str], completions: list[str]) -> list[float]:
+def _verifleet_rewards(url: str, qids: list[str], completions: list[str]) -> list[float | None]:
     """What verifleet computes for these completions, asked directly (plain form)."""
     rollouts = [{"question_id": q, "response": c} for q, c in zip(qids, completions, strict=True)]
     reply = httpx.post(
@@ -146,14 +122,22 @@ def _verifleet_rewards(url: str, qids: list[str], completions: list[str]) -> lis
     return [entry["reward"] for entry in reply.json()["results"]]
 
 
+def _same(logged: list[float], rewards: list[float | None]) -> bool:
+    """Whether TRL's logged rewards are these (None logged as NaN)."""
+    return len(logged) == len(rewards) and all(
+        math.isnan(x) if r is None else x == r for x, r in zip(logged, rewards, strict=True)
+    )
+
+
 def test_a_grpo_step_trains_on_verifleet_rewards(server: str, tmp_path: Path) -> None:
-    prompts = {f"what is the capital of {country} ?": qid for qid, (country, _) in CAPITALS.items()}
+    prompts = {question_text(qid): qid for qid in CAPITALS}
+    prompts["what is the capital of germany ?"] = UNJUDGED
     dataset = Dataset.from_dict({"prompt": list(prompts), "question_id": list(prompts.values())})
     model = _policy()
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     args = GRPOConfig(
         output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=8,  # both prompts, 4 completions each
+        per_device_train_batch_size=12,  # the three prompts, 4 completions each
         num_generations=4,
         max_completion_length=8,
         max_steps=1,
@@ -169,28 +153,33 @@ def test_a_grpo_step_trains_on_verifleet_rewards(server: str, tmp_path: Path) ->
         reward_funcs=trl_reward(server, trust_env=False),
         args=args,
         train_dataset=dataset,
-        processing_class=_tokenizer(),
+        processing_class=word_tokenizer(),
     )
     trainer.train()
 
     completions = list(trainer._logs["completion"])
     logged = list(trainer._logs["rewards"]["verifleet"])
+    advantages = list(trainer._logs["advantages"])
     qids = [prompts[p] for p in trainer._logs["prompt"]]
-    assert len(completions) == len(logged) == 8
-    assert sorted(set(qids)) == ["fr", "it"]
+    assert len(completions) == len(logged) == 12
+    assert sorted(set(qids)) == ["de", "fr", "it"]
     # The rewards TRL logged are verifleet's for those completions...
-    assert logged == _verifleet_rewards(server, qids, completions)
-    # ...and mean what the benchmark says: the question's own capital named.
+    assert _same(logged, _verifleet_rewards(server, qids, completions)), logged
+    # ...and mean what the benchmark says: the question's own capital named;
+    # the unverifiable ones are NaN (None), with no advantage.
     expected = [
-        1.0 if re.search(rf"\b{CAPITALS[q][1]}\b", c) else 0.0
+        None if q == UNJUDGED else names_capital(q, c)
         for q, c in zip(qids, completions, strict=True)
     ]
-    assert logged == expected
+    assert _same(logged, expected), (logged, completions)
+    judged = [x for x, q in zip(logged, qids, strict=True) if q != UNJUDGED]
+    assert [a for a, q in zip(advantages, qids, strict=True) if q == UNJUDGED] == [0.0] * 4
     # Both verdicts occur (a group whose rewards are all equal has no advantage,
     # and the step would leave the policy as it was).
-    assert set(logged) == {0.0, 1.0}, completions
+    assert set(judged) == {0.0, 1.0}, completions
     metrics = trainer.state.log_history[0]
-    assert math.isclose(metrics["rewards/verifleet/mean"], sum(logged) / len(logged))
-    assert metrics["verifleet/unverified"] == 0.0
+    # TRL computes its metrics in float32.
+    assert math.isclose(metrics["rewards/verifleet/mean"], sum(judged) / len(judged), rel_tol=1e-6)
+    assert math.isclose(metrics["verifleet/unverified"], 4 / 12, rel_tol=1e-6)
     changed = [n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed, "the step did not update any parameter"

@@ -126,9 +126,10 @@ def test_a_jobs_template_process_is_replaced_after_its_share_of_templates() -> N
     # Each compiled class stays in its job's template process: past
     # templates_per_process (3 here) a fresh process takes over, so a job of
     # many templates cannot grow one without bound. Seen through a template
-    # that remembers its calls (template mode: calls share the process).
+    # that remembers its calls (job mode: a job's templates and calls share
+    # the process).
     sandbox = SandboxPool(
-        SandboxSettings(pool_size=1, timeout=5, fresh_state="template", templates_per_process=3)
+        SandboxSettings(pool_size=1, timeout=5, fresh_state="job", templates_per_process=3)
     )
     try:
         with sandbox.scoped("job"):

@@ -288,15 +288,13 @@ def test_duplicate_ids_and_unknown_primitive_are_refused() -> None:
         )
 
 
-def test_a_tool_filter_is_refused_by_node_not_silently_ignored(tmp_path: Path) -> None:
+def test_a_tool_filter_is_kept_to_be_applied(tmp_path: Path) -> None:
     """The original saves a node's toolFilter and never applies it: verifleet
-    names the node instead of running the agent with the tools its author removed."""
+    keeps it and applies it at the node's turn (tests/unit/test_scenario_tools.py)."""
     scenario = _karenina_scenario()
     scenario["nodes"]["follow"]["toolFilter"] = {"remove": [{"server": "pubmed", "tool": None}]}
     path = tmp_path / "bench.jsonld"
     path.write_text(json.dumps(_checkpoint(scenario)))
-    [failed] = load_benchmark(path).broken_scenarios
-    assert (
-        failed.problem
-        == "node 'follow': toolFilter (hiding MCP tools from this node's agent) is not supported yet"
-    )
+    [kept] = load_benchmark(path).scenarios
+    tool_filter = kept.node("follow").tool_filter
+    assert tool_filter is not None and tool_filter.remove[0].server == "pubmed"

@@ -70,6 +70,7 @@
     if (!run) throw new Error("no such run");
     if (parts[2] === "overview") return run.overview;
     if (parts[2] === "facets") return run.facets;
+    if (parts[2] === "scenarios") return run.scenarios || [];
     if (parts[2] === "results" && parts.length === 3) return localPage(run, p);
     if (parts[2] === "results" && parts.length === 4) return localDetail(run, Number(parts[3]));
     throw new Error("no such page in this report: " + path);
@@ -141,6 +142,7 @@
       else if (parts[0] === "matrix") await renderMatrix(params);
       else if (parts[2] === "result") await renderResult(run, Number(parts[3]));
       else if (parts[2] === "table") await renderTable(run, params);
+      else if (parts[2] === "scenarios") await renderScenarios(run);
       else await renderOverview(run);
     } catch (err) {
       setMain(el("p", { class: "error-text", id: "page-error" }, String(err.message || err)));
@@ -155,9 +157,10 @@
     select.hidden = runs.length < 2;
     document.getElementById("nav-overview").href = "#/run/" + run;
     document.getElementById("nav-table").href = "#/run/" + run + "/table";
+    document.getElementById("nav-scenarios").href = "#/run/" + run + "/scenarios";
     document.getElementById("nav-compare").hidden = runs.length < 2 || STATIC;
-    const page = parts[0] === "compare" || parts[0] === "matrix" ? parts[0] : parts[2] === "table" || parts[2] === "result" ? "table" : "overview";
-    for (const name of ["overview", "table", "matrix", "compare"]) {
+    const page = parts[0] === "compare" || parts[0] === "matrix" ? parts[0] : parts[2] === "table" || parts[2] === "result" ? "table" : parts[2] === "scenarios" ? "scenarios" : "overview";
+    for (const name of ["overview", "table", "scenarios", "matrix", "compare"]) {
       document.getElementById("nav-" + name).classList.toggle("active", name === page);
     }
   }
@@ -322,6 +325,33 @@
           return cell;
         }))),
       el("tr", { "data-model": "" }, el("th", {}, "all"), el("th", {}, ""), c.columns.map((col) => el("th", { class: "num", "data-total": col.name }, int(c.totals[col.name])))));
+  }
+
+  // --- scenario runs: each turn with the agent that answered and the handover that led there
+  async function renderScenarios(run) {
+    const found = await api("runs/" + run + "/scenarios");
+    if (!found.length) {
+      setMain(el("h2", {}, "Scenario runs"), el("p", { class: "muted", id: "no-scenarios" }, "This run has no scenario runs."));
+      return;
+    }
+    const sections = found.map((s) => el("section", { class: "scenario-run", "data-scenario": s.scenario_id },
+      el("h3", {}, s.scenario_id + " · " + show(s.answering_model) + " · replicate " + show(s.replicate) + " · ", badge(s.status)),
+      kv([
+        ["path", s.path.join(" → ")],
+        ["turns", String(s.turn_count)],
+        ["outcomes", Object.entries(s.outcome_results).map(([k, v]) => k + ": " + show(v)).join(", ") || "–"],
+        s.failure ? ["failure", (s.failure.node_id ? "node " + s.failure.node_id + ", " : "") + show(s.failure.stage) + ": " + s.failure.reason] : null,
+        s.trace.length ? ["trace", s.trace.join("\n")] : null,
+      ]),
+      el("table", { class: "scenario-turns" },
+        el("tr", {}, ["#", "node", "agent", "handover", "question", "answer", "verdict"].map((h) => el("th", {}, h))),
+        s.turns.map((t) => el("tr", { "data-turn": t.turn },
+          el("td", { class: "num" }, String(t.turn)), el("td", {}, t.node_id),
+          el("td", { class: "agent" }, show(t.agent_id)), el("td", { class: "handover" }, show(t.handover)),
+          el("td", { title: t.prompt || t.question_text }, short(t.prompt || t.question_text, 160)),
+          el("td", {}, short(t.error ? "error: " + t.error : t.raw_response, 160)),
+          el("td", {}, badge(t.verify_result === true ? "pass" : t.verify_result === false ? "fail" : "none")))))));
+    setMain(el("h2", {}, "Scenario runs"), ...sections);
   }
 
   // --- question table ---------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""A template process stopped or killed from outside the sandbox is reported as
+that, not as its template's own timeout or crash (issue 34, item 1).
+
+The test process plays the outsider: it finds the template process in its own
+executor's tree through /proc (``seccomp`` mode: no pid namespace to hide it)
+and sends it SIGSTOP or SIGTERM between two calls. The control is the same
+template left alone: its second call answers as its first did.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from verifleet.sandbox import SandboxPool, SandboxSettings
+from verifleet.schemas import TemplateValidationError
+
+pytestmark = pytest.mark.integration
+
+TEMPLATE = """
+from verifleet.templates import BaseAnswer
+
+
+class Answer(BaseAnswer):
+    value: str
+
+    def model_post_init(self, context):
+        self.correct = {"value": "Paris"}
+
+    def verify(self) -> bool:
+        return self.value == "Paris"
+"""
+
+
+def _stat(pid: int) -> list[str]:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text.rsplit(")", 1)[1].split()
+
+
+def _template_processes() -> list[int]:
+    """The template processes of this process's executor: children of the
+    spawner (the router's child) that lead a process group of their own. The
+    router is the executor process whose parent is not one (in ``seccomp``
+    mode it may run under ``unshare`` or another uid)."""
+    parents: dict[int, int] = {}
+    groups: dict[int, int] = {}
+    executor: set[int] = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                fields = _stat(int(name))
+                command = Path(f"/proc/{name}/cmdline").read_bytes()
+            except OSError:
+                continue
+            parents[int(name)] = int(fields[1])
+            groups[int(name)] = int(fields[2])
+            # The executor's interpreter (not an ``unshare`` that starts it).
+            if b"verifleet.sandbox._executor" in command and b"python" in command.split(b"\0")[0]:
+                executor.add(int(name))
+
+    def mine(pid: int) -> bool:  # other test runs on this machine have executors too
+        while pid in parents and pid != os.getpid():
+            pid = parents[pid]
+        return pid == os.getpid()
+
+    routers = {pid for pid in executor if parents[pid] not in executor and mine(pid)}
+    spawners = {pid for pid in executor if parents[pid] in routers}
+    return [pid for pid in executor if parents[pid] in spawners and groups[pid] == pid]
+
+
+def _second_call(disturb: signal.Signals | None) -> str:
+    pool = SandboxPool(SandboxSettings(mode="seccomp", pool_size=1, timeout=3))
+    try:
+        with pool.scoped("job"):
+            handle = pool.load_template(TEMPLATE, "q")
+            first = pool.evaluate(handle, {"value": "Paris"}, "")
+            assert first.verification is not None and first.verification.field_ok
+            if disturb is not None:
+                (victim,) = _template_processes()
+                os.kill(victim, disturb)
+            try:
+                second = pool.evaluate(handle, {"value": "Paris"}, "")
+            except TemplateValidationError as exc:
+                return str(exc)
+            assert second.verification is not None
+            return f"field_ok={second.verification.field_ok}"
+    finally:
+        pool.close()
+
+
+def test_a_stopped_template_process_is_reported_as_stopped() -> None:
+    error = _second_call(signal.SIGSTOP)
+    assert "stopped by SIGSTOP" in error, error
+    assert "ran too long" not in error
+
+
+def test_a_template_process_killed_from_outside_is_reported_as_killed() -> None:
+    error = _second_call(signal.SIGTERM)
+    assert "killed by SIGTERM from outside" in error, error
+    assert "exhausted" not in error
+
+
+def test_control_left_alone_the_second_call_answers() -> None:
+    assert _second_call(None) == "field_ok=True"
