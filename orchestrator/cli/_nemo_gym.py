@@ -36,6 +36,7 @@ _APP = '''\
 `verifleet serve` for this server's host and port (do not edit: write it again)."""
 
 import os
+import signal
 import sys
 
 import yaml
@@ -52,6 +53,9 @@ def main() -> None:
     host, port = str(server["host"]), str(server["port"])
     argv = [*COMMAND, "serve", BENCHMARK, "--host", host, "--port", port, *FLAGS]
     print("starting:", " ".join(argv), file=sys.stderr, flush=True)
+    # NeMo Gym stops its servers with SIGINT, but a server it started in the
+    # background of a shell inherits SIGINT ignored, and exec keeps that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execv(argv[0], argv)
 
 

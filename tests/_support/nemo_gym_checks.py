@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 from nemo_gym.base_resources_server import ResourcesSeedSessionRequest
+from nemo_gym.episode_types import EpisodeId, TaskId
 from nemo_gym.reward_profile import compute_aggregate_metrics
 from nemo_gym.testing.session_conformance import check_resources_session_contract
 from nemo_gym.verifier_fixture import VerifierFixture, exercise_verifier_fixture
@@ -82,7 +83,10 @@ def main() -> None:
     base, out, cases, rows_path = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     seen: dict[str, Any] = {}
     seed = ResourcesSeedSessionRequest(
-        resources_session_id="rs-contract", episode_id="ep-1", task_id="t-1", task_data={}
+        resources_session_id="rs-contract",
+        episode_id=EpisodeId(rollout_id="r1"),
+        task_id=TaskId(taskset="capitals", task_id="t1"),
+        task_data={"question_id": "geo"},
     )
     check_resources_session_contract(Forward(base), seed, keeps_state=False)  # type: ignore[arg-type]
     seen["session_contract"] = "passed"

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def _start_serve(args: list[str], log: Path, env: dict[str, str] | None = None) 
         stderr=subprocess.STDOUT,
         env=env or dict(os.environ),
     )
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while True:
         assert proc.poll() is None, log.read_text()
         try:
@@ -150,6 +150,7 @@ def test_nemo_gym_contract_helpers_pass_and_metrics_match_its_own(
             done = subprocess.run(
                 [
                     str(venv / "bin" / "python"),
+                    "-P",  # not its folder on sys.path: _support/nemo_gym.py would shadow nemo_gym
                     str(CHECKS),
                     base,
                     str(out),
@@ -214,7 +215,9 @@ def _capitals(tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, Any]]:
 
 
 @pytest.fixture
-def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpoint]]:
+def gym_servers(
+    venv: Path, tmp_path: Path
+) -> Iterator[tuple[Path, RunningEndpoint, list[str], Callable[[], None]]]:
     """``gym env start`` from a directory ``--nemo-gym-dir`` wrote; the judge refuses
     the long prompts (as a model with a short context would) until the test says."""
     bench, replies, answers = _capitals(tmp_path)
@@ -249,10 +252,7 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
         assert wrote.returncode == 0, wrote.stderr
         env = {**nemo_env(venv), "VERIFLEET_SERVE_TOKEN": "not-sent-by-nemo-gym"}
         log = tmp_path / "gym.log"
-        command = [
-            str(venv / "bin" / "gym"),
-            "env",
-            "start",
+        configs = [
             "--config",
             "resources_servers/verifleet/configs/verifleet.yaml",
             "--config",
@@ -263,6 +263,7 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
             "++skip_venv_if_present=true",
             f"++uv_venv_dir={server_venvs(tmp_path / 'venvs', venv)}",
         ]
+        command = [str(venv / "bin" / "gym"), "env", "start", *configs]
         # NeMo Gym stops its servers on SIGINT: a background child must not ignore it.
         gym = subprocess.Popen(
             command,
@@ -284,14 +285,35 @@ def gym_servers(venv: Path, tmp_path: Path) -> Iterator[tuple[Path, RunningEndpo
                 for q in replies
             ]
             (tmp_path / "input.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            yield tmp_path, judge
+
+            def stop() -> None:
+                if gym.poll() is None:
+                    os.killpg(gym.pid, signal.SIGINT)
+                    try:
+                        gym.wait(timeout=120)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(gym.pid, signal.SIGKILL)
+                        gym.wait()
+
+            yield tmp_path, judge, configs, stop
         finally:
-            os.killpg(gym.pid, signal.SIGINT)
-            try:
-                gym.wait(timeout=120)
-            except subprocess.TimeoutExpired:
+            if gym.poll() is None:
                 os.killpg(gym.pid, signal.SIGKILL)
                 gym.wait()
+
+
+def _nemo(command: list[str], root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a NeMo Gym command that may start servers: SIGINT, with which it stops
+    them, restored (a background test run inherits it ignored)."""
+    return subprocess.run(
+        command,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _rewards(path: Path) -> dict[str, Any]:
@@ -304,11 +326,11 @@ def _rewards(path: Path) -> dict[str, Any]:
 
 
 def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
-    venv: Path, gym_servers: tuple[Path, RunningEndpoint]
+    venv: Path, gym_servers: tuple[Path, RunningEndpoint, list[str], Callable[[], None]]
 ) -> None:
-    root, judge = gym_servers
+    root, judge, configs, stop = gym_servers
     env = nemo_env(venv)
-    collect = subprocess.run(
+    collect = _nemo(
         [
             str(venv / "bin" / "ng_collect_rollouts"),
             "+agent_name=verifleet_simple_agent",
@@ -316,11 +338,8 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
             f"+output_jsonl_fpath={root / 'out.jsonl'}",
             "+num_samples_in_parallel=8",
         ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        root,
+        env,
     )
     assert collect.returncode == 0, collect.stdout[-5000:] + collect.stderr[-5000:]
     scored = _rewards(root / "out.jsonl")
@@ -334,12 +353,16 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
     metrics = [p for p in root.glob("out*metrics*.json*")]
     assert metrics, sorted(p.name for p in root.iterdir())
     # The judge answers long prompts again: re-verify the judge failures only.
+    # `gym eval reverify` starts the servers itself (verifleet serve again, from
+    # the same directory): those of `gym env start` stop first.
+    stop()
     judge.app.config.context_chars = None
-    reverify = subprocess.run(
+    reverify = _nemo(
         [
             str(venv / "bin" / "gym"),
             "eval",
             "reverify",
+            *configs,
             "--judge-failed-only",
             "--inputs",
             str(root / "out_materialized_inputs.jsonl"),
@@ -348,11 +371,8 @@ def test_nemo_gym_collects_and_reverifies_rollouts_from_verifleet_serve(
             "--output",
             str(root / "reverified.jsonl"),
         ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        root,
+        env,
     )
     assert reverify.returncode == 0, reverify.stdout[-5000:] + reverify.stderr[-5000:]
     again = _rewards(root / "reverified.jsonl")
