@@ -6,7 +6,7 @@ Usage::
     .venv/bin/python bench/redis_cost_ab.py --before 30bff0a --before ea8b7f1 --rounds 4 -- --n 10000
 
 Redis's CPU per unit on this machine moves with its load and with what one
-wake-up of an idle redis-server costs (bench/README.md, "Redis cost per unit"),
+wake-up of an idle redis-server costs (bench/log/2026-11-22_to_28.md, "Redis cost per unit"),
 so figures of two commits compare only when measured side by side in the same
 minutes. Each ``--before`` commit is installed once into a cache folder
 (``--cache``; its files by ``git archive``, ``pip install --no-deps --target``,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, token_count
 
 from ._policy import EndpointLimits
 from ._protocol import Slot, no_gate
@@ -27,8 +27,9 @@ class GateSlot:
         self.pause = 0.0
 
     def record_usage(self, tokens: int) -> None:
-        """Keep the input + output tokens the provider reported for this call."""
-        self.used = max(0, int(tokens))
+        """Keep the input + output tokens the provider reported for this call,
+        clamped to a finite, non-negative count (never raises)."""
+        self.used = token_count(tokens)
 
     def record_pushback(self, retry_after: float) -> None:
         """Keep that the endpoint answered 429, asking for ``retry_after`` s."""

@@ -6,10 +6,18 @@ A trainer that sends 16,000 rollouts at once then gets the ones the server can
 take scored promptly and a clear "come back in N seconds" for the rest, rather
 than connections that hang for minutes while memory grows. ``Retry-After`` is the
 time the current backlog takes to drain at the recent completion rate.
+
+Clients that never retry a 503 (NeMo Gym's agents) lose every refused rollout:
+for them ``max_queued`` (``--max-queued``) lets that many requests beyond the
+limit wait, first come first served, for a place to free up, each at most
+``queue_timeout`` seconds; only a request that finds the queue full, or whose
+wait runs out, is answered 503.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import math
 import time
 from collections.abc import Collection
@@ -25,17 +33,27 @@ class Admission:
 
     Args:
         max_inflight: Rollouts scored at once at most.
+        max_queued: Requests that may wait for a place beyond that (0: none;
+            a request that does not fit is refused at once).
+        queue_timeout: Seconds a queued request waits at most.
     """
 
     #: Seconds over which the completion rate is averaged.
     RATE_WINDOW = 10.0
 
-    def __init__(self, max_inflight: int) -> None:
+    def __init__(
+        self, max_inflight: int, *, max_queued: int = 0, queue_timeout: float = 300.0
+    ) -> None:
         if max_inflight <= 0:
             raise ValueError("max_inflight must be positive")
+        if max_queued < 0 or queue_timeout <= 0:
+            raise ValueError("max_queued must be >= 0 and queue_timeout positive")
         self.max_inflight = max_inflight
+        self.max_queued = max_queued
+        self.queue_timeout = queue_timeout
         self.inflight = 0
         self.rejected = 0
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self._rate = 0.0
         self._rate_at = time.monotonic()
 
@@ -52,9 +70,51 @@ class Admission:
         self.inflight += count
         return True
 
+    @property
+    def queued(self) -> int:
+        """Requests waiting for a place."""
+        return sum(1 for w in self._waiting if not w.done())
+
+    async def enter(self) -> bool:
+        """Take one place, waiting in the queue (when it has room) up to
+        ``queue_timeout`` seconds for one to free up; False (nothing taken)
+        when the queue is full or the wait ran out."""
+        if self.inflight < self.max_inflight and not self.queued:
+            self.inflight += 1
+            return True
+        if self.queued >= self.max_queued:
+            self.rejected += 1
+            return False
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            async with asyncio.timeout(self.queue_timeout):
+                await turn
+            return True
+        except TimeoutError:
+            if turn.done() and not turn.cancelled():
+                return True  # handed a place as the wait ran out
+            self.rejected += 1
+            return False
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.leave()  # handed a place as the request was cancelled
+            raise
+        finally:
+            turn.cancel()  # no-op once handed a place; else no one hands it one
+
+    def _hand_over(self) -> None:
+        """Give free places to the requests queued first."""
+        while self._waiting and self.inflight < self.max_inflight:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                self.inflight += 1
+                turn.set_result(None)
+
     def leave(self, count: int = 1) -> None:
         """Give back ``count`` places of finished (or abandoned) rollouts."""
         self.inflight -= count
+        self._hand_over()
         now = time.monotonic()
         # An exponentially decaying count of completions: completions per second.
         decay = math.exp(-(now - self._rate_at) / self.RATE_WINDOW)
@@ -75,6 +135,7 @@ class Admission:
             "ready": ready,
             "inflight": self.inflight,
             "max_inflight": self.max_inflight,
+            "queued": self.queued,
             "rejected": self.rejected,
         }
         if ready:
@@ -92,8 +153,8 @@ class Admission:
 
 class AdmissionGate:
     """ASGI middleware: a POST to one of ``paths`` takes one place of ``admission``
-    for as long as the app handles it, or is answered 503 with ``Retry-After``
-    before a byte of its body is read. Batches take their places in the app,
+    for as long as the app handles it (after a wait in its queue, when it has
+    one), or is answered 503 with ``Retry-After`` before a byte of its body is read. Batches take their places in the app,
     once their size is known.
 
     Args:
@@ -116,7 +177,7 @@ class AdmissionGate:
             await self.app(scope, receive, send)
             return
         admission = self.admission
-        if not admission.try_enter():
+        if not await admission.enter():
             await refuse(send, admission)
             return
         try:

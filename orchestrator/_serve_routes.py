@@ -30,6 +30,7 @@ from verifleet.reward import (
 from ._serve_admission import Admission
 from ._serve_batch import BATCH_PATH, REQUEST, score_batch, validation_problems
 from ._serve_guards import Receive, Scope, Send, bearer_token_ok
+from ._serve_nemo import NemoGymRoutes, add_component_fields, failsafe_fields
 from ._serve_protocol import DISCONNECT_EXTENSION, OnDisconnect
 from ._serve_scoring import score_on_loop
 
@@ -49,7 +50,7 @@ HEALTH_PATH = "/health"
 READY_PATH = "/ready"
 VERIFY_PATH = "/verify"
 
-InfraErrors = Literal["status", "null"]
+InfraErrors = Literal["status", "null", "failsafe"]
 
 #: The status of an infrastructure failure when ``infra_errors="status"``.
 FAILURE_STATUS = {"judge_unreachable": 502, "judge_refused": 502, "executor": 503, "timeout": 504}
@@ -135,7 +136,8 @@ class ServiceRoutes:
         admission: The service's admission counter.
         timeout: Seconds one rollout may take.
         max_batch: Rollouts one batch may carry.
-        infra_errors: How ``/verify`` answers an infrastructure failure.
+        infra_errors: How ``/verify`` answers an infrastructure failure
+            (``failsafe``: NeMo Gym's judge-failure shape, :mod:`._serve_nemo`).
         token: The bearer token (``/health`` details need it), if any.
     """
 
@@ -160,6 +162,7 @@ class ServiceRoutes:
             ("POST", BATCH_PATH): self.verify_batch,
             ("GET", HEALTH_PATH): self.health,
             ("GET", READY_PATH): self.ready,
+            **NemoGymRoutes().routes(),
         }
 
     def handles(self, scope: Scope) -> bool:
@@ -229,15 +232,21 @@ class ServiceRoutes:
         payload = body.model_dump(mode="json", exclude_unset=True)
         if isinstance(outcome, Failure):
             payload.update(reward=None, failure=outcome.model_dump())
-            if self.infra_errors == "null":
+            if self.infra_errors == "failsafe":
+                failsafe_fields(payload, outcome)
+                await _send(send, 200, payload)
+            elif self.infra_errors == "null":
                 await _send(send, 200, payload)
             else:
                 payload["message"] = outcome.reason
                 await _send(send, 504, payload)
             return
         payload.update(reply_fields(outcome))
+        add_component_fields(payload, outcome)
         failure = outcome.failure
-        if failure is None or self.infra_errors == "null":
+        if failure is not None and self.infra_errors == "failsafe":
+            failsafe_fields(payload, failure)
+        if failure is None or self.infra_errors != "status":
             await _send(send, 200, payload)
             return
         payload["message"] = f"not verified ({failure.kind}): {failure.reason}; no reward was given"

@@ -44,6 +44,7 @@ from verifleet.reward import (
 )
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
+from ._serve_access import ClientNetworks, Network
 from ._serve_admission import Admission, AdmissionGate
 from ._serve_batch import BATCH_PATH
 from ._serve_defaults import (
@@ -127,15 +128,22 @@ def _guarded(
     max_body_bytes: int,
     token: str | None,
     allowed_hosts: Sequence[str],
+    allow_net: Sequence[Network] = (),
 ) -> ASGIApp:
-    """``app`` behind the guards, outermost first: the Host check, the bearer token
-    (401 before any body is read), admission (503 before any body is read), the
-    body limit."""
+    """``app`` behind the guards, outermost first: the Host check, the client
+    network allow-list (peers in it need no token), the bearer token (401 before
+    any body is read), admission (503, or a wait in its queue, before any body
+    is read), the body limit."""
     guarded: ASGIApp = BodyLimit(app, max_bytes=max_body_bytes)
     guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH])
+    open_paths = [HEALTH_PATH, READY_PATH]
+    checked: ASGIApp = guarded
     if token is not None:
-        guarded = BearerAuth(guarded, token=token, open_paths=[HEALTH_PATH, READY_PATH])
-    return HostCheck(guarded, allowed_hosts=allowed_hosts)
+        checked = BearerAuth(guarded, token=token, open_paths=open_paths)
+    if allow_net:
+        otherwise = checked if token is not None else None
+        checked = ClientNetworks(guarded, otherwise, allow_net, open_paths=open_paths)
+    return HostCheck(checked, allowed_hosts=allowed_hosts)
 
 
 class RewardService(FastAPI):
@@ -220,6 +228,9 @@ def create_app(
     infra_errors: InfraErrors = "status",
     allowed_hosts: Sequence[str] = (),
     sandbox_scope: str | None = None,
+    allow_net: Sequence[Network] = (),
+    max_queued: int = 0,
+    inline_executors: int = 0,
 ) -> RewardService:
     """The reward service for ``benchmark``.
 
@@ -239,12 +250,18 @@ def create_app(
         infra_errors: How ``/verify`` answers a request that could not be
             verified for an infrastructure reason: ``status`` (502 judge, 503
             executor, 504 deadline) or ``null`` (200); both with ``reward: null``
-            and the ``failure``.
+            and the ``failure``; or ``failsafe`` (200, NeMo Gym's judge-failure
+            shape: reward 0.0 with ``mask_sample: true``, ``failure_kind``,
+            ``failure_reason``).
         allowed_hosts: Host names accepted besides localhost and IP addresses
             (``*``: any).
         sandbox_scope: The benchmark's templates run in the executors'
             template process of this scope (:class:`~verifleet.reward.RewardScorer`);
             None: one process per template source.
+        allow_net: Client networks whose requests need no token.
+        max_queued: Requests beyond ``max_inflight`` that wait for a place.
+        inline_executors: Executors of their own for inline questions (0: they
+            share the benchmark's; see :class:`~verifleet.reward.RewardScorer`).
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -256,6 +273,7 @@ def create_app(
         reward_config,
         resources=resources,
         sandbox_scope=sandbox_scope,
+        inline_executors=inline_executors,
     )
     return service_for(
         scorer,
@@ -266,6 +284,8 @@ def create_app(
         max_batch=max_batch,
         infra_errors=infra_errors,
         allowed_hosts=allowed_hosts,
+        allow_net=allow_net,
+        max_queued=max_queued,
     )
 
 
@@ -279,10 +299,18 @@ def service_for(
     max_batch: int = DEFAULT_MAX_BATCH,
     infra_errors: InfraErrors = "status",
     allowed_hosts: Sequence[str] = (),
+    allow_net: Sequence[Network] = (),
+    max_queued: int = 0,
 ) -> RewardService:
     """The reward service around a scorer built already (``verifleet serve``
     builds one with its cache, pricing and sandbox scope); the options are
-    :func:`create_app`'s.
+    :func:`create_app`'s, and:
+
+    Args:
+        allow_net: Client networks whose requests need no token (NeMo Gym's
+            agents send none); without a token, other peers get 403.
+        max_queued: Requests beyond ``max_inflight`` that wait for a place (at
+            most ``request_timeout`` seconds) instead of getting 503 at once.
 
     Raises:
         ConfigError: an empty token, a limit that is not positive or an unknown
@@ -294,9 +322,13 @@ def service_for(
         raise ConfigError(
             "max_body_bytes, request_timeout, max_inflight and max_batch must be positive"
         )
-    if infra_errors not in ("status", "null"):
-        raise ConfigError(f"infra_errors must be 'status' or 'null', not {infra_errors!r}")
-    admission = Admission(max_inflight)
+    if infra_errors not in ("status", "null", "failsafe"):
+        raise ConfigError(
+            f"infra_errors must be 'status', 'null' or 'failsafe', not {infra_errors!r}"
+        )
+    if max_queued < 0:
+        raise ConfigError("max_queued must be 0 or more")
+    admission = Admission(max_inflight, max_queued=max_queued, queue_timeout=request_timeout)
     app = RewardService(
         title="verifleet reward service",
         version=__version__,
@@ -316,12 +348,16 @@ def service_for(
         "max_body_bytes": max_body_bytes,
         "token": token,
         "allowed_hosts": allowed_hosts,
+        "allow_net": allow_net,
     }
     app.guarded_fast = _guarded(routes, **guards)
-    # The rest (/openapi.json, /docs) behind the same guards.
+    # The rest (/openapi.json, /docs) behind the same guards; without a token
+    # and with an allow-list, only the allowed networks read them.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if token is not None:
         app.add_middleware(BearerAuth, token=token, open_paths=[HEALTH_PATH, READY_PATH])
+    elif allow_net:
+        app.add_middleware(ClientNetworks, otherwise=None, networks=allow_net)
     app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)
     app.state.scorer = scorer
     app.state.admission = admission

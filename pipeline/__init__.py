@@ -26,6 +26,7 @@ through its interface.
 
 # --- the model-call interface and its langchain implementation -------------------
 from ._llm import (
+    CACHE_KEY_SECRET_ENV,
     MAX_ENDPOINT_PAUSE,
     CachingCaller,
     CallCache,
@@ -42,6 +43,7 @@ from ._llm import (
     UsageTracker,
     close_async_senders,
     call_key,
+    credential_identity,
     default_cache_dir,
     endpoint_pause,
     get_chat_model,
@@ -98,6 +100,7 @@ from ._search import (
 )
 
 __all__ = [
+    "CACHE_KEY_SECRET_ENV",
     "MAX_ENDPOINT_PAUSE",
     "AgentDeadlineError",
     "AgentRunner",
@@ -143,6 +146,7 @@ __all__ = [
     "call_blocking",
     "call_key",
     "close_async_senders",
+    "credential_identity",
     "default_cache_dir",
     "endpoint_pause",
     "evaluate_outcomes",

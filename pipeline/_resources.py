@@ -88,6 +88,10 @@ class PipelineResources:
         call_cache: Where cached model replies live; used by runs whose config
             has ``cache: true`` (None: such runs call every model).
         sleep: Backoff sleep of retries.
+        before_call: Called with the model before a caller that makes real
+            calls of it is built (not for replies the call cache answers);
+            what it raises fails that call. The local run waits there for
+            the model's preflight call.
     """
 
     clients: ChatModelCache = field(default_factory=ChatModelCache)
@@ -100,6 +104,7 @@ class PipelineResources:
     caller_factory: CallerFactory | None = None
     call_cache: CallCache | None = None
     sleep: Callable[[float], None] = time.sleep
+    before_call: Callable[[ModelConfig], None] | None = None
 
     _builtin_agent: McpAgentRunner | None = field(default=None, init=False, repr=False)
     _searches: dict[tuple[object, ...], SearchFunction] = field(
@@ -154,6 +159,8 @@ class PipelineResources:
         config: VerificationConfig,
         deadline: float | None,
     ) -> ChatCaller:
+        if self.before_call is not None:
+            self.before_call(model)
         if self.caller_factory is not None:
             return self.caller_factory(model, tracker=tracker, config=config, deadline=deadline)
         return make_chat_caller(

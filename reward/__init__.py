@@ -7,11 +7,13 @@ benchmark's :class:`RewardConfig` (binary, continuous or hybrid). Judge calls go
 through a cache keyed by their full input, so the same response always gets the
 same reward. A response that could not be verified for an infrastructure reason
 (judge unreachable, executor failure, deadline) gets no reward but a
-:class:`Failure` naming the kind. Applied to rollout files by ``verifleet reward`` (locally, or on
-the fleet by the workers' reward task) and served over HTTP by ``verifleet serve``
-(``POST /verify``), whose FastAPI service lives above this package in
-:mod:`verifleet.orchestrator.serve`: importing the scoring core (as every worker
-does) never imports FastAPI.
+:class:`Failure` naming the kind. Applied to rollout files by ``verifleet reward``
+(locally, or on the fleet by the workers' reward task), served over HTTP by
+``verifleet serve`` (``POST /verify``; its FastAPI service lives above this
+package in :mod:`verifleet.orchestrator.serve`: importing the scoring core, as
+every worker does, never imports FastAPI), and used as a TRL ``GRPOTrainer``
+reward function (:func:`trl_reward` through the server, :func:`trl_reward_local`
+in process).
 """
 
 from ._compose import RewardBreakdown, compose_reward, normalise_trait
@@ -58,6 +60,7 @@ from ._loop_gate import LoopSafeGate
 from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
 from ._scorer import RewardScorer, ScoredRollout, reward_resources
 from ._swap import EquivalenceVerdict, judge_equivalence
+from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
 
 __all__ = [
     "FAILURE_KINDS",
@@ -89,7 +92,9 @@ __all__ = [
     "RewardScorer",
     "RolloutReport",
     "ScoredRollout",
+    "TRLReward",
     "UnknownQuestionError",
+    "VerifleetRewardError",
     "VerifyRequest",
     "caching_caller_factory",
     "compose_reward",
@@ -106,4 +111,6 @@ __all__ = [
     "score_rollouts_fleet",
     "score_rollouts_local",
     "store_reward_job",
+    "trl_reward",
+    "trl_reward_local",
 ]

@@ -1,6 +1,6 @@
 """How a verification result becomes a reward: the per-benchmark reward config.
 
-Three modes (spec 004, "Binary vs continuous rewards", "Hybrid verification"):
+Three modes (docs/reward.md, "Rewards"):
 
 * ``binary``: 1.0 when ``verify_result`` is True, else 0.0.
 * ``continuous``: ``verify_granular_result`` (partial credit in [0, 1]); templates

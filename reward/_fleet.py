@@ -3,7 +3,7 @@ and the CLI side that submits rollouts and collects their verdicts.
 
 A reward job is content-addressed: its id hashes the benchmark, the judges and the
 reward config, and each rollout is stored under a hash of its JSON. A task
-carries only ``(job id, rollout key)`` (DESIGN: keys, not payloads); the worker
+carries only ``(job id, rollout key)`` (keys, not payloads: the benchmark is stored once); the worker
 scores the rollout with the same :class:`RewardScorer` the local mode uses and
 writes the verdict fields once (``HSETNX``). Re-running resumes: verdicts
 already in Redis are collected without sending a task again.

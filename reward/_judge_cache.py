@@ -5,7 +5,9 @@ A temperature-0 judge is not bit-for-bit deterministic across servers, batches o
 restarts; caching its reply by (model, messages, schema) makes a re-verification
 of the same response reuse the first reply. The key covers every model setting
 that changes the reply (name, endpoint, provider, temperature, max tokens, extra
-arguments), so two judges never share an entry. With Redis the first reply stored
+arguments) and the credential (an HMAC of the API key's value, never the key:
+``credential_identity``), so two judges, or one judge behind a gateway called
+with two keys, never share an entry. With Redis the first reply stored
 wins fleet-wide: a process that raced another and lost adopts the stored reply.
 """
 
@@ -29,6 +31,7 @@ from verifleet.pipeline import (
     ModelCallError,
     UsageTracker,
     bridged_sleep,
+    credential_identity,
     make_chat_caller,
 )
 from verifleet.schemas import ModelConfig, VerificationConfig
@@ -62,9 +65,11 @@ def judge_call_key(
     schema: dict[str, Any] | None = None,
     schema_name: str | None = None,
 ) -> str:
-    """A SHA-256 hex key of everything that determines a judge's reply."""
+    """A SHA-256 hex key of everything that determines a judge's reply, the
+    credential's HMAC included (never the key). Never raises for JSON inputs."""
     payload = {
         "model": model.model_dump(mode="json", include=set(_MODEL_FIELDS)),
+        "credential": credential_identity(model),
         "messages": [dict(m) for m in messages],
         "schema": schema,
         "schema_name": schema_name,

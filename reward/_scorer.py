@@ -8,6 +8,7 @@ The service, the local rollouts scorer and the fleet's reward task all call
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import statistics
 import time
@@ -28,6 +29,7 @@ from verifleet.pipeline import (
     bridged_sleep,
     run_unit,
 )
+from verifleet.sandbox import SandboxPool
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -164,6 +166,10 @@ class RewardScorer:
             template compiled there once and kept warm, as a job's on the
             fleet); None: in one process per template source. Inline
             questions of a request (someone else's code) never run in it.
+        inline_executors: Executors of their own for inline questions (0:
+            they share the benchmark's). A caller whose inline templates are
+            slow then holds only these: requests for the benchmark's questions
+            never wait behind them.
 
     Raises:
         ConfigError: the reward config names unknown traits, or its
@@ -178,9 +184,12 @@ class RewardScorer:
         *,
         resources: PipelineResources | None = None,
         sandbox_scope: str | None = None,
+        inline_executors: int = 0,
     ) -> None:
         reward_config.check_benchmark(benchmark)
         self.sandbox_scope = sandbox_scope
+        self.inline_executors = inline_executors
+        self._inline: PipelineResources | None = None
         self.benchmark = benchmark
         self.reward_config = reward_config
         data: dict[str, Any] = {
@@ -217,6 +226,21 @@ class RewardScorer:
         self._rubrics: dict[str, Rubric | None] = {}
         self._answering_models: dict[str, ModelConfig] = {}
 
+    def inline_resources(self) -> PipelineResources:
+        """The resources inline questions are scored with: :attr:`resources`
+        with a sandbox pool of ``inline_executors`` executors of its own (made
+        on first use; the same settings otherwise), or :attr:`resources` itself
+        when ``inline_executors`` is 0."""
+        if self.inline_executors <= 0:
+            return self.resources
+        if self._inline is None:
+            settings = self.resources.sandbox.settings.model_copy(
+                update={"pool_size": self.inline_executors}
+            )
+            sandbox = BridgedSandbox(SandboxPool(settings), on_failure=_executor_failed)
+            self._inline = dataclasses.replace(self.resources, sandbox=sandbox.as_pool())
+        return self._inline
+
     def resolve(self, request: AnyRequest) -> tuple[Question, Rubric | None]:
         """The question the request answers and its merged rubric.
 
@@ -228,7 +252,7 @@ class RewardScorer:
             inline = request.question
             try:
                 # Compiled in a sandbox executor, never in the reward server.
-                self.resources.sandbox.validate_template(
+                self.inline_resources().sandbox.validate_template(
                     inline.answer_template, question_id=inline.id
                 )
             except TemplateValidationError as exc:
@@ -327,8 +351,9 @@ class RewardScorer:
             if self.sandbox_scope is None or inline
             else self.resources.sandbox.scoped(self.sandbox_scope)
         )
+        resources = self.inline_resources() if inline else self.resources
         with recording() as failures, scope:
-            return self._score(question, rubric, request, answer, deadline, failures)
+            return self._score(question, rubric, request, answer, deadline, failures, resources)
 
     def _score(
         self,
@@ -338,9 +363,10 @@ class RewardScorer:
         answer: CachedAnswer,
         deadline: float,
         failures: list[Failure],
+        resources: PipelineResources,
     ) -> ScoredRollout:
         unit = self.spec.unit(question, self._answering(request), None)
-        results = run_unit(unit, self.spec, self.resources, cached_answer=answer, deadline=deadline)
+        results = run_unit(unit, self.spec, resources, cached_answer=answer, deadline=deadline)
         verdict = self._equivalence(question, answer, deadline)
         if not failures and time.monotonic() >= deadline and _cut_short(results):
             failures.append(Failure(kind="timeout", reason="the deadline passed mid-verification"))

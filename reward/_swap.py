@@ -1,7 +1,7 @@
 """A pairwise equivalence judge with an optional swap check.
 
 An LLM asked "are these two answers equivalent?" tends to favour one position
-(spec 004, "Implement swap checks to reduce bias"). With the swap check the judge
+(docs/reward.md, "Swap check"). With the swap check the judge
 is asked twice, the reference and the response in both orders, and the response
 counts as equivalent only when both verdicts say so; a disagreement is recorded
 as inconsistent and scores as not equivalent.

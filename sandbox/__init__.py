@@ -16,6 +16,7 @@ the standard library.
 from ._checkers import SandboxChecker, sandbox_checker
 from ._cooperative import ReadWait, cooperative
 from ._errors import ExecutorBusy, ExecutorCrashed, SandboxError, SandboxUnavailable
+from ._identity import isolation_warning
 from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
 from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
 from ._settings import SandboxMode, SandboxSettings
@@ -36,6 +37,7 @@ __all__ = [
     "TemplateVerification",
     "cooperative",
     "default_pool",
+    "isolation_warning",
     "reset_default_pool",
     "sandbox_checker",
 ]

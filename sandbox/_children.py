@@ -64,6 +64,7 @@ from ._runtime import (
     regex_trait,
     trait,
 )
+from ._scenario_code import ScenarioCodeRequest, run_scenario_code
 
 __all__ = ["Limits", "Slot", "spawner_main"]
 
@@ -375,4 +376,6 @@ def _run(request: object) -> BaseModel:
         return check_trait(request)
     if isinstance(request, RegexTraitRequest):
         return regex_trait(request)
+    if isinstance(request, ScenarioCodeRequest):
+        return run_scenario_code(request)
     raise RequestError("protocol", f"{type(request).__name__} is not run in a child")

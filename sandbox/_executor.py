@@ -87,6 +87,15 @@ def _set_limits(memory_mb: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
+def _not_dumpable() -> None:
+    import ctypes
+
+    pr_set_dumpable = 4
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def _warm_up() -> None:
     """Import and exercise what children run, once, before the spawner forks."""
     from ._protocol import DescribeRequest, EvaluateRequest, source_digest
@@ -110,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         fork_per_call=args.fresh_state == "call",
     )
     try:
+        # Not dumpable (inherited by every child): /proc/<pid>/environ, mem, fd
+        # ... of the executor's processes belong to root, so another executor
+        # running as the same uid cannot read this one's jobs through /proc.
+        _not_dumpable()
         _set_limits(args.memory_mb)
         _warm_up()
         slots = [Slot.open(i) for i in range(args.template_processes + 1)]
@@ -143,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         write_all(answers, encode(Hello(fatal=f"{type(exc).__name__}: {exc}")))
         return 3
-    write_all(answers, encode(Hello(seccomp=seccomp, pid=os.getpid())))
+    write_all(answers, encode(Hello(seccomp=seccomp, pid=os.getpid(), uid=os.getuid())))
     stream: IO[bytes] = os.fdopen(requests, "rb")
     for line in stream:
         try:
@@ -152,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
             write_all(answers, encode(Reply.failure(None, "protocol", str(exc)[:500])))
             continue
         if isinstance(request, PingRequest):
-            reply = encode(Reply.success(request.id, PingResult(cpu_seconds=_cpu_seconds())))
+            reply = encode(
+                Reply.success(
+                    request.id, PingResult(cpu_seconds=_cpu_seconds(), compiled=router.compiled)
+                )
+            )
         else:
             reply = router.handle(request, line)
         write_all(answers, reply)

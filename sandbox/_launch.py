@@ -44,6 +44,15 @@ def _package_dirs() -> list[str]:
     assert root is not None and all(packages)
     found = [Path(root).parent, *(Path(str(p)).parent for p in packages)]
     found.append(Path(sandbox_init).parent)
+    # The third-party packages it imports, wherever the environment keeps them
+    # (a virtualenv may reach another one's site-packages through a .pth file).
+    import cloudpickle
+    import pydantic
+    import pydantic_core
+
+    for module in (pydantic, pydantic_core, cloudpickle):
+        assert module.__file__ is not None
+        found.append(Path(module.__file__).parent.parent)
     return [str(p.resolve()) for p in found]
 
 
@@ -79,8 +88,9 @@ def _system_args() -> list[str]:
     return args
 
 
-def bwrap_prefix(bwrap: str) -> list[str]:
-    """The bubblewrap part of the command (everything before the executor)."""
+def bwrap_prefix(bwrap: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The bubblewrap part of the command (everything before the executor);
+    ``extra`` folders are bound read-only too (the bytecode cache)."""
     args = [
         bwrap,
         "--unshare-all",
@@ -106,7 +116,7 @@ def bwrap_prefix(bwrap: str) -> list[str]:
         # instead of being hidden by it.
         *("--dev", "/dev", "--tmpfs", "/tmp"),
     ]
-    for path in bind_paths():
+    for path in (*bind_paths(), *extra):
         args += ["--ro-bind", path, path]
     args += ["--chdir", "/tmp", "--remount-ro", "/"]
     return args
@@ -122,6 +132,8 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         sys.executable,
         "-I",
         "-B",
+        # Bytecode the host prepared (_bytecode): never written from inside.
+        *(("-X", f"pycache_prefix={settings.bytecode_dir}") if settings.bytecode_dir else ()),
         "-m",
         "verifleet.sandbox._executor",
         "--mode",
@@ -148,4 +160,5 @@ def executor_command(settings: SandboxSettings) -> list[str]:
         raise FileNotFoundError(
             "bwrap (bubblewrap) is not installed; Debian/Ubuntu: apt-get install bubblewrap"
         )
-    return [*bwrap_prefix(bwrap), *python]
+    extra = (settings.bytecode_dir,) if settings.bytecode_dir else ()
+    return [*bwrap_prefix(bwrap, extra), *python]

@@ -66,12 +66,18 @@ class SandboxStats(BaseModel):
         described: Template descriptions asked of executors (one per
             template the host had not seen).
         handles: Template descriptions (and refusals) the host holds.
+        compiled: Templates compiled in template processes by the executors
+            that are idle now (each counts what its router handed a template
+            process to compile; an executor that died takes its count along).
+            Only :meth:`SandboxPool.compiled_stats` fills it (it asks every
+            idle executor); :meth:`SandboxPool.stats` leaves it 0.
     """
 
     executors: int
     replacements: int
     described: int
     handles: int
+    compiled: int = 0
 
 
 _POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
@@ -104,6 +110,10 @@ class SandboxPool:
             OrderedDict()
         )
         self._handles_lock = threading.Lock()
+        # Describes in flight by (scope, digest): a second caller of the same
+        # source waits for the first instead of compiling it again (the units of
+        # one question start together, and a run checks each template once).
+        self._describing: dict[tuple[str, str], threading.Event] = {}
         self._described = 0
         _POOLS.add(self)
 
@@ -182,6 +192,21 @@ class SandboxPool:
                 handles=len(self._handles),
             )
 
+    def compiled_stats(self) -> SandboxStats:
+        """:meth:`stats` with ``compiled`` filled: each idle executor is asked
+        (one ping each) how many templates it compiled. Meant for a pool at
+        rest (end of a run, tests, benches): a busy executor is not counted.
+
+        Raises:
+            ExecutorCrashed: An executor died while asked.
+        """
+        counts = self._executors.on_each_idle(
+            lambda proc: (
+                PingResult.model_validate(proc.call(PingRequest(id=proc.next_id())).result).compiled
+            )
+        )
+        return self.stats().model_copy(update={"compiled": sum(counts)})
+
     def close(self) -> None:
         """Kill every executor; later calls raise :class:`SandboxError`."""
         self._executors.close()
@@ -216,9 +241,28 @@ class SandboxPool:
         digest = source_digest(source)
         scope = _SCOPE.get()
         cached = self._held(digest, scope)
-        if cached is None:
-            described = self._describe(source, digest, question_id)
-            cached = self._remember((scope or "", digest), described)
+        while cached is None:
+            key = (scope or "", digest)
+            with self._handles_lock:
+                running = self._describing.get(key)
+                if running is None:
+                    self._describing[key] = threading.Event()
+            if running is not None:
+                if current_wait() is not None:
+                    # A greenlet never blocks its loop's thread (the describer
+                    # may be a greenlet of it): it asks again later.
+                    raise ExecutorBusy
+                # Another thread describes this very source for this scope:
+                # its answer (or its failure, then this thread tries itself).
+                running.wait()
+                cached = self._held(digest, scope)
+                continue
+            try:
+                described = self._describe(source, digest, question_id)
+                cached = self._remember(key, described)
+            finally:
+                with self._handles_lock:
+                    self._describing.pop(key).set()
         if isinstance(cached, TemplateValidationError):
             raise TemplateValidationError(cached.problem, question_id=question_id)
         if cached.question_id != question_id:

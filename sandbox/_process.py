@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from ._children import MAX_ANSWER_BYTES
 from ._cooperative import ReadWait
 from ._errors import ExecutorCrashed, SandboxUnavailable
+from ._identity import executor_identity
 from ._launch import executor_command
 from ._pipes import Deadline, read_line, write_all
 from ._protocol import Hello, Reply, decode_reply, encode
@@ -41,6 +42,8 @@ class ExecutorProcess:
     Attributes:
         known_templates: Source digests (SHA-256) whose source this executor already holds.
         seccomp: Whether the executor reported its seccomp filter installed.
+        uid: The uid the executor reported running as (in its own user
+            namespace, if it has one).
     """
 
     def __init__(self, settings: SandboxSettings) -> None:
@@ -52,8 +55,13 @@ class ExecutorProcess:
             argv = executor_command(settings)
         except FileNotFoundError as exc:
             raise SandboxUnavailable(str(exc)) from None
+        # seccomp mode: never the worker's own user (see _identity).
+        identity = executor_identity(settings.mode)
         self._proc = subprocess.Popen(
-            argv,
+            [*identity.prefix, *argv],
+            user=identity.uid,
+            group=identity.uid,
+            extra_groups=None if identity.uid is None else [],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -76,6 +84,7 @@ class ExecutorProcess:
             self.kill()
             raise
         self.seccomp = hello.seccomp
+        self.uid = hello.uid
 
     def _hello(self) -> Hello:
         try:

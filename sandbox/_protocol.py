@@ -36,6 +36,8 @@ __all__ = [
     "RegexTraitRequest",
     "Reply",
     "Request",
+    "ScenarioCodeRequest",
+    "ScenarioCodeResult",
     "TraitRequest",
     "TraitResult",
     "Verification",
@@ -58,7 +60,15 @@ class _Message(BaseModel):
 #: killed); ``crash``: the code exhausted or killed its process; ``protocol`` and
 #: ``internal``: a bug, never the template's doing.
 ErrorKind = Literal[
-    "template", "trait", "untrusted", "need_source", "timeout", "crash", "protocol", "internal"
+    "template",
+    "trait",
+    "scenario",
+    "untrusted",
+    "need_source",
+    "timeout",
+    "crash",
+    "protocol",
+    "internal",
 ]
 
 
@@ -129,13 +139,25 @@ class RegexTraitRequest(_Request):
     text: str = ""
 
 
+class ScenarioCodeRequest(_Request):
+    """Run one piece of a scenario's code (``sandbox/_scenario_code.py``):
+    ``role`` says what it is and what ``args`` hold."""
+
+    op: Literal["scenario_code"] = "scenario_code"
+    role: Literal["state_update", "condition", "evaluate", "handover"]
+    source: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    scope: str = ""
+
+
 Request = Annotated[
     PingRequest
     | DescribeRequest
     | EvaluateRequest
     | TraitRequest
     | CheckTraitRequest
-    | RegexTraitRequest,
+    | RegexTraitRequest
+    | ScenarioCodeRequest,
     Field(discriminator="op"),
 ]
 
@@ -143,9 +165,11 @@ Request = Annotated[
 
 
 class PingResult(_Message):
-    """CPU seconds used so far by the executor and every process it started."""
+    """CPU seconds used so far by the executor and every process it started,
+    and how many templates its router had template processes compile."""
 
     cpu_seconds: float
+    compiled: int = 0
 
 
 class DescribeResult(_Message):
@@ -187,6 +211,12 @@ class TraitResult(_Message):
     value: Any
 
 
+class ScenarioCodeResult(_Message):
+    """What a scenario's code returned, as JSON data."""
+
+    value: Any = None
+
+
 class CompiledAnswer(_Message):
     """A template process's first line: its pid, then whether the source compiled."""
 
@@ -219,6 +249,8 @@ class Hello(_Message):
 
     seccomp: bool = False
     pid: int = 0
+    uid: int | None = None
+    """The uid the executor runs as (in its own user namespace, if any)."""
     fatal: str | None = None
 
 

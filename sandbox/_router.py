@@ -86,6 +86,8 @@ class Router:
         self._max_classes = max_classes
         # One slot is always left for one-shot trait children.
         self._max_templates = max(1, len(slots) - 1)
+        #: Templates handed to a template process to compile, ever.
+        self.compiled = 0
 
     def handle(self, request: Request, line: bytes) -> bytes:
         """The reply line to one request (never raises but :class:`SpawnerDied`)."""
@@ -164,6 +166,7 @@ class Router:
         else:
             self._templates.move_to_end(key)
         child.digests.add(request.digest)
+        self.compiled += 1  # the host's stats count compiles (SandboxPool.compiled_stats)
         # The class body runs first, under the same limits as a call.
         return self._exchange(child, request.id, line, 2 * self._call_budget(), key)
 

@@ -14,6 +14,8 @@ Environment variables (all optional):
 - ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
 - ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
   result (:class:`~verifleet.schemas.ResultLimits`).
+- ``VERIFLEET_SANDBOX_BYTECODE``: ``0`` starts executors from source instead of
+  the bytecode the host prepares in ``$VERIFLEET_CACHE_DIR/pycache`` (``_bytecode``).
 - ``VERIFLEET_SANDBOX_FRESH``: ``template`` (default: the calls of one job (or
   run) run in that job's template process; other jobs never share it) or
   ``call`` (every call runs in a process forked for it, so nothing one unit's
@@ -99,6 +101,10 @@ class SandboxSettings(BaseModel):
         fresh_state: ``call``: each call runs in a process forked from its
             template's process; ``template``: calls run in the template's
             process (one per job and template).
+        bytecode_dir: A folder of bytecode the host prepares and executors
+            start from (``-X pycache_prefix``, see ``_bytecode``); None: they
+            compile their modules from source. :meth:`from_env` sets the
+            default folder unless ``VERIFLEET_SANDBOX_BYTECODE=0``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -113,6 +119,7 @@ class SandboxSettings(BaseModel):
     template_processes: int = Field(default=16, ge=1, le=256)
     templates_per_process: int = Field(default=512, ge=1)
     fresh_state: FreshState = "template"
+    bytecode_dir: str | None = None
 
     @property
     def cpu_per_call(self) -> int:
@@ -141,6 +148,8 @@ class SandboxSettings(BaseModel):
         except ValueError:
             choices = ", ".join(m.value for m in SandboxMode)
             raise ConfigError(f"sandbox mode {raw_mode!r} is unknown (choose {choices})") from None
+        from ._bytecode import default_bytecode_dir  # the host's concern alone
+
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
         fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
         if fresh not in ("call", "template"):
@@ -153,4 +162,5 @@ class SandboxSettings(BaseModel):
             memory_mb=int(_env_number(ENV_MEMORY, 1024, integer=True)),
             cpu_seconds=_env_number(ENV_CPU, 10.0) if cpu_raw else None,
             result_limits=ResultLimits.from_env(),
+            bytecode_dir=default_bytecode_dir(),
         )

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from queue import SimpleQueue
+from typing import TypeVar
 
+from ._bytecode import bytecode_ready
 from ._cooperative import ExecutorBusy, current_wait
 from ._errors import SandboxError, SandboxUnavailable
+from ._identity import ENV_UID, Separation, executor_identity, sandbox_uid
 from ._process import ExecutorProcess
 from ._settings import SandboxSettings
 
 __all__ = ["AFFINITY_WAIT", "WarmExecutors"]
+
+_T = TypeVar("_T")
 
 #: Seconds a call waits for the busy executor that compiled its template before
 #: taking another idle one (which then compiles it too, ~1-1.5 ms against a
@@ -55,6 +61,8 @@ _spawner_lock = threading.Lock()
 
 def _start_executor(settings: SandboxSettings) -> ExecutorProcess:
     global _spawner
+    if settings.bytecode_dir is not None and not bytecode_ready(settings.bytecode_dir):
+        settings = settings.model_copy(update={"bytecode_dir": None})
     with _spawner_lock:
         if _spawner is None:
             _spawner = _Spawner()
@@ -170,6 +178,13 @@ class WarmExecutors:
         if self.settings.mode.uses_seccomp and not proc.seccomp:
             proc.kill()
             raise SandboxUnavailable("the executor started without its seccomp filter")
+        identity = executor_identity(self.settings.mode)
+        expected = sandbox_uid() if identity.separation is not Separation.NONE else None
+        if expected is not None and proc.uid != expected:
+            proc.kill()
+            raise SandboxUnavailable(
+                f"the executor runs as uid {proc.uid}, not as {ENV_UID}={expected}"
+            )
 
     def release(self, proc: ExecutorProcess) -> None:
         """Take back an executor :meth:`acquire` lent: kept idle while it lives
@@ -188,6 +203,25 @@ class WarmExecutors:
                 self._cond.notify_all()
             else:
                 self._cond.notify()
+
+    def on_each_idle(self, call: Callable[[ExecutorProcess], _T]) -> list[_T]:
+        """``call`` on every executor idle now (each lent for it, then taken
+        back), in turn; what each returned.
+
+        Raises:
+            Whatever ``call`` raised (the executors are taken back first).
+        """
+        with self._cond:
+            lent, self._idle = self._idle, []
+            self._busy.update(lent)
+        values: list[_T] = []
+        try:
+            for proc in lent:
+                values.append(call(proc))
+        finally:
+            for proc in lent:
+                self.release(proc)
+        return values
 
     def counts(self) -> tuple[int, int]:
         """(executors running or starting now, executors that died and were dropped)."""

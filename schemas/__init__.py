@@ -35,7 +35,7 @@ from ._config import (
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
 from ._result_limits import ResultLimits, json_size
-from ._pricing import ModelPrice, PriceTable, load_pricing
+from ._pricing import MAX_TOKENS, ModelPrice, PriceTable, load_pricing, token_count, usd_amount
 
 # --- template identity (the template runtime itself is verifleet.templates) ------
 from verifleet.templates import NO_TEMPLATE_ID, compute_template_id
@@ -69,6 +69,7 @@ from ._benchmark import (
     check_benchmark,
     dump_benchmark,
     load_benchmark,
+    template_problem,
 )
 
 # --- multi-turn scenarios ---------------------------------------------------------
@@ -79,6 +80,7 @@ from ._scenario import (
     BrokenScenario,
     Condition,
     CountTurns,
+    CrossTurnCheck,
     END,
     FirstMatchIndex,
     OutcomeCheck,
@@ -144,6 +146,7 @@ __all__ = [
     "END",
     "FINGERPRINT_PARTS",
     "IN_PROCESS_CHECKER",
+    "MAX_TOKENS",
     "MODEL_FIELDS_NOT_IN_REPLY",
     "NO_TEMPLATE_ID",
     "VALID_METRICS",
@@ -167,6 +170,7 @@ __all__ = [
     "ConfigError",
     "CostSummary",
     "CountTurns",
+    "CrossTurnCheck",
     "DeepJudgmentTraitConfig",
     "DynamicRubric",
     "EvaluationMode",
@@ -252,6 +256,9 @@ __all__ = [
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "template_problem",
+    "token_count",
     "unwrap_preset",
+    "usd_amount",
     "verifleet_version",
 ]

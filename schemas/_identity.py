@@ -55,8 +55,8 @@ def compute_unit_key(
 ) -> str:
     """Deterministic key of one result: no timestamp, so a re-run finds it again.
 
-    Used for idempotent writes, resume and deduplication (see DESIGN: "The unit of
-    work"). ``metadata.result_id`` is a different, spec-defined id.
+    Used for idempotent writes, resume and deduplication (the job id, question,
+    template, both models and the replicate name a result). ``metadata.result_id`` is a different, spec-defined id.
 
     Returns:
         24 hex characters of SHA-256 over the joined fields.

@@ -13,11 +13,18 @@ Prices are US dollars per million tokens. ``cached_input`` is the price of input
 tokens the provider served from its prompt cache (reported in the usage as
 ``cached_tokens`` / ``cache_read``); without it they cost ``input``. A bare
 mapping of model names to prices (no ``models:`` key) is accepted too.
+
+Token counts come from model endpoints, which a job does not control: a judge
+behind a gateway may report ``prompt_tokens: -10000000``, ``NaN`` or a string.
+Every count read from a reply goes through :func:`token_count` (a finite integer
+in ``[0, MAX_TOKENS]``) and every cost through :func:`usd_amount` (finite, never
+negative), so no reply can lower what a job has spent or cancel its budget.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +33,41 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from verifleet.errors import ConfigError
 
-__all__ = ["ModelPrice", "PriceTable", "load_pricing"]
+__all__ = ["MAX_TOKENS", "ModelPrice", "PriceTable", "load_pricing", "token_count", "usd_amount"]
+
+#: The most tokens one reported count may hold: far above any real call, well
+#: inside a signed 64-bit counter (Redis ``HINCRBY``) and a float's exact range.
+MAX_TOKENS = 10**12
+
+
+def token_count(value: Any) -> int:
+    """A token count reported by an endpoint as a finite integer in
+    ``[0, MAX_TOKENS]``.
+
+    Never raises: ``None``, a non-number (a string, a list, ``True``), ``NaN`` and
+    a negative count read as 0; infinity and counts over :data:`MAX_TOKENS` read
+    as :data:`MAX_TOKENS` (so a bogus huge count spends the budget rather than
+    overflowing a counter); a fraction is rounded down.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 0
+        if math.isinf(value):
+            return MAX_TOKENS if value > 0 else 0
+    return max(0, min(int(value), MAX_TOKENS))
+
+
+def usd_amount(value: Any) -> float:
+    """A cost as a finite, non-negative float; anything else (``None``, a
+    non-number, ``NaN``, a negative or infinite amount) reads as 0.0. Never
+    raises."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    amount = float(value)
+    return amount if math.isfinite(amount) and amount > 0 else 0.0
+
 
 _PER = 1_000_000
 
@@ -43,8 +84,10 @@ class ModelPrice(BaseModel):
     def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
         """USD of one call: uncached input, cached input and output tokens at their
         prices. ``cached_input_tokens`` is part of ``input_tokens`` (as providers
-        report it) and is clamped to it."""
-        cached = max(0, min(cached_input_tokens, input_tokens))
+        report it) and is clamped to it. Every count is clamped by
+        :func:`token_count`, so the cost is never negative."""
+        input_tokens, output_tokens = token_count(input_tokens), token_count(output_tokens)
+        cached = min(token_count(cached_input_tokens), input_tokens)
         cached_price = self.input if self.cached_input is None else self.cached_input
         return (
             (input_tokens - cached) * self.input

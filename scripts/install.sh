@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install verifleet with everything its tests and demo need.
 # --demo (what scripts/quickstart.sh runs): only what the demo needs, for a first
-# result in minutes: no dev and embedding extras (no torch), and of the Debian
+# result in minutes: no dev, embedding and rl extras (no torch), and of the Debian
 # packages only bubblewrap and libgomp1; a later plain run adds the rest.
 # Idempotent and quiet: when nothing the install depends on changed since the last
 # successful run (pyproject.toml, setup.py, this script) and the extras asked for
@@ -27,7 +27,7 @@ want=$(cat pyproject.toml setup.py scripts/install.sh | sha256sum | cut -d' ' -f
 # satisfies --demo, and a full install after a --demo one installs the extras.
 { read -r have_hash have_extras <"$stamp"; } 2>/dev/null || true  # none yet: a fresh venv
 [ "${have_extras:-}" != - ] || have_extras=""
-extras=$([ "$demo" = 1 ] || echo dev,embedding)
+extras=$([ "$demo" = 1 ] || echo dev,embedding,rl)
 if [ "${have_hash:-}" = "$want" ] && [ -n "${have_extras:-}" ]; then
     extras=$(printf '%s\n' ${extras//,/ } ${have_extras//,/ } | sort -u | paste -sd, -)
 fi
@@ -59,7 +59,8 @@ if [ "$need" = 1 ]; then
     : >"$log"
     pip_install --upgrade pip
     # CPU torch first: a bare 'torch' requirement would pull a multi-GB CUDA build.
-    if [[ ",$extras," == *,embedding,* ]] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
+    if [[ ",$extras," == *,embedding,* || ",$extras," == *,rl,* ]] \
+        && ! .venv/bin/python -c "import torch" 2>/dev/null; then
         pip_install "torch==2.13.0"
     fi
     pip_install -e ".${extras:+[$extras]}"

@@ -14,7 +14,7 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
-from ._keys import JobKeys
+from ._keys import MAX_JOB_ID_LENGTH, JobKeys, job_id_problem, job_id_taken
 from ._ledger import CostLedger, JobCost
 from ._liveness import Liveness
 from ._protocol import (
@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_CACHE_MAX_ENTRIES",
     "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
+    "MAX_JOB_ID_LENGTH",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
@@ -78,6 +79,8 @@ __all__ = [
     "count_units",
     "expand_scenario_units",
     "expand_units",
+    "job_id_problem",
+    "job_id_taken",
     "keyed_question_id",
     "mask_password",
     "redis_client",

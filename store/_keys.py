@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["JOBS_INDEX", "JobKeys"]
+__all__ = ["JOBS_INDEX", "MAX_JOB_ID_LENGTH", "JobKeys", "job_id_problem", "job_id_taken"]
 
 JOBS_INDEX = "vf:jobs"
+
+#: The longest job id accepted.
+MAX_JOB_ID_LENGTH = 128
+
+# Letters, digits, '.', '_' and '-', starting with a letter or digit: a job id
+# names a folder under a results root (``<root>/<job id>/``) and a Redis key
+# segment, so '/', '\\', ':', '..', whitespace and control characters are out.
+_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def job_id_problem(job_id: object) -> str | None:
+    """What is wrong with ``job_id`` as a job id, or None when it is fine.
+
+    A job id is 1 to :data:`MAX_JOB_ID_LENGTH` characters of ASCII letters,
+    digits, ``.``, ``_`` and ``-``, starts with a letter or digit and holds no
+    ``..`` (generated ids such as ``20261122-093012-a1b2c3`` always pass).
+    Checked at submission and again by the worker that writes the job's shards.
+    Never raises.
+    """
+    if not isinstance(job_id, str) or not job_id:
+        return "job id: must be a non-empty string"
+    shown = repr(job_id if len(job_id) <= 60 else job_id[:60] + "...")
+    if len(job_id) > MAX_JOB_ID_LENGTH:
+        return f"job id {shown}: longer than {MAX_JOB_ID_LENGTH} characters"
+    if not _JOB_ID.fullmatch(job_id) or ".." in job_id:
+        return (
+            f"job id {shown}: use only letters, digits, '.', '_' and '-', starting "
+            "with a letter or digit (no '/', '..', ':', spaces or control characters)"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -99,3 +130,13 @@ class JobKeys:
     def verdicts(self, pair_id: str, verdict: str) -> str:
         """Set of result keys of one model pair with one verdict (pass/fail/error)."""
         return f"{self.verdict_prefix}{pair_id}:{verdict}"
+
+
+def job_id_taken(job_id: str) -> str:
+    """The message for a submission whose job id an existing job holds: what to
+    do instead."""
+    return (
+        f"job id {job_id!r} is taken: a job with this id exists. Choose a new "
+        f"--job-id, run the existing job's missing units with `verifleet resume "
+        f"{job_id}`, or free the id with `verifleet delete {job_id}`"
+    )

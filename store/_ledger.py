@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import redis
 
+from verifleet.schemas import token_count, usd_amount
+
 from ._keys import JobKeys
 from ._replies import reply_text
 
@@ -97,13 +99,18 @@ class CostLedger:
     ) -> bool:
         """Count a finished unit's cost per model, once.
 
+        Each amount is clamped to a finite, non-negative float (``usd_amount``):
+        no unit lowers the job's spend, whatever its results claim.
+
         Returns:
             False when the unit was counted before (a redelivery).
         """
         cost, units, _ = self._keys(job_id)
-        args: list[str | float] = [unit_key, "total", float(sum(models.values()))]
-        for name, amount in models.items():
-            args += [f"model:{name}", float(amount)]
+        amounts = {name: usd_amount(amount) for name, amount in models.items()}
+        args: list[str | float] = [unit_key, "total", sum(amounts.values())]
+        for name, amount in amounts.items():
+            args += [f"model:{name}", amount]
+        cache_hits = token_count(cache_hits)
         if cache_hits:
             args += ["hits", cache_hits]
         return bool(self._add(keys=[cost, units], args=args))

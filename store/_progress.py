@@ -23,6 +23,9 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     CANCELLED = "cancelled"
     DONE = "done"
+    FAILED = "failed"
+    """Stopped by the fleet: its units killed or froze worker processes too
+    often (``JobProgress.error`` says why); workers drop its queued units."""
 
 
 class UnitStart(NamedTuple):
@@ -102,8 +105,10 @@ class JobProgress(BaseModel):
     share: float | None = None
     """Its weight over the weights of the jobs of its queue still giving out
     units; None for a job whose units were all sent at submission."""
+    error: str = ""
+    """Why the fleet stopped a ``failed`` job; empty otherwise."""
 
     @property
     def finished(self) -> bool:
-        """All units done, or the job was cancelled."""
-        return self.status in (JobStatus.DONE, JobStatus.CANCELLED)
+        """All units done, or the job was cancelled or failed."""
+        return self.status in (JobStatus.DONE, JobStatus.CANCELLED, JobStatus.FAILED)

@@ -70,7 +70,8 @@ while n > 0 do
     local m = redis.call('HMGET', meta, 'status', 'sendable', 'cursor', 'weight')
     local total = tonumber(m[2] or '0')
     local cursor = tonumber(m[3] or '0')
-    if (not m[1]) or m[1] == 'cancelled' or m[1] == 'done' or cursor >= total then
+    if (not m[1]) or m[1] == 'cancelled' or m[1] == 'failed' or m[1] == 'done'
+        or cursor >= total then
       redis.call('ZREM', KEYS[1], job)
       removed = removed + 1
     else

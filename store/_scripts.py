@@ -101,7 +101,7 @@ if a > #ARGV then return reply end
 local begins = {}
 for b = a, #ARGV, 2 do begins[#begins + 1] = ARGV[b] end
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status or status == 'cancelled' then
+if not status or status == 'cancelled' or status == 'failed' then
   for _ = 1, #begins do reply[#reply + 1] = {status or '', 0, false, 1} end
   return reply
 end

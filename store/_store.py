@@ -12,16 +12,17 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 import zstandard
 
+from verifleet.errors import JobRejectedError
 from verifleet.schemas import VerificationResult
 
-from ._keys import JOBS_INDEX, JobKeys
+from ._keys import JOBS_INDEX, JobKeys, job_id_problem, job_id_taken
 from ._progress import (
     JobProgress,
     JobStatus,
@@ -145,9 +146,20 @@ class ResultStore(UnitWrites):
         not sent). With ``results_to`` (a path or
         fsspec URL) its finished results are drained there as Parquet shards
         while it runs (``verifleet.orchestrator``'s drainer; see
-        :meth:`record_shard`)."""
+        :meth:`record_shard`).
+
+        Raises:
+            JobRejectedError: ``job_id`` is malformed (:func:`job_id_problem`) or
+                a job with it exists (claimed atomically: of two submissions of
+                one id, one wins); nothing is stored then.
+        """
+        problem = job_id_problem(job_id)
+        if problem:
+            raise JobRejectedError([problem])
         keys = self.keys(job_id)
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        if not self.client.hsetnx(keys.meta, "created", now):
+            raise JobRejectedError([job_id_taken(job_id)])
         pipe = self.client.pipeline(transaction=True)
         if templates:
             pipe.hset(
@@ -327,6 +339,7 @@ class ResultStore(UnitWrites):
             queue=meta.get("queue") or DEFAULT_QUEUE,
             weight=float(meta.get("weight") or 1.0),
             share=None if share is None else float(reply_text(share)),
+            error=meta.get("error", ""),
         )
 
     # --- results drained out of Redis (``results_to``) --------------------------------
@@ -335,23 +348,31 @@ class ResultStore(UnitWrites):
         value = self.client.hget(self.keys(job_id).meta, "results_to")
         return None if value is None else reply_text(value)
 
-    def drain_candidates(self, batch: int, limit: int = 200) -> list[tuple[str, str]]:
+    def drain_candidates(
+        self, batch: int, limit: int = 200, *, queues: Collection[str] | None = None
+    ) -> list[tuple[str, str]]:
         """``(job id, results location)`` of the newest ``limit`` jobs with
         results to drain now: ``batch`` or more in Redis, or any once the job
-        has ended."""
+        has ended; with ``queues``, only jobs submitted to one of them."""
         ids = [reply_text(i) for i in self.client.zrevrange(self._index(), 0, limit - 1)]
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
-            pipe.hmget(self.keys(job_id).meta, ["results_to", "status"])
+            pipe.hmget(self.keys(job_id).meta, ["results_to", "status", "queue"])
             pipe.hlen(self.keys(job_id).results)
         replies = pipe.execute()
         found = []
-        for job_id, (url, status), waiting in zip(ids, replies[::2], replies[1::2], strict=True):
+        for job_id, (url, status, queue), waiting in zip(
+            ids, replies[::2], replies[1::2], strict=True
+        ):
             if url is None or not waiting:
+                continue
+            served = reply_text(queue) if queue is not None else DEFAULT_QUEUE
+            if queues is not None and served not in queues:
                 continue
             ended = status is not None and reply_text(status) in (
                 JobStatus.DONE,
                 JobStatus.CANCELLED,
+                JobStatus.FAILED,
             )
             if ended or int(waiting) >= batch:
                 found.append((job_id, reply_text(url)))

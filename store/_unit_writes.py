@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 
 __all__ = ["UnitWrites"]
 
+# Fail a queued or running job with an error, in one step (a cancel or the
+# job's last write racing it leaves the job as they left it).
+_FAIL_JOB = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'queued' and status ~= 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2])
+return 1
+"""
+
 
 def _pair_id(answering: str, parsing: str) -> str:
     return hashlib.sha256(f"{answering}\t{parsing}".encode()).hexdigest()[:12]
@@ -152,6 +161,27 @@ class UnitWrites:
         """
         field = f"{unit_key}#alone"
         return int(self.client.hincrby(self.keys(job_id).attempts, field, 1)) - 1
+
+    def count_job_kill(self, job_id: str) -> int:
+        """Count one worker process killed or frozen by a unit of the job in a
+        lone run (see ``verifleet.workers._breaker``); returns the job's count.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        return int(self.client.hincrby(self.keys(job_id).attempts, "#job-kills", 1))
+
+    def fail_job(self, job_id: str, error: str) -> bool:
+        """Mark a queued or running job ``failed`` with ``error`` (shown by
+        ``status``, ``jobs``, ``watch`` and ``results``); workers then drop its
+        units. Returns False when the job was not queued or running (done,
+        cancelled, failed already, unknown): nothing changes then.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        meta = self.keys(job_id).meta
+        return bool(self.client.eval(_FAIL_JOB, 1, meta, JobStatus.FAILED.value, error))
 
     def _write_parts(
         self, keys: JobKeys, written: UnitWrite, pairs: set[str]

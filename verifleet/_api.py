@@ -278,13 +278,17 @@ def submit(
         strict: Reject the whole job when any question's template does not
             compile or is refused; by default such a question fails alone (its
             results carry the error) and the others run.
-        job_id: A job id of your own (a fresh sortable one by default).
+        job_id: A job id of your own (a fresh sortable one by default):
+            letters, digits, ``.``, ``_``, ``-``; an existing job's id is
+            refused (``JobRejectedError``).
         prefix: Key prefix in Redis (several deployments on one Redis).
         queue: The queue whose workers run the job (``verifleet worker --queues``).
         weight: The job's share of its queue's workers relative to the other
             jobs in flight (a positive number; default 1).
-        results_to: A path every worker sees, or an fsspec URL: the job's
-            finished results leave Redis for Parquet shards there as it runs.
+        results_to: A path every worker sees, or an ``s3://``/``gs://``/``az://``
+            URL: the job's finished results leave Redis for Parquet shards
+            there as it runs, on workers whose ``--results-root`` holds it
+            (other schemes are refused).
 
     Returns:
         The :class:`~verifleet.orchestrator.Job`; ``.wait()`` then

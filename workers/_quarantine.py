@@ -28,8 +28,8 @@ __all__ = ["QUARANTINED", "TEST_FAULT_ENV", "fault_for_tests", "quarantine_error
 #: What the task returns for a unit it quarantined.
 QUARANTINED = "quarantined"
 
-#: Test-only fault injection: ``freeze:<question id>`` or ``kill:<question id>``,
-#: comma-separated.
+#: Test-only fault injection: ``freeze:<question id>``, ``kill:<question id>``
+#: or ``term:<question id>``, comma-separated.
 TEST_FAULT_ENV = "VERIFLEET_TEST_FAULT"
 
 
@@ -46,13 +46,14 @@ def quarantine_error(tries: int) -> str:
 
 
 def fault_for_tests(question_id: str) -> None:
-    """Freeze or kill this worker process when a unit of the question named in
-    ``VERIFLEET_TEST_FAULT`` starts; nothing otherwise.
+    """Freeze, kill or SIGTERM this worker process when a unit of the question
+    named in ``VERIFLEET_TEST_FAULT`` starts; nothing otherwise.
 
     The fleet tests need a unit that freezes its worker the way a template once
     could (a regular expression backtracking in the host while holding the GIL,
     so that no thread of the process, heartbeats included, runs again) or kills
-    it (as the OOM killer would). Templates run in sandbox executors and the host
+    it (as the OOM killer would), or sends it the SIGTERM a stray signal would
+    (Celery then shuts down warmly and exits 0). Templates run in sandbox executors and the host
     interprets nothing they make, so no real template does either any more: this
     hook stands in for the next bug that would.
     """
@@ -65,6 +66,8 @@ def fault_for_tests(question_id: str) -> None:
             continue
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        elif action == "term":
+            os.kill(os.getpid(), signal.SIGTERM)
         elif action == "freeze":
             # Catastrophic backtracking in C with the GIL held: 2**64 steps.
             re.fullmatch(r"(a+)+", "a" * 64 + "!")

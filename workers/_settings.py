@@ -17,6 +17,10 @@
 ``VERIFLEET_UNIT_TRIES``  how many times a unit whose run kills or freezes its
     worker process is started before it is quarantined: failed with an error
     that says so, never run again (default 3; see ``verifleet.workers._quarantine``).
+``VERIFLEET_JOB_KILLS``  how many worker processes a job's units may kill or
+    freeze, each while running alone in its process (so the unit's own doing),
+    before the job is stopped: marked ``failed`` with an error that says so, its
+    remaining units dropped (default 3; see ``verifleet.workers._breaker``).
 ``VERIFLEET_STALL_SETTLE``  seconds a job with units left may go without progress
     while no message carries any of them, before its missing units are sent again
     (default 30; see ``verifleet.workers._stalls``).
@@ -75,6 +79,7 @@ class WorkerSettings(BaseSettings):
     keep_slots: float = Field(default=0.2, ge=0)
     stall_settle: float = Field(default=30.0, gt=0)
     unit_tries: int = Field(default=3, ge=1)
+    job_kills: int = Field(default=3, ge=1)
     drain_batch: int = Field(default=5000, ge=1)
     drain_interval: float = Field(default=2.0, gt=0)
     units_per_message: int = Field(default=16, ge=1, le=64)

@@ -14,15 +14,20 @@ Redis is deleted at once, so they need not wait for it to expire) and run once
 more elsewhere; the unit that froze or killed it counts a try each time and is
 quarantined after its last (see :mod:`verifleet.workers._quarantine`).
 
-A child that exits on its own (a normal shutdown, or a start-up error such as an
-unreachable Redis or a missing sandbox) is not restarted (restarts sooner than
-30 s after the previous start wait 1, 2, 4... up to 30 s): the supervisor exits
-with its status. SIGTERM and SIGINT are passed on to the child, whose warm
-shutdown lets running units finish.
+A child that exits without being asked to after it was ready (it wrote
+:data:`READY` to the pipe, see :func:`announce_ready`) is restarted whatever its
+status: a warm shutdown from a stray SIGTERM (a unit signalling its own
+process) exits 0, and without a restart the fleet would lose that worker for
+good. A child that exits before it was ready (a start-up error such as an
+unreachable Redis or a missing sandbox) is not restarted: the supervisor exits
+with its status. Restarts sooner than 30 s after the previous start wait 1, 2,
+4... up to 30 s. SIGTERM and SIGINT sent to the supervisor are passed on to the
+child, whose warm shutdown lets running units finish, and end the supervisor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -38,7 +43,9 @@ __all__ = [
     "BEAT_FD_ENV",
     "BEAT_INTERVAL",
     "OWNER_ENV",
+    "READY",
     "Supervisor",
+    "announce_ready",
     "start_beating",
     "supervised_owner_id",
 ]
@@ -56,6 +63,13 @@ OWNER_ENV = "VERIFLEET_OWNER_ID"
 
 #: Seconds between two beats of a supervised worker process.
 BEAT_INTERVAL = 1.0
+
+#: What a supervised worker process writes to the pipe once it consumes tasks
+#: (a beat is ``b"."``).
+READY = b"!"
+
+#: The pipe's write end in a supervised worker process (set by start_beating).
+_beat_fd: int | None = None
 
 #: Restarts in a row sooner than this after the previous start wait before the next.
 _QUICK_RESTART = 30.0
@@ -77,9 +91,11 @@ def start_beating() -> bool:
     raw = os.environ.get(BEAT_FD_ENV)
     if not raw:
         return False
+    global _beat_fd
     fd = int(raw)
     os.set_inheritable(fd, False)  # not into the sandbox executors
     del os.environ[BEAT_FD_ENV]  # nor the variable
+    _beat_fd = fd
 
     def beat() -> None:
         while True:
@@ -93,9 +109,20 @@ def start_beating() -> bool:
     return True
 
 
+def announce_ready() -> None:
+    """Tell the supervisor (if any) that this worker process is ready: from now
+    on, any exit it was not asked for gets it restarted. Errors are ignored (a
+    supervisor that is gone restarts nothing anyway)."""
+    if _beat_fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.write(_beat_fd, READY)
+
+
 class Supervisor:
-    """Runs ``command`` (a worker process) and replaces it when it dies of a
-    signal or stops beating for ``stuck_after`` seconds.
+    """Runs ``command`` (a worker process) and replaces it when it stops
+    beating for ``stuck_after`` seconds, or ends (of a signal or not) after it
+    was ready without the supervisor having been told to stop.
 
     Args:
         command: The child's command line.
@@ -166,17 +193,20 @@ class Supervisor:
         os.close(write_fd)
         log.warning("worker process %d started", child.pid)
         beating = False
+        was_ready = False
         last_beat = time.monotonic()
         killed_stuck = False
         try:
             while child.poll() is None:
-                ready, _, _ = select.select([read_fd], [], [], 0.5)
-                if ready:
-                    if not os.read(read_fd, 4096):
+                readable, _, _ = select.select([read_fd], [], [], 0.5)
+                if readable:
+                    data = os.read(read_fd, 4096)
+                    if not data:
                         # Write end closed: the child is exiting; wait for it.
                         child.wait()
                         break
                     beating = True
+                    was_ready = was_ready or READY in data
                     last_beat = time.monotonic()
                     continue
                 silent = time.monotonic() - last_beat
@@ -195,7 +225,12 @@ class Supervisor:
             os.close(read_fd)
             self._child = None
         status = child.returncode
-        died_of_signal = status < 0 and not killed_stuck and self._stopping is None
+        unasked = not killed_stuck and self._stopping is None
+        died_of_signal = status < 0 and unasked
+        # Exited on its own after it was ready: a stray SIGTERM's warm shutdown
+        # (status 0), a fatal error at run time. Only a start-up failure (never
+        # ready) ends the supervisor, since starting again would fail again.
+        exited = status >= 0 and unasked and was_ready
         if died_of_signal:
             log.warning(
                 "worker process %d was killed by signal %d; replaced, "
@@ -203,7 +238,14 @@ class Supervisor:
                 child.pid,
                 -status,
             )
-        restart = killed_stuck or died_of_signal
+        elif exited:
+            log.warning(
+                "worker process %d exited with status %d without being asked to; "
+                "replaced, its units go back to the queue",
+                child.pid,
+                status,
+            )
+        restart = killed_stuck or died_of_signal or exited
         if restart:
             self._forget(owner)
         return (128 - status if status < 0 else status), restart

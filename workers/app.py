@@ -1,6 +1,6 @@
 """The Celery application (``celery -A verifleet.workers.app worker``).
 
-Settings follow DESIGN "Distributed execution rules": late acks, prefetch 1,
+Settings (docs/fleet.md, "Settings"): late acks, prefetch 1,
 reject on worker loss, no result backend (results go to the store under their
 own keys), task events off until Flower turns them on (they cost ~0.3-0.5 ms of
 worker CPU per unit, measured with ``bench/overhead.py``; Flower asks every

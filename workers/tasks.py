@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import redis
 from celery import Task, signals
 
 from verifleet.limits import RedisCallGate
@@ -49,21 +48,26 @@ from verifleet.store import (
     scenario_unit_key,
 )
 
+from ._breaker import FAILED, guarded, until_redis_answers
 from ._budget import account_unit, admit_unit
 from ._feeder import FeederThread
 from ._isolation import UnitGate
 from ._jobs import JobCache, JobSpec
-from ._quarantine import QUARANTINED, fault_for_tests, quarantine_error
+from ._quarantine import fault_for_tests
 from ._reaper import LivenessThread, process_owner_id
 from ._reverify import reverify_fleet_scenario, reverify_fleet_unit
 from ._settings import WorkerSettings
 from ._stalls import StallDetector
+from ._supervisor import announce_ready
 from ._unit_times import UnitTimes
 from .app import app
 
 __all__ = ["run_scenario_task", "run_unit_task", "run_units_task"]
 
 log = logging.getLogger(__name__)
+
+# reward_tasks imports it from here.
+_until_redis_answers = until_redis_answers
 T = TypeVar("T")
 
 
@@ -139,9 +143,6 @@ def _process_state() -> _ProcessState:
         return _state
 
 
-_REDIS_DOWN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
-
-
 _feeder: FeederThread | None = None
 
 
@@ -149,6 +150,8 @@ _feeder: FeederThread | None = None
 def _start_heartbeat(sender: Any = None, **_kwargs: Any) -> None:
     global _feeder
     state = _process_state()
+    # From now on the supervisor restarts this process if it ends unasked.
+    announce_ready()
     # The queues this worker consumes (-Q / --queues) are the ones it feeds.
     try:
         queues = sorted(sender.app.amqp.queues.consume_from)
@@ -194,21 +197,6 @@ def _release(task_id: str = "", task: Any = None, **_kwargs: Any) -> None:
     if task is None or task.name not in TASK_NAMES:
         return
     _process_state().liveness.release(task_id)
-
-
-def _until_redis_answers(fn: Callable[[], T], *, deadline: float) -> T:
-    """Call ``fn``; while Redis is unreachable, wait (0.5 s doubling to 5 s) and
-    call again until ``deadline`` (monotonic), then let the error out."""
-    delay = 0.5
-    while True:
-        try:
-            return fn()
-        except _REDIS_DOWN as exc:
-            if time.monotonic() + delay > deadline:
-                raise
-            log.warning("redis unreachable (%s); retrying in %.1fs", exc, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
 
 
 def _job_spec(state: _ProcessState, job_id: str, deadline: float) -> JobSpec | None:
@@ -269,6 +257,8 @@ def _take_up(
             begun.append("unknown-job")
         elif start.status == JobStatus.CANCELLED:
             begun.append("cancelled")
+        elif start.status == JobStatus.FAILED:
+            begun.append(FAILED)
         else:
             begun.append("already-done" if start.done else start.tries > 1)
     return begun
@@ -281,23 +271,12 @@ def _guarded(
     suspect: bool,
     deadline: float,
     work: Callable[[float], str],
-    quarantine: Callable[[int], str],
+    stop: Callable[[str], None],
 ) -> str:
-    """Run ``work(deadline)``; a suspect unit runs alone in this process with a
-    deadline of its own from then on, unless its earlier lone runs already used
-    its tries: then ``quarantine(tries)`` stores its failure instead."""
-    if not suspect:
-        return work(deadline)
-    settings = state.settings
-    with state.unit_gate.alone():
-        deadline = time.monotonic() + settings.unit_deadline
-        lone = _until_redis_answers(
-            lambda: state.store.begin_lone_run(job_id, key), deadline=deadline
-        )
-        if lone + 1 >= settings.unit_tries:
-            log.warning("unit %s of job %s quarantined after %d tries", key, job_id, lone + 1)
-            return quarantine(lone + 1)
-        return work(deadline)
+    """:func:`._breaker.guarded` with this process's store, gate and settings."""
+    return guarded(
+        state.store, state.unit_gate, state.settings, job_id, key, suspect, deadline, work, stop
+    )
 
 
 def _admitted(state: _ProcessState, spec: JobSpec, job_id: str, key: str, deadline: float) -> bool:
@@ -335,8 +314,9 @@ def run_unit_task(
 
     Returns:
         ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"``,
-        ``"over-budget"`` or ``"quarantined"`` (not run: its earlier tries killed
-        or froze their workers).
+        ``"over-budget"``, ``"quarantined"`` (not run: its earlier tries killed
+        or froze their workers) or ``"failed"`` (its job was stopped by the
+        breaker, see ``_breaker``).
     """
     state = _process_state()
     with state.unit_gate.shared():
@@ -372,7 +352,7 @@ def run_units_task(self: Task, job_id: str, positions: list[list[int]], **labels
             for position in units:
                 outcome = _run_unit(state, job_id, position)
                 outcomes[outcome] += 1
-                if outcome in ("unknown-job", "cancelled"):
+                if outcome in ("unknown-job", "cancelled", FAILED):
                     break
     return ", ".join(f"{k}: {n}" for k, n in outcomes.items())
 
@@ -400,7 +380,7 @@ def _run_steps(
             for unit, key, start in zip(units, keys, begun, strict=True):
                 if isinstance(start, str):
                     outcomes[start] += 1
-                    if start in ("unknown-job", "cancelled"):
+                    if start in ("unknown-job", "cancelled", FAILED):
                         return
                     continue
                 if start and carry:
@@ -490,7 +470,7 @@ def _execute(
         suspect,
         started + state.settings.unit_deadline,
         work,
-        lambda tries: _quarantine(state, job_id, key, unit, spec, tries),
+        lambda error: _quarantine(state, job_id, key, unit, spec, error),
     )
     if outcome == "done":  # what the feeder packs messages by (see _unit_times)
         state.unit_times.record(job_id, time.monotonic() - started)
@@ -498,11 +478,10 @@ def _execute(
 
 
 def _quarantine(
-    state: _ProcessState, job_id: str, key: str, unit: Unit, spec: JobSpec, tries: int
-) -> str:
-    """Store the errored results of a unit that is not run again (see
-    :mod:`._quarantine`); returns what the task returns."""
-    error = quarantine_error(tries)
+    state: _ProcessState, job_id: str, key: str, unit: Unit, spec: JobSpec, error: str
+) -> None:
+    """Store the errored results (``error``) of a unit that is not run again
+    (see :mod:`._quarantine` and :mod:`._breaker`)."""
     config = spec.config
     results = failed_results(
         unit.question,
@@ -513,7 +492,6 @@ def _quarantine(
         error=error,
     )
     _write_now(state, job_id, UnitWrite(key, results, spec.result_keys(unit, job_id)))
-    return QUARANTINED
 
 
 @app.task(name=SCENARIO_TASK_NAME, bind=True, acks_late=True)
@@ -535,7 +513,8 @@ def run_scenario_task(
 
     Returns:
         ``"done"``, ``"already-done"``, ``"cancelled"``, ``"unknown-job"``,
-        ``"over-budget"`` or ``"quarantined"``.
+        ``"over-budget"``, ``"quarantined"`` or ``"failed"`` (its job was
+        stopped by the breaker, see ``_breaker``).
     """
     state = _process_state()
     with state.unit_gate.shared():
@@ -558,13 +537,11 @@ def _run_scenario(
     if isinstance(begun, str):
         return begun
 
-    def quarantine(tries: int) -> str:
+    def quarantine(error: str) -> None:
         failed = ScenarioExecutionResult(
             scenario_id=unit.scenario.id,
             status="error",
-            terminal_failure=ScenarioTerminalFailure(
-                stage="execution", reason=quarantine_error(tries)
-            ),
+            terminal_failure=ScenarioTerminalFailure(stage="execution", reason=error),
             answering_model=unit.answering.identity().display_string,
             replicate=replicate,
             run_name=spec.config.run_name,
@@ -573,7 +550,6 @@ def _run_scenario(
             lambda: store.write_scenario_unit(job_id, key, failed, [], []),
             deadline=time.monotonic() + settings.unit_deadline,
         )
-        return QUARANTINED
 
     def work(deadline: float) -> str:
         with state.resources.sandbox.scoped(job_id):

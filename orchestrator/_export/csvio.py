@@ -7,6 +7,14 @@ for people and spreadsheets, followed by
 from an empty string, so reading rebuilds each result from ``result_json`` alone and
 the flat cells are never parsed back. Flat cells: ``None`` is empty, booleans are
 ``true``/``false``, lists are JSON arrays.
+
+A CSV is opened in spreadsheets, where a cell starting with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return is run as a formula (``=HYPERLINK(...)``, DDE),
+and question ids, texts and evaluation inputs come from benchmark authors. Every
+text cell that starts so is written with a leading ``'`` (OWASP's "CSV
+injection" advice), which spreadsheets show as text; numbers and booleans are
+written as they are (``-3`` stays a number). ``result_json`` always starts with
+``{`` and is untouched, so reading a file back gives the exact results.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from verifleet.schemas import VerificationResult
 from .files import PathLike, atomic_output, export_error, require_readable
 from .layout import FLAT_COLUMNS, result_to_row
 
-__all__ = ["CSV_COLUMNS", "iter_csv", "write_csv"]
+__all__ = ["CSV_COLUMNS", "FORMULA_LEADS", "iter_csv", "neutralise", "write_csv"]
 
 _FLAT_NAMES: tuple[str, ...] = tuple(column.name for column in FLAT_COLUMNS)
 RESULT_JSON_COLUMN = "result_json"
@@ -32,14 +40,26 @@ CSV_COLUMNS: tuple[str, ...] = (*_FLAT_NAMES, RESULT_JSON_COLUMN)
 """Header of a results CSV file, in order."""
 
 
+#: What makes a spreadsheet read a cell as a formula.
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with a ``'`` in front when a spreadsheet would run it as a formula
+    (it starts with one of :data:`FORMULA_LEADS`), else unchanged."""
+    return "'" + text if text.startswith(FORMULA_LEADS) else text
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)  # a number, negative ones too, stays a number
     if isinstance(value, list):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+        return neutralise(json.dumps(value, ensure_ascii=False))
+    return neutralise(str(value))
 
 
 def write_csv(

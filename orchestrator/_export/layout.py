@@ -51,6 +51,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "Column",
     "RowNames",
+    "batch_of_rows",
     "computed_summary",
     "result_to_row",
     "row_to_result",
@@ -258,6 +259,20 @@ RESULT_ARROW_SCHEMA: pa.Schema = pa.schema(
     [column.codec.arrow_field() for column in ALL_COLUMNS],
     metadata={"verifleet.format": FORMAT_NAME, "verifleet.version": str(FORMAT_VERSION)},
 )
+
+
+def batch_of_rows(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    """Rows (:func:`result_to_row`) as one batch of :data:`RESULT_ARROW_SCHEMA`,
+    as ``RecordBatch.from_pylist`` builds it (a missing key is null) without its
+    import of pandas (seconds of a run's finalize, for a check of its input).
+
+    Raises:
+        pyarrow.ArrowException, OverflowError: a value the schema cannot hold.
+    """
+    columns = {name: [row.get(name) for row in rows] for name in RESULT_ARROW_SCHEMA.names}
+    return pa.RecordBatch.from_pydict(columns, schema=RESULT_ARROW_SCHEMA)
+
+
 """The explicit Arrow schema of a results Parquet file (one row per result)."""
 
 

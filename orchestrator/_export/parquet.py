@@ -21,6 +21,7 @@ from .layout import (
     FORMAT_VERSION,
     RESULT_ARROW_SCHEMA,
     SOURCE_COLUMNS,
+    batch_of_rows,
     result_to_row,
     row_to_result,
 )
@@ -278,7 +279,7 @@ class ParquetResultWriter:
 
     def _row_batch(self, rows: list[dict[str, Any]]) -> pa.RecordBatch:
         try:
-            return pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
+            return batch_of_rows(rows)
         # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
         except (OverflowError, pa.ArrowException) as exc:
             raise export_error(self._path, f"cannot write a batch of results: {exc}") from exc

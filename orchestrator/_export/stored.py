@@ -46,6 +46,7 @@ from .layout import (
     NAME_COLUMNS,
     RESULT_ARROW_SCHEMA,
     RowNames,
+    batch_of_rows,
     computed_summary,
     result_to_row,
 )
@@ -281,7 +282,7 @@ def stored_batch(pages: Sequence[bytes], job_id: str | None = None) -> pa.Record
         # look at types, e.g. "3" for an int): build the batch the model way, which
         # then converts it as the model path does, or fails as it does.
         rows = [validated_row(data, job_id, index) for index, data in enumerate(pages)]
-        return pa.RecordBatch.from_pylist(rows, schema=RESULT_ARROW_SCHEMA)
+        return batch_of_rows(rows)
 
 
 def _assemble(

@@ -2,7 +2,8 @@
 
 The orchestrator never imports the workers' code: it sends messages named
 ``verifleet.run_unit`` through one shared producer, in bounded batches (no
-chords, no big ``group()``: see DESIGN).
+chords, no big ``group()``: a large group's result pub/sub was dropped by
+Redis for its output buffer and hung a run).
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ only by what that script removed.
 The drainer runs in ``verifleet worker`` processes (a thread), not in
 :mod:`verifleet.workers`, whose import graph stays free of pyarrow; it is
 imported only when a job has a results location.
+
+A drainer writes only what its operator allows (:mod:`.roots`): jobs of the
+queues its worker serves, with a well-formed job id, whose location lies under
+one of the worker's results roots on an accepted scheme. It leaves any other
+job's results in Redis and says why in its log, once per job.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Protocol
 
 import redis
 
 from verifleet.schemas import VerificationResult
-from verifleet.store import JobStatus, ResultStore
+from verifleet.store import JobStatus, ResultStore, job_id_problem
 
+from .roots import ResultsRoots
 from .shards import read_shard, shard_keys, write_shard
 
 __all__ = ["DrainerThread", "ResultDrain", "StoredResults", "start_drainer"]
@@ -55,6 +61,9 @@ class ResultDrain:
 
     Args:
         store: The result store.
+        roots: Where this worker may write shards (none: nowhere).
+        queues: The queues this worker serves: only their jobs are drained
+            (None: every queue's, for tools outside a worker).
         batch: Results per shard; a job is drained once it has this many in
             Redis, or has any left once it is done or cancelled.
         lock_seconds: How long a drainer may hold a job (longer than writing
@@ -64,15 +73,36 @@ class ResultDrain:
         redis.RedisError: Redis is unreachable (every method).
     """
 
-    def __init__(self, store: ResultStore, *, batch: int = 5000, lock_seconds: float = 120.0):
+    def __init__(
+        self,
+        store: ResultStore,
+        *,
+        roots: ResultsRoots,
+        queues: Collection[str] | None = None,
+        batch: int = 5000,
+        lock_seconds: float = 120.0,
+    ):
         self.store = store
+        self.roots = roots
+        self.queues = None if queues is None else frozenset(queues)
         self.batch = batch
         self.lock_ms = int(lock_seconds * 1000)
         self._unlock = store.client.register_script(_UNLOCK)
+        self._refused: set[tuple[str, str]] = set()
 
     def candidates(self) -> list[tuple[str, str]]:
-        """``(job id, results location)`` of the jobs with results to drain now."""
-        return self.store.drain_candidates(self.batch)
+        """``(job id, results location)`` of the jobs with results to drain now
+        that this drainer may write (see the module docstring); each job it may
+        not is logged once, with the reason, and left in Redis."""
+        found = []
+        for job_id, url in self.store.drain_candidates(self.batch, queues=self.queues):
+            refusal = job_id_problem(job_id) or self.roots.refusal(url)
+            if refusal is None:
+                found.append((job_id, url))
+            elif (job_id, refusal) not in self._refused:
+                self._refused.add((job_id, refusal))
+                log.warning("job %r: results not drained, they stay in Redis: %s", job_id, refusal)
+        return found
 
     def drain(self, job_id: str, url: str) -> int:
         """Write the job's results in Redis, ``batch`` at a time, as shards until
@@ -82,7 +112,12 @@ class ResultDrain:
 
         Raises:
             OSError: a shard could not be written; the results stay in Redis.
+            PermissionError: ``url`` or ``job_id`` is one this drainer may not
+                write (:meth:`candidates` leaves such jobs out).
         """
+        refusal = job_id_problem(job_id) or self.roots.refusal(url)
+        if refusal is not None:
+            raise PermissionError(refusal)
         lock = self.store.keys(job_id).drain_lock
         token = secrets.token_hex(8)
         if not self.store.client.set(lock, token, nx=True, px=self.lock_ms):
@@ -91,7 +126,11 @@ class ResultDrain:
         try:
             while True:
                 page = self.store.results_page(job_id, self.batch)
-                ended = self.store.status(job_id) in (JobStatus.DONE, JobStatus.CANCELLED)
+                ended = self.store.status(job_id) in (
+                    JobStatus.DONE,
+                    JobStatus.CANCELLED,
+                    JobStatus.FAILED,
+                )
                 if not page or (len(page) < self.batch and not ended):
                     return moved
                 shard = write_shard(url, job_id, page)
@@ -130,18 +169,19 @@ class DrainerThread(threading.Thread):
         self._stop_event.set()
 
 
-def start_drainer(settings: WorkerSettingsLike) -> DrainerThread:
+def start_drainer(
+    settings: WorkerSettingsLike, *, roots: ResultsRoots, queues: Collection[str]
+) -> DrainerThread:
     """Start this process's drainer thread with the workers' settings
     (``VERIFLEET_DRAIN_BATCH``, ``VERIFLEET_DRAIN_INTERVAL``, the Redis URL and
-    key prefix).
+    key prefix), writing only under ``roots`` and only jobs of ``queues``.
 
     Raises:
         ConfigError: a malformed Redis URL.
     """
     store = ResultStore.from_url(settings.redis_url, prefix=settings.prefix)
-    thread = DrainerThread(
-        ResultDrain(store, batch=settings.drain_batch), interval=settings.drain_interval
-    )
+    drain = ResultDrain(store, roots=roots, queues=queues, batch=settings.drain_batch)
+    thread = DrainerThread(drain, interval=settings.drain_interval)
     thread.start()
     return thread
 

@@ -27,6 +27,10 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from verifleet.store import job_id_problem
+
+from .roots import location_problem
+
 __all__ = ["read_shard", "shard_keys", "write_shard"]
 
 _KEY, _RESULT = "result_key", "result"
@@ -50,11 +54,17 @@ def write_shard(url: str, job_id: str, items: Sequence[tuple[str, bytes]]) -> st
     Raises:
         OSError: the location cannot be written (the caller keeps the results
             in Redis and tries again later).
+        PermissionError: ``job_id`` is malformed or ``url``'s scheme is not
+            accepted (checked before anything is opened).
         pyarrow.ArrowInvalid: a result is not valid UTF-8 (nothing is written).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    # Again here, whoever calls: a job id is a folder name, never a path.
+    refusal = job_id_problem(job_id) or location_problem(url)
+    if refusal:
+        raise PermissionError(refusal)
     fs, root = _fs(url)
     folder = f"{root.rstrip('/')}/{job_id}"
     fs.makedirs(folder, exist_ok=True)

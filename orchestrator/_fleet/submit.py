@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import secrets
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -18,19 +23,31 @@ from verifleet.schemas import (
     CallableTrait,
     JobSpec,
     ScenarioExecutionResult,
+    TemplateValidationError,
     VerificationConfig,
     check_benchmark,
     compute_template_id,
     compute_unit_key,
     md5_hex,
 )
-from verifleet.store import ResultStore, count_units, unit_messages
+from verifleet.store import (
+    ResultStore,
+    count_units,
+    job_id_problem,
+    job_id_taken,
+    unit_messages,
+)
+from verifleet.templates import source_digest
 
 from .broker import Broker
+from .roots import location_problem
 
 __all__ = [
+    "JobCheck",
     "JobRejectedError",
     "SubmitReport",
+    "check_job",
+    "job_id_refusal",
     "new_job_id",
     "resume_job",
     "submit_job",
@@ -55,11 +72,13 @@ def new_job_id() -> str:
 
 
 class _DescribingChecker:
-    """The sandbox's checker that also keeps each template's description.
+    """The sandbox's checker, answering from descriptions made beforehand.
 
-    Templates are checked in sandbox executors (never compiled in this process;
-    the executors' caches are bounded, so a big benchmark costs this process only
-    the descriptions). ``descriptions`` gets each template's description by
+    :meth:`describe_all` has every distinct template of a benchmark described
+    in sandbox executors, as many at once as the pool has executors (never
+    compiled in this process); :meth:`check_template` then answers from what
+    they said, so a template is compiled once per submission however many
+    times it is checked. ``descriptions`` gets each template's description by
     template id, as JSON text (kept small: a 10,000-question job holds them all
     until it is stored), what the workers then need not ask an executor.
     """
@@ -68,41 +87,91 @@ class _DescribingChecker:
         self.pool = default_pool()
         self._traits = sandbox_checker(self.pool)
         self._descriptions = descriptions
+        # What the executors said of each source, by SHA-256 of the source.
+        self._said: dict[str, dict[str, Any]] = {}
+
+    def describe_all(self, sources: Iterable[str], scope: str) -> None:
+        """Describe each distinct source of ``sources`` in ``scope``, in parallel.
+
+        Raises:
+            ExecutorCrashed: An executor failed (not a template's code: that is
+                the template's problem, kept for :meth:`check_template`).
+            SandboxUnavailable: No executor can be started.
+        """
+        todo = {source_digest(s): s for s in sources if s and s.strip()}
+
+        def describe(source: str) -> dict[str, Any]:
+            with self.pool.scoped(scope):
+                with contextlib.suppress(TemplateValidationError):
+                    self.pool.validate_template(source)
+                described = self.pool.description(source)
+            # None: evicted from the pool's bounded table already (huge
+            # benchmarks); check_template then asks an executor again.
+            return described if described is not None else {}
+
+        workers = self.pool.settings.pool_size
+        with ThreadPoolExecutor(workers, thread_name_prefix="verifleet-check") as threads:
+            for digest, said in zip(todo, threads.map(describe, todo.values()), strict=True):
+                if said:
+                    self._said[digest] = said
 
     def check_template(self, source: str, question_id: str | None) -> None:
-        try:
-            self.pool.validate_template(source, question_id=question_id)
-        finally:
-            if self._descriptions is not None:
-                # What validating it left in the pool: a description or a refusal.
-                described = self.pool.description(source)
-                if described is not None:
-                    self._descriptions[compute_template_id(source)] = json.dumps(described)
+        said = self._said.get(source_digest(source))
+        if said is None:
+            try:
+                self.pool.validate_template(source, question_id=question_id)
+            finally:
+                said = self.pool.description(source)
+        if said is not None and self._descriptions is not None:
+            self._descriptions[compute_template_id(source)] = json.dumps(said)
+        if said is not None and "problem" in said:
+            raise TemplateValidationError(str(said["problem"]), question_id=question_id)
 
     def check_trait(self, trait: CallableTrait) -> None:
         self._traits.check_trait(trait)
 
 
-def _job_problems(
-    benchmark: Benchmark,
-    config: VerificationConfig,
-    descriptions: dict[str, str] | None = None,
-) -> tuple[list[str], list[str]]:
-    """(problems that stop the job, problems that fail their own question or
-    scenario), from :func:`check_benchmark`: the same check and words as
-    ``Benchmark.validate``, ``load_benchmark``, ``run`` and ``serve``."""
+@dataclass
+class JobCheck:
+    """What checking a job found: problems that stop it, problems that fail
+    their own question or scenario, and each template's description by
+    template id (JSON text) for its workers."""
+
+    problems: list[str]
+    failing: list[str]
+    descriptions: dict[str, str] = field(default_factory=dict)
+
+
+def _sources(benchmark: Benchmark) -> Iterator[str]:
+    for question in benchmark.questions:
+        yield question.answer_template or ""
+    for scenario in benchmark.scenarios:
+        for node in scenario.nodes:
+            yield node.question.answer_template or ""
+
+
+def check_job(benchmark: Benchmark, config: VerificationConfig | None) -> JobCheck:
+    """Check a job once: every template described once, in parallel over the
+    sandbox's executors, then :func:`check_benchmark`'s rules and words (as
+    ``Benchmark.validate``, ``load_benchmark``, ``run`` and ``serve``); with
+    no ``config``, only the benchmark's own problems.
+
+    Raises:
+        ExecutorCrashed: A sandbox executor failed.
+        SandboxUnavailable: No executor can be started.
+    """
+    descriptions: dict[str, str] = {}
     checker = _DescribingChecker(descriptions)
     # The job's templates are described side by side in one template process
     # per executor, as its workers run them: outside a scope each would get a
     # process of its own (a fork and a compile, ~15-30 ms of wall time each:
     # minutes for a 10,000-template job). What is described in this scope
     # serves submissions of this very benchmark alone (its own code made it;
-    # stored with a job, it serves that job alone), so submitting it again
-    # from this process describes nothing again.
+    # stored with a job, it serves that job alone).
     content = hashlib.sha256(benchmark.model_dump_json().encode()).hexdigest()
-    with checker.pool.scoped(f"submit-{content[:32]}"):
-        found = check_benchmark(benchmark, checker=checker, config=config)
-    return found.messages(alone=False), found.messages(alone=True)
+    checker.describe_all(_sources(benchmark), f"submit-{content[:32]}")
+    found = check_benchmark(benchmark, checker=checker, config=config)
+    return JobCheck(found.messages(alone=False), found.messages(alone=True), descriptions)
 
 
 def _broken_scenario_runs(
@@ -135,8 +204,7 @@ def template_problems(benchmark: Benchmark, config: VerificationConfig | None = 
     Unless a caller asks for strictness these fail their own question or scenario
     only (the results record the error); see :func:`validate_job`.
     """
-    found = check_benchmark(benchmark, checker=_DescribingChecker(None), config=config)
-    return found.messages(alone=True)
+    return check_job(benchmark, config).failing
 
 
 def validate_job(
@@ -150,8 +218,21 @@ def validate_job(
     is refused or is missing is not a reason: that question fails alone when it
     runs (:func:`template_problems` lists them), as ``verifleet run`` does.
     """
-    problems, failing = _job_problems(benchmark, config)
-    return problems + failing if strict else problems
+    checked = check_job(benchmark, config)
+    return checked.problems + checked.failing if strict else checked.problems
+
+
+def _job_problems(
+    benchmark: Benchmark,
+    config: VerificationConfig,
+    descriptions: dict[str, str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """(problems that stop the job, problems that fail alone) of
+    :func:`check_job`; ``descriptions`` gets its descriptions."""
+    checked = check_job(benchmark, config)
+    if descriptions is not None:
+        descriptions.update(checked.descriptions)
+    return checked.problems, checked.failing
 
 
 def submit_job(
@@ -166,6 +247,7 @@ def submit_job(
     strict: bool = False,
     weight: float = 1.0,
     results_to: str | None = None,
+    checked: JobCheck | None = None,
 ) -> SubmitReport:
     """Validate, store once, and enqueue every unit of a job.
 
@@ -187,14 +269,26 @@ def submit_job(
     reads the shards and what Redis still holds. A local path is made absolute:
     every worker must see it at the same place (a shared file system).
 
+    ``job_id`` (default: generated) must be well formed
+    (:func:`~verifleet.store.job_id_problem`) and not held by an existing job.
+    ``checked`` is :func:`check_job` of this very benchmark and config, when
+    the caller checked it already (each template is then not described again).
+
     Raises:
-        JobRejectedError: listing every problem (a weight that is not a
-            positive number, a results location that cannot be written, among
-            them); nothing is stored or sent.
+        JobRejectedError: listing every problem (a malformed or taken job id, a
+            weight that is not a positive number, a results location on a scheme
+            off the allow-list or that cannot be written, among them); nothing
+            is stored or sent.
         redis.RedisError: the store or broker is unreachable.
     """
-    descriptions: dict[str, str] = {}
-    problems, failing = _job_problems(benchmark, config, descriptions)
+    if job_id is not None:
+        # Before the templates are checked: a malformed or taken id is refused at once.
+        problem = job_id_refusal(store, job_id)
+        if problem:
+            raise JobRejectedError([problem])
+    checked = checked or check_job(benchmark, config)
+    descriptions = checked.descriptions
+    problems, failing = list(checked.problems), list(checked.failing)
     if not (math.isfinite(weight) and weight > 0):
         problems.append(f"weight: must be a positive number, got {weight}")
     if results_to is not None:
@@ -241,12 +335,29 @@ def submit_job(
     )
 
 
+def job_id_refusal(store: ResultStore, job_id: str) -> str | None:
+    """Why ``job_id`` cannot be given to a new job (malformed, or an existing
+    job holds it), or None. The store claims the id atomically again when the
+    job is created, so two racing submissions cannot both get it.
+
+    Raises:
+        redis.RedisError: the store is unreachable.
+    """
+    problem = job_id_problem(job_id)
+    if problem is None and store.exists(job_id):
+        problem = job_id_taken(job_id)
+    return problem
+
+
 def _results_location(url: str) -> tuple[str, str | None]:
     """The results location as workers will use it (a local path made absolute)
-    and the problem with it, if any: an unknown scheme, or a folder that cannot
-    be created here."""
-    if not url.strip():
-        return url, "results_to: empty location"
+    and the problem with it, if any: a scheme off the allow-list (refused from
+    the URL's text, before anything connects), or a folder that cannot be
+    created here. Whether a worker writes there is its operator's choice
+    (``verifleet worker --results-root``)."""
+    problem = location_problem(url)
+    if problem:
+        return url, problem
     if "://" not in url:
         url = str(Path(url).expanduser().resolve())
     try:

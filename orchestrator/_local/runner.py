@@ -30,8 +30,11 @@ from verifleet.schemas import (
     CostSummary,
     JobSpec,
     ModelConfig,
+    Question,
+    TemplateValidationError,
     VerificationConfig,
     VerificationResult,
+    template_problem,
 )
 from verifleet.store import ScenarioUnit, Unit, expand_scenario_units
 
@@ -90,6 +93,12 @@ class LocalRunner:
         self._costed = 0
         #: Units the budget (``max_cost_usd``) held back, counted as they are refused.
         self.budget_stopped = False
+        #: Called (from a unit's thread) once per question whose template does
+        #: not compile or is refused, with the problem in the words of
+        #: :meth:`Benchmark.validate`; its units fail alone as they run.
+        self.on_template_problem: Callable[[str], None] | None = None
+        self._reported: set[str] = set()
+        self._reported_lock = threading.Lock()
 
     def units(self) -> Iterator[Unit]:
         """Every unit of the job, in a stable order."""
@@ -301,10 +310,33 @@ class LocalRunner:
             # This run's own template processes: its templates are compiled side
             # by side there, no other run's (or caller's) requests reach them.
             with self.resources.sandbox.scoped(self._scope):
+                self._check_template(unit.question)
                 return run_unit(unit, self.spec, self.resources, deadline=deadline)
         except Exception as exc:  # the unit fails, the job goes on
             log.exception("unit %s failed outside the pipeline", unit.question.id)
             return failed_unit_results(unit, self.config.parsing_models, self.config, exc)
+
+    def _check_template(self, question: Question) -> None:
+        """Check the question's template where its units run: compiled once in
+        this run's template processes (its units then use that compile), each
+        question's as its first unit starts, so checking a benchmark costs no
+        time before the first unit and is spread over the executors like the
+        units. A problem is reported once; the unit's first stage records it
+        in its results. An executor failure is left to that stage too."""
+        source = question.answer_template
+        if not (self.config.template_stages_enabled and source and source.strip()):
+            return
+        try:
+            self.resources.sandbox.load_template(source, question.id)
+        except TemplateValidationError as exc:
+            with self._reported_lock:
+                if question.id in self._reported:
+                    return
+                self._reported.add(question.id)
+            if self.on_template_problem is not None:
+                self.on_template_problem(template_problem(f"question {question.id}", exc.problem))
+        except Exception:  # the unit's ValidateTemplate stage meets it and records it
+            log.debug("template check of %s failed in the sandbox", question.id, exc_info=True)
 
 
 def _until_overrun(pool: UnitThreads, pending: Iterable[Future[Any]], limit: float) -> float:

@@ -117,14 +117,17 @@ class ScenarioTally:
         """Count one finished run; a failed one is remembered for the summary."""
         self.runs += 1
         self.by_status[run.status] += 1
-        if run.outcomes_passed:
+        # A run whose criteria never ran (a broken scenario's) passed nothing:
+        # only runs with evaluated outcomes count.
+        if run.outcome_results and run.outcomes_passed:
             self.outcomes_passed += 1
         entry = run.error()
         if entry is not None:
             self.errors.append(f"{entry[0]}: {entry[1]}")
 
     def table(self, title: str = "Scenario runs") -> Table:
-        """A rich table: runs per status and runs whose outcome criteria all held."""
+        """A rich table: runs per status and runs whose outcome criteria were
+        evaluated and all held."""
         table = Table(title=title)
         names = ("runs", "completed", "limit_reached", "timeout", "error", "outcomes passed")
         for name in names:

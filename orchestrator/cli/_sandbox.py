@@ -4,7 +4,9 @@ start-up check that refuses to go on without the configured isolation."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -36,12 +38,16 @@ def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
     """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
     isolation fails at start-up instead of on the first question.
 
+    In seccomp mode, a process that can give executors neither another uid nor
+    namespaces of their own (see ``verifleet.sandbox._identity``) starts, but
+    prints a warning saying what template code could reach.
+
     Raises:
         SandboxUnavailable: The isolation cannot be set up; the message names what
             is missing and the downgrade flag.
         ConfigError: An invalid ``VERIFLEET_SANDBOX*`` or ``VERIFLEET_RESULT_MAX_*`` value.
     """
-    from verifleet.sandbox import SandboxSettings, reset_default_pool
+    from verifleet.sandbox import SandboxSettings, isolation_warning, reset_default_pool
     from verifleet.sandbox._settings import ENV_MODE
 
     mode = getattr(args, "sandbox", None)
@@ -50,4 +56,10 @@ def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
         os.environ[ENV_MODE] = mode
     settings = SandboxSettings.from_env(mode)
     reset_default_pool(settings).start()
+    warning = isolation_warning(settings.mode)
+    if warning is not None:
+        # Loud on purpose: the operator chose a mode this process cannot fully
+        # provide, and nothing else would tell them.
+        print(f"verifleet: WARNING: {warning}", file=sys.stderr, flush=True)
+        logging.getLogger("verifleet.sandbox").warning("%s", warning)
     return settings

@@ -116,7 +116,12 @@ def register(commands: Any) -> None:
     add_config_arguments(submit)
     add_job_arguments(submit)
     _redis_arg(submit)
-    submit.add_argument("--job-id", help="choose the job id (default: generated)")
+    submit.add_argument(
+        "--job-id",
+        help="choose the job id (default: generated): letters, digits, '.', '_' and '-', "
+        "at most 128, starting with a letter or digit; an id an existing job holds is "
+        "refused (`verifleet resume ID` continues that job)",
+    )
     submit.add_argument(
         "--ttl",
         type=parse_duration,
@@ -151,8 +156,9 @@ def register(commands: Any) -> None:
         "--results-to",
         metavar="URL",
         help="move finished results out of Redis into Parquet shards under URL/JOB_ID/ while "
-        "the job runs (a path every worker sees, or an fsspec URL such as s3://bucket/prefix): "
-        "Redis then holds only what is in flight; `verifleet results` reads both",
+        "the job runs (a path every worker sees, or s3://, gs://, az:// URLs; other schemes "
+        "are refused): Redis then holds only what is in flight; `verifleet results` reads "
+        "both. Workers write only under their operator's `worker --results-root`",
     )
     add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
@@ -291,12 +297,20 @@ def _submit(args: argparse.Namespace) -> int:
     from verifleet.store import ResultStore, mask_password
 
     from .._fleet.broker import Broker
-    from .._fleet.submit import submit_job, validate_job
+    from .._fleet.roots import location_problem
+    from .._fleet.submit import check_job, job_id_refusal, submit_job
     from ._console import make_console
     from ._sandbox import start_sandbox
     from .config import build_config
 
     url = _url(args)
+    # The job id and the results location first: no template check or model call
+    # is made for a job that cannot be stored.
+    early = [location_problem(args.results_to)] if args.results_to is not None else []
+    if args.job_id is not None:
+        early.append(job_id_refusal(ResultStore.from_url(url), args.job_id))
+    if any(early):
+        raise JobRejectedError([p for p in early if p])
     start_sandbox(args)  # templates and callable traits are checked in sandbox executors
     # Templates are checked by submit_job: a broken one fails its own question
     # (or, with --strict, rejects the job), as `verifleet run` does.
@@ -305,12 +319,13 @@ def _submit(args: argparse.Namespace) -> int:
     )
     benchmark = select(benchmark, args)
     config = build_config(args)
-    if args.preflight:
-        # The job's own problems first (no network): a broken job is rejected
-        # listing them, whatever state its models are in. submit_job checks again.
-        problems = validate_job(benchmark, config, strict=args.strict)
-        if problems:
-            raise JobRejectedError(problems)
+    # The job's own problems first (no network): a broken job is rejected
+    # listing them, whatever state its models are in. Each template is
+    # described once, in parallel; submit_job uses this check.
+    checked = check_job(benchmark, config)
+    problems = checked.problems + (checked.failing if args.strict else [])
+    if problems:
+        raise JobRejectedError(problems)
     preflight(config, args, make_console(stderr=True))
     store = ResultStore.from_url(url)
     _purge_expired(store)
@@ -325,6 +340,7 @@ def _submit(args: argparse.Namespace) -> int:
             strict=args.strict,
             weight=args.weight,
             results_to=args.results_to,
+            checked=checked,
         )
     finally:
         broker.close()
@@ -355,7 +371,9 @@ def _jobs(args: argparse.Namespace) -> int:
     table = Table(title="jobs")
     for col in ("job", "name", "status", "created", "units done", "failed", "queue", "share"):
         table.add_column(col)
-    for p in store.list_jobs(limit=args.limit):
+    jobs = store.list_jobs(limit=args.limit)
+    failed = [p for p in jobs if p.error]
+    for p in jobs:
         table.add_row(
             p.job_id,
             p.name,
@@ -368,6 +386,8 @@ def _jobs(args: argparse.Namespace) -> int:
         )
     console = make_console()
     console.print(table)
+    for p in failed:
+        console.print(f"job {p.job_id} failed: {p.error}", markup=False, highlight=False)
     if expired:
         console.print(f"deleted {len(expired)} expired job(s): {', '.join(expired)}")
     return 0
@@ -411,6 +431,8 @@ def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = Non
     )
     share = "-" if p.share is None else f"{p.share:.0%}"
     line.append(f"\nqueue {p.queue}  weight {p.weight:g}  share {share}")
+    if p.error:
+        line.append(f"\nerror: {p.error}", style="bold red")
     if p.total_scenarios:
         line.append(
             f"\nscenarios {p.scenarios_done}/{p.total_scenarios}  "
@@ -527,6 +549,13 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _results(args: argparse.Namespace) -> int:
-    count = _job(args).export(args.out)
+    from verifleet.store import JobStatus
+
+    job = _job(args)
+    count = job.export(args.out)
     print(f"{count} results written to {args.out}")
+    progress = job.progress()
+    if progress.status is JobStatus.FAILED:
+        # The export holds only what ran before the job was stopped.
+        print(f"job {args.job_id} failed: {progress.error}", file=sys.stderr)
     return 0

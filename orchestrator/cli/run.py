@@ -7,8 +7,10 @@ pair and scenario runs by status, and writes the result set (scenario runs too,
 in .parquet and .json). Re-running with the same ``--out`` resumes: units already
 in the file (or its journals) are not run again; ``--retry-errors`` runs the
 errored ones again. Before any unit runs, the output's format and folder are
-checked, the output is locked against a second run, and every model answers one
-test call (``--no-preflight`` skips it). The exit status is 1 when more results
+checked and the output is locked against a second run; every model answers one
+test call beside the start-up, before any unit calls it (``--no-preflight`` skips
+it; with ``cache: true`` a model is asked only when the run first needs a real
+call of it, so a re-run answered wholly from the cache calls no model). The exit status is 1 when more results
 have errors than ``--max-error-rate`` allows (none by default), 2 on bad input,
 130/143 when interrupted (the journal keeps the finished units).
 """
@@ -17,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._jobflags import add_job_arguments, preflight, select
+from ._jobflags import add_job_arguments, select
 from ._sandbox import add_sandbox_argument
 from .config import add_config_arguments
 
@@ -122,10 +125,11 @@ def _run(args: argparse.Namespace) -> int:
             args.benchmark, trust_callables=args.trust_callables, validate_templates=False
         )
         benchmark = select(benchmark, args)
-        for problem in benchmark.validate():
-            console.print(
-                f"[yellow]warning:[/yellow] {problem} (its results will record the error)"
-            )
+        # Each question's template is checked as its first unit starts, in the
+        # run's own template processes (LocalRunner): one compile per template,
+        # spread over the executors, none before the first unit.
+        for problem in benchmark.validate(question_templates=False):
+            _warn(console, problem)
         local_spec = None
         if local_model_needed(args):
             from verifleet.orchestrator import LocalLLMServer
@@ -135,7 +139,14 @@ def _run(args: argparse.Namespace) -> int:
             server = stack.enter_context(LocalLLMServer(die_with_parent=True))
             local_spec = server.spec
         config = build_config(args, local_spec=local_spec)
-        preflight(config, args, console)
+        gate = None
+        if args.preflight:
+            from .._preflight import PreflightGate
+
+            # Beside the units' start-up, not before it; a cached run asks a
+            # model only once it first needs a real call of it.
+            gate = PreflightGate(config, lazy=config.cache)
+            stack.callback(gate.close)
         return _execute(
             benchmark,
             config,
@@ -143,7 +154,25 @@ def _run(args: argparse.Namespace) -> int:
             console,
             retry_errors=args.retry_errors,
             max_error_rate=args.max_error_rate,
+            preflight=gate,
         )
+
+
+def _stop_on_failed_preflight(preflight: Any, runner: Any) -> None:
+    """Stop the run when a model failed its test call: nothing more is
+    recorded (units that waited for it would only record its failure).
+
+    Raises:
+        PreflightError: naming each model that did not answer.
+    """
+    failure = preflight.failure() if preflight is not None else None
+    if failure is not None:
+        runner.stop()
+        raise failure
+
+
+def _warn(console: Console, problem: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
 
 
 def print_costs(console: Console, costs: Any, config: Any) -> None:
@@ -176,6 +205,7 @@ def _execute(
     max_error_rate: float = 0.0,
     runner: Any = None,
     carried: Any = (),
+    preflight: Any = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
     from verifleet.store import result_key
@@ -210,6 +240,10 @@ def _execute(
             done.add(key)
         tally.add(result)
     runner = runner or LocalRunner(benchmark, config)
+    runner.on_template_problem = functools.partial(_warn, console)
+    if preflight is not None:
+        # A unit's first real call of a model waits for that model's test call.
+        runner.resources.before_call = preflight.before_call
     if config.max_cost_usd is not None:
         runner.spent_before = output.spent()
     total = runner.count_units() + runner.count_scenario_units()
@@ -226,6 +260,7 @@ def _execute(
 
         try:
             for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
+                _stop_on_failed_preflight(preflight, runner)
                 output.record(results)
                 for result in results:
                     tally.add(result)
@@ -234,6 +269,7 @@ def _execute(
                     failed=any(not r.metadata.completed_without_errors for r in results)
                 )
             for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
+                _stop_on_failed_preflight(preflight, runner)
                 output.record_scenario(run)
                 for result in run.results:
                     tally.add(result)
@@ -251,9 +287,17 @@ def _execute(
             )
             raise
     elapsed = time.monotonic() - started
+    _stop_on_failed_preflight(preflight, runner)
     from .._export.manifest import build_manifest
 
     written = output.finalize(build_manifest(benchmark, config))
+    if preflight is not None:
+        answered = preflight.answered()
+        console.print(
+            f"preflight: {answered} model(s) answered a test call"
+            if answered
+            else "preflight: no model needed a test call (every call came from the cache)"
+        )
     if skipped:
         console.print(f"resumed: {skipped} of {total} units were already in {out}")
     console.print(tally.table())

@@ -42,6 +42,7 @@ from .._serve_defaults import (
     DEFAULT_REQUEST_TIMEOUT,
 )
 from .._serve_heap import settle_heap
+from ._nemo_gym import add_nemo_gym_arguments, write_nemo_gym_dir
 from ._sandbox import add_sandbox_argument, start_sandbox
 from .cache import open_cache
 from .config import LOCAL, add_cost_arguments, apply_cost_arguments, missing_credentials
@@ -241,12 +242,29 @@ def reward_setup(
             "\0".join(q.answer_template or "" for q in benchmark.questions).encode()
         ).hexdigest()[:16]
     )
-    scorer = RewardScorer(benchmark, models, reward, resources=resources, sandbox_scope=scope)
+    scorer = RewardScorer(
+        benchmark,
+        models,
+        reward,
+        resources=resources,
+        sandbox_scope=scope,
+        inline_executors=_inline_executors(args),
+    )
     _with_cost_and_cache(scorer, args, redis_url)
     problems = missing_credentials(scorer.config)
     if problems:
         raise ConfigError("; ".join(problems))
     return scorer
+
+
+def _inline_executors(args: argparse.Namespace) -> int:
+    """``--inline-executors`` (serve only): None means as many as the benchmark's."""
+    count = getattr(args, "inline_executors", 0)
+    if count is None:
+        from verifleet.sandbox import SandboxSettings
+
+        return SandboxSettings.from_env().pool_size
+    return int(count)
 
 
 def _with_cost_and_cache(
@@ -341,12 +359,13 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--infra-errors",
-        choices=["status", "null"],
+        choices=["status", "null", "failsafe"],
         default="status",
         help="how /verify answers a request that could not be verified for an "
         "infrastructure reason (judge unreachable, executor failure, deadline): 'status' "
-        "(502/503/504) or 'null' (200); both carry reward: null and the failure "
-        "(default status)",
+        "(502/503/504) or 'null' (200), both with reward: null and the failure; or "
+        "'failsafe' (200, NeMo Gym's judge-failure shape: reward 0.0, mask_sample: true, "
+        "failure_kind, failure_reason) (default status)",
     )
     parser.add_argument(
         "--allowed-host",
@@ -365,7 +384,14 @@ def register(commands: Any) -> None:
         help="server processes sharing the port (default 1); give them --redis so they "
         "share the judge-call cache and the judges' endpoint limits",
     )
+    add_nemo_gym_arguments(parser)
+    global _PARSER
+    _PARSER = parser
     parser.set_defaults(handler=_serve)
+
+
+#: ``serve``'s parser (``--nemo-gym-dir`` hands on the flags that differ from it).
+_PARSER: argparse.ArgumentParser | None = None
 
 
 def _positive_int(raw: str) -> int:
@@ -393,24 +419,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(host: str, token: str | None, *, insecure_no_auth: bool) -> None:
+def check_exposure(
+    host: str, token: str | None, *, insecure_no_auth: bool, allow_net: bool = False
+) -> None:
     """Refuse to serve an open service beyond this machine.
 
     Raises:
-        ConfigError: ``host`` is not a loopback address, no token is set and
+        ConfigError: ``host`` is not a loopback address, neither a token nor an
+            allow-list of client networks (``allow_net``) is set and
             ``insecure_no_auth`` is False; or the token is empty.
     """
     if token is not None and not token.strip():
         raise ConfigError(f"--token / {TOKEN_ENV} is empty")
-    if token is None and not insecure_no_auth and not is_loopback(host):
+    if token is None and not allow_net and not insecure_no_auth and not is_loopback(host):
         raise ConfigError(
             f"refusing to serve on {host} without authentication: anyone who reaches it "
             f"could run verifications. Set {TOKEN_ENV} (or --token) to require a bearer "
-            "token, bind 127.0.0.1 behind a TLS reverse proxy, or pass --insecure-no-auth"
+            "token, --allow-net CIDR to admit only the clients' networks, bind 127.0.0.1 "
+            "behind a TLS reverse proxy, or pass --insecure-no-auth"
         )
 
 
 def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
+    from .._serve_access import parse_networks
     from ..serve import service_for
 
     # The scorer itself, not one rebuilt from its parts: --cache and --pricing
@@ -424,6 +455,8 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         max_batch=args.max_batch,
         infra_errors=args.infra_errors,
         allowed_hosts=args.allowed_host,
+        allow_net=parse_networks(args.allow_net),
+        max_queued=args.max_queued,
     )
 
 
@@ -486,12 +519,24 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .._serve_protocol import CoalescingHttpToolsProtocol
 
-    check_exposure(args.host, args.token, insecure_no_auth=args.insecure_no_auth)
+    if args.nemo_gym_dir is not None:
+        assert _PARSER is not None
+        server = write_nemo_gym_dir(_PARSER, args)
+        print(f"wrote the NeMo Gym server directory {server} (docs/reward.md, NeMo Gym)")
+        return 0
+    from .._serve_access import parse_networks
+
+    networks = parse_networks(args.allow_net)  # a bad CIDR fails here, not in the app
+    check_exposure(
+        args.host, args.token, insecure_no_auth=args.insecure_no_auth, allow_net=bool(networks)
+    )
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis, shared_limits=args.request_timeout)
         benchmark, reward = scorer.benchmark, scorer.reward_config
         auth = "bearer token required" if args.token else "NO authentication"
+        if args.allow_net:
+            auth += ", none from " + ", ".join(args.allow_net)
         processes = f", {args.workers} processes" if args.workers > 1 else ""
         print(
             f"verifleet serve: {benchmark.name} ({len(benchmark.questions)} questions, "

@@ -8,6 +8,10 @@ thread stuck in host code); its units go back to the queue and run once more.
 With --no-supervise the command is equivalent to
 ``celery -A verifleet.workers.app worker -P threads -c N -Q verifleet``.
 
+A worker writes the result shards of ``submit --results-to`` jobs only under its
+``--results-root`` folders or prefixes (``$VERIFLEET_RESULTS_ROOTS``), and only for
+jobs of the queues it serves; other jobs' results stay in Redis.
+
 ``flower`` starts Flower against the same broker with a bounded task history and
 basic auth; see ``verifleet flower --help``.
 """
@@ -103,6 +107,17 @@ def register(commands: Any) -> None:
         help=f"comma-separated queues this worker serves and feeds from their schedules "
         f"(default {DEFAULT_QUEUE}); a tenant's jobs go to theirs with `submit --queue`",
     )
+    worker.add_argument(
+        "--results-root",
+        action="append",
+        default=None,
+        metavar="PATH_OR_URL",
+        help="a folder or object-store prefix (s3://, gs://, az://...) under which this "
+        "worker writes the shards of jobs submitted with --results-to; repeatable "
+        "(default: $VERIFLEET_RESULTS_ROOTS, comma-separated). Jobs whose location is "
+        "elsewhere, or on another scheme (ftp://, http://...), keep their results in "
+        "Redis; with no root, none are written",
+    )
     worker.add_argument("--hostname", help="worker name (default: celery's)")
     worker.add_argument("--loglevel", default="INFO")
     worker.add_argument(
@@ -183,6 +198,7 @@ def _supervise(args: argparse.Namespace) -> int:
     from verifleet.workers._supervisor import Supervisor
 
     stuck_after = _stuck_after(args)
+    _results_roots(args)  # a bad root stops the command here, not in the child
     # Fail at once, as the worker would, on a machine without the isolation;
     # the supervisor itself runs no benchmark code, so its executor goes.
     start_sandbox(args)
@@ -195,6 +211,8 @@ def _supervise(args: argparse.Namespace) -> int:
     command += ["--queues", args.queues, "--loglevel", args.loglevel]
     if args.hostname:
         command += ["--hostname", args.hostname]
+    for root in args.results_root or []:
+        command += ["--results-root", root]
     if args.sandbox:
         command += ["--sandbox", args.sandbox]
 
@@ -206,7 +224,22 @@ def _supervise(args: argparse.Namespace) -> int:
     return Supervisor(command, env, stuck_after=stuck_after, forget_owner=forget).run()
 
 
+def _results_roots(args: argparse.Namespace) -> Any:
+    """The worker's results roots (:class:`~.._fleet.roots.ResultsRoots`).
+
+    Raises:
+        ConfigError: a root is empty or on a scheme off the allow-list.
+    """
+    from .._fleet.roots import ResultsRoots
+
+    try:
+        return ResultsRoots.from_settings(args.results_root)
+    except ValueError as exc:
+        raise ConfigError(f"--results-root: {exc}") from None
+
+
 def _celery_worker(args: argparse.Namespace) -> int:
+    roots = _results_roots(args)
     # Refuse to consume tasks on a machine that lacks the configured isolation.
     start_sandbox(args)
     url = redis_url_from(args.redis)
@@ -221,7 +254,9 @@ def _celery_worker(args: argparse.Namespace) -> int:
 
     # Results of jobs submitted with --results-to leave Redis from here: the
     # drainer writes Parquet, which the workers' own modules never import.
-    start_drainer(app.conf.verifleet_settings)
+    # Only jobs of the queues served here, and only under the operator's roots.
+    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
+    start_drainer(app.conf.verifleet_settings, roots=roots, queues=queues)
     argv = [
         "worker",
         "-P",

@@ -16,6 +16,7 @@ from ._caller import LangchainChatCaller
 from ._record import CallLog, RecordingCaller
 from ._disk_cache import DiskCallCache, default_cache_dir
 from ._clients import ChatModelCache, get_chat_model, resolve_api_key
+from ._credential import CACHE_KEY_SECRET_ENV, credential_identity
 from ._json import first_object, parse_strict, repair_json, schema_errors
 from ._openai_http import (
     EndpointReplyError,
@@ -40,6 +41,7 @@ from ._route import (
 from ._usage import UsageTracker
 
 __all__ = [
+    "CACHE_KEY_SECRET_ENV",
     "MAX_ENDPOINT_PAUSE",
     "NOT_IN_KEY",
     "CachingCaller",
@@ -61,6 +63,7 @@ __all__ = [
     "call_with_retry",
     "classify_error",
     "close_async_senders",
+    "credential_identity",
     "default_cache_dir",
     "direct_http_applies",
     "endpoint_pause",

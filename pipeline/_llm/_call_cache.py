@@ -6,7 +6,10 @@ sent with it (name, provider, interface, endpoint, temperature, ``max_tokens``,
 ``extra_kwargs``, and any field added to :class:`~verifleet.schemas.ModelConfig`
 later unless it is listed in :data:`NOT_IN_KEY`), the messages, the kind of call
 (text, or a JSON object with its schema and schema name) and, for answer
-generation, the replicate index, so replicates stay independent samples.
+generation, the replicate index, so replicates stay independent samples, and
+an identity of the credential (an HMAC of the API key's value,
+:func:`~verifleet.pipeline.credential_identity`): behind a gateway that serves
+a different backend per key, two keys never share a reply; one key still does.
 
 Only successful, complete replies are kept: an error raises before anything is
 stored, and a reply cut off by a token limit or refused by a content filter
@@ -31,19 +34,21 @@ from verifleet.schemas import MODEL_FIELDS_NOT_IN_REPLY, ModelConfig
 
 from .._bridge import call_blocking
 from .._llm_protocol import ChatCaller, Message
+from ._credential import credential_identity
 from ._usage import UsageTracker
 
 _log = logging.getLogger(__name__)
 
 __all__ = ["NOT_IN_KEY", "CachingCaller", "CallCache", "call_key"]
 
-#: ModelConfig fields that do not change a reply: names, credentials, which
-#: client carries the request (both send the same one), endpoint limits, and
-#: the agent settings that decide what happens after the reply.
+#: ModelConfig fields that do not change a reply: names, which client carries
+#: the request (both send the same one), endpoint limits, and the agent
+#: settings that decide what happens after the reply. The credential's
+#: variable name is left out because its *value* is keyed (see call_key).
 NOT_IN_KEY = MODEL_FIELDS_NOT_IN_REPLY | {"manual_traces_path", "agent_recursion_limit"}
 
-#: Bumped when the key's layout or an entry's shape changes.
-_VERSION = 1
+#: Bumped when the key's layout or an entry's shape changes (2: the credential).
+_VERSION = 2
 
 #: The stage whose calls are keyed by replicate.
 ANSWER_STAGE = "answer_generation"
@@ -87,10 +92,12 @@ def call_key(
     sample: int | None = None,
 ) -> str:
     """The cache key of one call: a SHA-256 of everything that decides its reply
-    (see the module docstring). Never fails for JSON-serialisable inputs."""
+    (see the module docstring), the credential's HMAC included (never the key).
+    Never fails for JSON-serialisable inputs."""
     payload = {
         "v": _VERSION,
         "model": _model_part(model),
+        "credential": credential_identity(model),
         "messages": [dict(m) for m in messages],
         "kind": kind,
         "schema": schema,

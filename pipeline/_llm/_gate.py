@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from verifleet.limits import CallGate, NoCapacityError, Slot
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, token_count
 
 from .._llm_protocol import Message, ModelCallError
 from ._retry import endpoint_pause, is_rate_limited
@@ -71,9 +71,11 @@ def report_usage(slot: Slot, tokens: int | None) -> None:
 def usage_tokens(usage: dict[str, Any] | None) -> int | None:
     """Input + output tokens of a ``usage_metadata``-shaped dict (langchain's, or
     an OpenAI ``usage`` block's ``prompt_tokens``/``completion_tokens``), None when
-    the provider reported none."""
-    if not usage:
+    the provider reported none. Each count is clamped to a finite, non-negative
+    integer (``token_count``): a bogus report never frees a tokens-per-minute
+    budget. Never raises."""
+    if not isinstance(usage, dict) or not usage:
         return None
-    inputs = usage.get("input_tokens", usage.get("prompt_tokens")) or 0
-    outputs = usage.get("output_tokens", usage.get("completion_tokens")) or 0
-    return int(inputs) + int(outputs)
+    inputs = usage.get("input_tokens", usage.get("prompt_tokens"))
+    outputs = usage.get("output_tokens", usage.get("completion_tokens"))
+    return token_count(inputs) + token_count(outputs)

@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 
 from verifleet.errors import VerifleetError
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, token_count
 
 from .._llm_protocol import Message, ModelCallError
 from ._bound import BoundCaller
@@ -315,13 +315,14 @@ def _usage_metadata(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     """The OpenAI ``usage`` block as langchain's ``usage_metadata`` counts."""
     if not usage:
         return None
-    inputs = usage.get("prompt_tokens") or 0
-    outputs = usage.get("completion_tokens") or 0
+    # The endpoint's counts are clamped (finite, >= 0): they price the call.
+    inputs = token_count(usage.get("prompt_tokens"))
+    outputs = token_count(usage.get("completion_tokens"))
     total = usage.get("total_tokens")
     out: dict[str, Any] = {
         "input_tokens": inputs,
         "output_tokens": outputs,
-        "total_tokens": total if total is not None else inputs + outputs,
+        "total_tokens": token_count(total) if total is not None else inputs + outputs,
     }
     cached = cached_input_tokens(usage)
     if cached:

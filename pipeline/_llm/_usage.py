@@ -7,6 +7,10 @@ the provider served from its prompt cache), ``cost_usd`` (what the stage's calls
 cost at the run's prices; cache hits cost nothing) and ``cache_hits`` (calls
 answered by verifleet's call cache: their tokens are counted as when they were
 first made, their cost is not).
+
+Every count and cost that enters a tracker is clamped (``token_count``,
+``usd_amount``): an endpoint reporting negative, NaN or non-numeric usage adds
+nothing, and can never lower a unit's cost or its job's spend.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from verifleet.schemas import PriceTable
+from verifleet.schemas import PriceTable, token_count, usd_amount
 
 from ._record import CallLog
 
@@ -27,17 +31,18 @@ _EXTRAS = ("cached_input_tokens", "cache_hits")
 def cached_input_tokens(usage: dict[str, Any] | None) -> int:
     """Input tokens served from the provider's prompt cache, as langchain
     (``input_token_details.cache_read``) or OpenAI (``prompt_tokens_details.
-    cached_tokens``) report them; 0 when not reported."""
-    if not usage:
+    cached_tokens``) report them; 0 when not reported or not a sane count
+    (clamped by ``token_count``). Never raises."""
+    if not isinstance(usage, dict):
         return 0
     for details, name in (
         ("input_token_details", "cache_read"),
         ("prompt_tokens_details", "cached_tokens"),
     ):
         block = usage.get(details)
-        if isinstance(block, dict) and block.get(name):
-            return int(block[name])
-    return int(usage.get("cached_input_tokens") or 0)
+        if isinstance(block, dict) and token_count(block.get(name)):
+            return token_count(block[name])
+    return token_count(usage.get("cached_input_tokens"))
 
 
 class UsageTracker:
@@ -79,11 +84,17 @@ class UsageTracker:
 
         ``total_tokens`` defaults to input + output when the provider omits it.
         ``cost_usd`` None prices the call with :attr:`pricing` (no cost when the
-        table lacks the model); pass 0.0 for a call that cost nothing.
+        table lacks the model); pass 0.0 for a call that cost nothing. Counts
+        and the cost are clamped to finite, non-negative values (a bogus count
+        adds 0); never raises on them.
         """
-        total = input_tokens + output_tokens if total_tokens is None else total_tokens
+        input_tokens, output_tokens = token_count(input_tokens), token_count(output_tokens)
+        cached_input, cache_hits = token_count(cached_input), token_count(cache_hits)
+        total = input_tokens + output_tokens if total_tokens is None else token_count(total_tokens)
         if cost_usd is None and self.pricing is not None:
             cost_usd = self.pricing.cost(model, input_tokens, output_tokens, cached_input)
+        if cost_usd is not None:
+            cost_usd = usd_amount(cost_usd)
         with self._lock:
             entry = self._stages.setdefault(
                 stage, {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model": model}
@@ -99,14 +110,16 @@ class UsageTracker:
                 entry["cost_usd"] = float(entry.get("cost_usd", 0.0)) + float(cost_usd)
 
     def record_usage(self, stage: str, *, model: str, usage: dict[str, Any] | None) -> None:
-        """Record a langchain ``usage_metadata`` dict (``None`` counts as zero tokens)."""
-        usage = usage or {}
+        """Record a langchain ``usage_metadata`` dict (``None`` counts as zero
+        tokens; each count is clamped as in :meth:`record`)."""
+        usage = usage if isinstance(usage, dict) else {}
+        total = usage.get("total_tokens")
         self.record(
             stage,
             model=model,
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-            total_tokens=usage.get("total_tokens"),
+            input_tokens=token_count(usage.get("input_tokens")),
+            output_tokens=token_count(usage.get("output_tokens")),
+            total_tokens=None if total is None else token_count(total),
             cached_input=cached_input_tokens(usage),
         )
 
@@ -126,14 +139,14 @@ class UsageTracker:
         cost = entry.get("cost_usd")
         if (free or cache_hit) and (cost is not None or self.pricing is not None):
             cost = 0.0
-        hits = int(entry.get("cache_hits") or 0) + (1 if cache_hit else 0)
+        hits = token_count(entry.get("cache_hits")) + (1 if cache_hit else 0)
         self.record(
             stage,
             model=str(entry.get("model", "")),
-            input_tokens=int(entry.get("input_tokens") or 0),
-            output_tokens=int(entry.get("output_tokens") or 0),
-            total_tokens=int(entry.get("total_tokens") or 0),
-            cached_input=int(entry.get("cached_input_tokens") or 0),
+            input_tokens=token_count(entry.get("input_tokens")),
+            output_tokens=token_count(entry.get("output_tokens")),
+            total_tokens=token_count(entry.get("total_tokens")),
+            cached_input=token_count(entry.get("cached_input_tokens")),
             cost_usd=cost,
             cache_hits=hits,
         )

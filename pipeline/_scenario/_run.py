@@ -23,6 +23,7 @@ from verifleet.schemas import (
     ScenarioDefinition,
     ScenarioEdge,
     ScenarioExecutionResult,
+    ScenarioNode,
     ScenarioStatus,
     ScenarioTerminalFailure,
     ScenarioTurnRecord,
@@ -37,6 +38,13 @@ from .._llm_protocol import Message
 from .._resources import PipelineResources
 from .._reverify import reverify_unit
 from .._run import verify_question
+from ._code import (
+    USER,
+    ScenarioCode,
+    ScenarioCodeFailure,
+    TaggedMessage,
+    apply_handover,
+)
 from ._outcomes import evaluate_outcomes
 
 __all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario", "run_scenario_unit"]
@@ -79,13 +87,28 @@ def _diverged(turn: int, node_id: str, stored_node: str | None) -> ScenarioTermi
     )
 
 
-def next_edge(edges: Sequence[ScenarioEdge], state: dict[str, Any]) -> ScenarioEdge | None:
+def next_edge(
+    edges: Sequence[ScenarioEdge],
+    state: dict[str, Any],
+    code: ScenarioCode | None = None,
+    history: Sequence[ScenarioTurnRecord] = (),
+) -> ScenarioEdge | None:
     """The edge to follow from ``state``: the first conditional edge whose every
-    condition holds, else the first unconditional (fallback) edge, else None."""
+    condition holds, else the first unconditional (fallback) edge, else None.
+    A code condition (run by ``code``) replaces the edge's declarative ones.
+
+    Raises:
+        ScenarioCodeFailure: a code condition crashed or hung its sandbox process.
+    """
     fallback: ScenarioEdge | None = None
     for edge in edges:
         if edge.is_fallback:
             fallback = fallback or edge
+        elif edge.condition_source is not None:
+            if code is None:
+                raise ScenarioCodeFailure(edge.source, "condition", "no sandbox to run code in")
+            if code.condition(edge, state, history):
+                return edge
         elif all(condition.check(state) for condition in edge.when):
             return edge
     return fallback
@@ -102,15 +125,20 @@ def _link(
         meta.scenario_path = list(path)
 
 
-def _record(turn: int, node_id: str, results: list[VerificationResult]) -> ScenarioTurnRecord:
+def _record(
+    turn: int, node: ScenarioNode, results: list[VerificationResult], entry: _Entry
+) -> ScenarioTurnRecord:
     first = results[0]
     template = first.template
     rubric = first.rubric
     return ScenarioTurnRecord(
         turn=turn,
-        node_id=node_id,
+        node_id=node.id,
         question_id=first.metadata.question_id,
-        question_text=first.metadata.question_text,
+        question_text=node.question.text,
+        prompt=entry.prompt if entry.prompt != node.question.text else None,
+        agent_id=entry.agent_id,
+        handover=entry.handover,
         raw_response=template.raw_llm_response if template is not None else "",
         parsed_fields=dict(template.parsed_llm_response or {}) if template is not None else {},
         verify_result=template.verify_result if template is not None else None,
@@ -124,14 +152,35 @@ def _record(turn: int, node_id: str, results: list[VerificationResult]) -> Scena
     )
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """How a turn was entered: its agent, the question as sent, the
+    conversation handed to it, and the handover that shaped them (if any)."""
+
+    agent_id: str
+    prompt: str
+    conversation: list[Message]
+    handover: str | None
+
+
 class _Execution:
     """The mutable state of one run (kept out of the public function)."""
 
-    def __init__(self, scenario: ScenarioDefinition) -> None:
+    def __init__(
+        self, scenario: ScenarioDefinition, code: ScenarioCode, answering: ModelConfig
+    ) -> None:
         self.scenario = scenario
+        self.code = code
         self.path: list[str] = []
         self.history: list[ScenarioTurnRecord] = []
         self.conversation: list[Message] = []
+        # Every message with the agent that produced it (the original's
+        # TaggedMessage history), for handovers and provenance.
+        self.tagged: list[TaggedMessage] = []
+        self.pending: ScenarioEdge | None = None
+        entry = scenario.node(scenario.entry_node)
+        self.base_agent = entry.agent_identity or answering.id or answering.model_name
+        self.previous: tuple[str, str | None] | None = None
         self.state: dict[str, Any] = {
             "turn": 0,
             "current_node": scenario.entry_node,
@@ -143,8 +192,37 @@ class _Execution:
             "accumulated": {},
         }
 
-    def absorb(self, node_id: str, record: ScenarioTurnRecord) -> None:
-        """Fold one finished turn into the state and the conversation."""
+    def enter(self, node: ScenarioNode, model: ModelConfig) -> _Entry:
+        """Prepare a turn at ``node``: apply the handover of the edge that led
+        here, and tag the agent's system prompt and the question.
+
+        Raises:
+            ScenarioCodeFailure: handover code failed.
+        """
+        agent = node.agent_identity or self.base_agent
+        edge, self.pending = self.pending, None
+        handed = apply_handover(
+            edge, self.tagged, node.question.text, self.code, self.state, self.history
+        )
+        prompt, conversation = handed if handed is not None else (node.question.text, None)
+        handover = None
+        if handed is not None and edge is not None:
+            handover = edge.handover or "code"
+        if self.previous != (agent, model.system_prompt) and model.system_prompt:
+            # As the original: a new agent or prompt shows in later transcripts.
+            self.tagged.append(TaggedMessage(agent, "system", model.system_prompt))
+        self.previous = (agent, model.system_prompt)
+        self.tagged.append(TaggedMessage(USER, "user", prompt))
+        if conversation is None:
+            conversation = list(self.conversation)
+        return _Entry(agent, prompt, conversation, handover)
+
+    def absorb(self, node_id: str, record: ScenarioTurnRecord, entry: _Entry) -> None:
+        """Fold one finished turn into the state and the conversation.
+
+        Raises:
+            ScenarioCodeFailure: the node's state update code crashed or hung.
+        """
         state = self.state
         state["turn"] += 1
         state["verify_result"] = record.verify_result
@@ -156,11 +234,17 @@ class _Execution:
             "parsed": record.parsed_fields,
             "rubric": record.rubric_scores,
         }
-        for update in self.scenario.node(node_id).state_update:
+        node = self.scenario.node(node_id)
+        for update in node.state_update:
             update.apply(state["accumulated"], state)
         self.history.append(record)
-        self.conversation.append({"role": "user", "content": record.question_text})
+        self.conversation.append({"role": "user", "content": entry.prompt})
         self.conversation.append({"role": "assistant", "content": record.raw_response})
+        self.tagged.append(TaggedMessage(entry.agent_id, "assistant", record.raw_response))
+        if node.state_update_source is not None:
+            state["accumulated"] = self.code.state_update(
+                node_id, node.state_update_source, state["accumulated"], record.parsed_fields
+            )
 
 
 def run_scenario_unit(
@@ -228,7 +312,8 @@ def run_scenario(
     """
     resources = resources or PipelineResources.default()
     run = ScenarioRun()
-    execution = _Execution(scenario)
+    code = ScenarioCode(resources.sandbox)
+    execution = _Execution(scenario, code, answering)
     status: ScenarioStatus = "completed"
     failure: ScenarioTerminalFailure | None = None
     node_id: str | None = scenario.entry_node
@@ -251,6 +336,13 @@ def run_scenario(
                     break
             execution.path.append(node_id)
             execution.state["current_node"] = node_id
+            entry = execution.enter(node, node.answering_model or answering)
+            # A handover rewrites the question as sent; its id and template stay.
+            question = (
+                node.question
+                if entry.prompt == node.question.text
+                else node.question.model_copy(update={"text": entry.prompt})
+            )
             judges = [node.parsing_model] if node.parsing_model else list(parsing_models)
             rubric = merge_rubrics(
                 global_rubric, node.question.question_rubric, question_id=node.question.id
@@ -263,7 +355,7 @@ def run_scenario(
             )
             if replay is not None:
                 results = reverify_unit(
-                    node.question,
+                    question,
                     node.answering_model or answering,
                     judges,
                     config,
@@ -274,11 +366,11 @@ def run_scenario(
                     dynamic_rubric=dynamic_rubric,
                     resources=resources,
                     deadline=deadline,
-                    conversation=execution.conversation,
+                    conversation=entry.conversation,
                 )
             else:
                 results = verify_question(
-                    node.question,
+                    question,
                     node.answering_model or answering,
                     judges,
                     config,
@@ -287,12 +379,12 @@ def run_scenario(
                     dynamic_rubric=dynamic_rubric,
                     resources=resources,
                     deadline=deadline,
-                    conversation=execution.conversation,
+                    conversation=entry.conversation,
                 )
             _link(results, scenario.id, node_id, turn, execution.path)
             run.results.extend(results)
-            record = _record(turn, node_id, results)
-            execution.absorb(node_id, record)
+            record = _record(turn, node, results, entry)
+            execution.absorb(node_id, record, entry)
             if record.error is not None:
                 status = "error"
                 failure = ScenarioTerminalFailure(
@@ -305,12 +397,20 @@ def run_scenario(
                 # run that reaches it stops even when its next step would be END.
                 status = "limit_reached"
                 break
-            edge = next_edge(scenario.outgoing(node_id), execution.state)
+            edge = next_edge(scenario.outgoing(node_id), execution.state, code, execution.history)
             target = None if edge is None or edge.target == END else edge.target
+            execution.pending = edge
             if target is not None and execution.state["turn"] >= scenario.turn_limit:
                 status = "limit_reached"
                 break
             node_id = target
+    except ScenarioCodeFailure as exc:  # the scenario's code crashed or hung its sandbox
+        status = "error"
+        failure = ScenarioTerminalFailure(
+            node_id=exc.node_id or execution.state["current_node"],
+            stage=exc.stage,
+            reason=exc.reason,
+        )
     except Exception as exc:  # a bug or an infrastructure fault: this scenario fails, not the job
         _log.exception("scenario %s failed outside the pipeline", scenario.id)
         status = "error"
@@ -331,6 +431,7 @@ def run_scenario(
         replicate=replicate,
         run_name=config.run_name,
     )
-    outcome.outcome_results = evaluate_outcomes(list(scenario.outcome_criteria), outcome)
+    outcome.outcome_results = evaluate_outcomes(list(scenario.outcome_criteria), outcome, code)
+    outcome.trace = code.trace
     run.scenario_result = outcome
     return run

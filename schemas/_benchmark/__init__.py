@@ -6,7 +6,7 @@ Re-exported by :mod:`verifleet.schemas`; import from there.
 from ._benchmark import Benchmark
 from ._loader import dump_benchmark, load_benchmark
 from ._question import Question
-from ._validation import BenchmarkCheck, BenchmarkProblem, check_benchmark
+from ._validation import BenchmarkCheck, BenchmarkProblem, check_benchmark, template_problem
 
 __all__ = [
     "Benchmark",
@@ -16,4 +16,5 @@ __all__ = [
     "check_benchmark",
     "dump_benchmark",
     "load_benchmark",
+    "template_problem",
 ]

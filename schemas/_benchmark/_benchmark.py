@@ -119,12 +119,17 @@ class Benchmark(BaseModel):
         return found
 
     def validate(  # type: ignore[override]
-        self, *, templates: bool = True, checker: CodeChecker | None = None
+        self,
+        *,
+        templates: bool = True,
+        checker: CodeChecker | None = None,
+        question_templates: bool = True,
     ) -> list[str]:
         """Every problem found in this benchmark, as messages, in the words every
         path uses (see :func:`check_benchmark`).
 
-        Checks each answer template (not when ``templates`` is False), each
+        Checks each answer template (not when ``templates`` is False; only the
+        scenario nodes' when ``question_templates`` is False), each
         callable trait (compiles, or pickled and trusted), each question's and
         scenario node's merged rubrics, and lists each scenario that failed
         validation. Template and trait code runs where ``checker`` runs it: the
@@ -132,5 +137,7 @@ class Benchmark(BaseModel):
         empty list means ready. (Overrides pydantic v1's deprecated classmethod
         of the same name.)
         """
-        found = check_benchmark(self, templates=templates, checker=checker)
+        found = check_benchmark(
+            self, templates=templates, checker=checker, question_templates=question_templates
+        )
         return [p.message for p in found.problems if p.kind != "empty"]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .._config import VerificationConfig
     from ._benchmark import Benchmark
 
-__all__ = ["BenchmarkCheck", "BenchmarkProblem", "check_benchmark"]
+__all__ = ["BenchmarkCheck", "BenchmarkProblem", "check_benchmark", "template_problem"]
 
 ProblemKind = Literal["template", "scenario", "rubric", "trait", "mode", "empty"]
 
@@ -78,6 +78,11 @@ class BenchmarkCheck:
         self.problems.append(BenchmarkProblem(message, kind, alone, question_id))
 
 
+def template_problem(where: str, problem: str) -> str:
+    """How every path words a template that does not compile or is refused."""
+    return f"{where}: template: {problem}"
+
+
 def _template(
     check: BenchmarkCheck,
     checker: CodeChecker,
@@ -91,7 +96,7 @@ def _template(
         checker.check_template(source, question_id)
     except TemplateValidationError as exc:
         check.add(
-            f"{where}: template: {exc.problem}", "template", alone=True, question_id=own_question
+            template_problem(where, exc.problem), "template", alone=True, question_id=own_question
         )
 
 
@@ -101,6 +106,7 @@ def check_benchmark(
     templates: bool = True,
     checker: CodeChecker | None = None,
     config: VerificationConfig | None = None,
+    question_templates: bool = True,
 ) -> BenchmarkCheck:
     """Check ``benchmark`` (and, given one, its fit with ``config``).
 
@@ -113,6 +119,10 @@ def check_benchmark(
         config: Also check what the configuration asks of the benchmark (a
             template per question in template modes, traits in rubric modes,
             ``rubric_trait_names`` that exist).
+        question_templates: With ``templates``, check the questions' templates
+            too; False checks only the scenario nodes' (a local run checks
+            each question's template as its first unit starts, in the run's
+            own template processes, in the same words).
 
     Returns:
         Every problem, in benchmark order; nothing is raised for a problem.
@@ -135,7 +145,7 @@ def check_benchmark(
             except (RubricError, UntrustedCodeError) as exc:
                 check.add(f"{where}: {exc}", "trait", alone=False, question_id=qid)
     for q in benchmark.questions:
-        if templates and q.has_template:
+        if templates and question_templates and q.has_template:
             checker = resolve_checker(checker)
             _template(
                 check, checker, q.answer_template or "", q.id, f"question {q.id}", own_question=q.id

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._pricing import token_count, usd_amount
 from .result import VerificationResult
 
 __all__ = ["CostSummary", "ModelCost"]
@@ -41,11 +42,12 @@ class CostSummary:
                 continue
             model = self.models.setdefault(str(entry.get("model") or "?"), ModelCost())
             cost = entry.get("cost_usd")
-            if isinstance(cost, int | float):
-                model.cost_usd += float(cost)
-            elif int(entry.get("input_tokens") or 0) or int(entry.get("output_tokens") or 0):
+            # Stored usage is read clamped too: no entry lowers a total.
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                model.cost_usd += usd_amount(cost)
+            elif token_count(entry.get("input_tokens")) or token_count(entry.get("output_tokens")):
                 model.unpriced += 1
-            model.cache_hits += int(entry.get("cache_hits") or 0)
+            model.cache_hits += token_count(entry.get("cache_hits"))
 
     def add(self, result: VerificationResult) -> None:
         """Count one result."""

@@ -5,18 +5,28 @@ Re-exported by :mod:`verifleet.schemas`; import from there.
 
 from ._broken import BrokenScenario
 from ._conditions import Condition, primitive_from, resolve_path
-from ._model import END, ScenarioDefinition, ScenarioEdge, ScenarioNode, StateUpdate
+from ._model import (
+    END,
+    HANDOVERS,
+    ScenarioDefinition,
+    ScenarioEdge,
+    ScenarioNode,
+    StateUpdate,
+    ToolFilter,
+)
 from ._outcomes import (
     AllOfCheck,
     AnyOfCheck,
     AtLeastNCheck,
     CountTurns,
+    CrossTurnCheck,
     FirstMatchIndex,
     OutcomeCheck,
     OutcomeCriterion,
     ResultCheck,
     TurnCheck,
     TurnScope,
+    code_problem,
 )
 from ._result import (
     ScenarioExecutionError,
@@ -28,12 +38,14 @@ from ._result import (
 
 __all__ = [
     "END",
+    "HANDOVERS",
     "AllOfCheck",
     "AnyOfCheck",
     "AtLeastNCheck",
     "BrokenScenario",
     "Condition",
     "CountTurns",
+    "CrossTurnCheck",
     "FirstMatchIndex",
     "OutcomeCheck",
     "OutcomeCriterion",
@@ -47,8 +59,10 @@ __all__ = [
     "ScenarioTerminalFailure",
     "ScenarioTurnRecord",
     "StateUpdate",
+    "ToolFilter",
     "TurnCheck",
     "TurnScope",
+    "code_problem",
     "primitive_from",
     "resolve_path",
 ]

@@ -10,10 +10,10 @@ limit of 20 turns, which is what a scenario gets here unless its ``metadata``
 names ``max_turns``.
 
 Python code in a scenario (``stateUpdateSource``, ``conditionSource``,
-``evaluateSource``) and handover strategies are refused with a problem naming the
-node, edge or criterion: running an author's code is what the sandbox exists to
-avoid, and the declarative forms (``state_update``, conditions, checks) cover
-them.
+``evaluateSource``) is kept as source and run in the sandbox, like a template's
+code; handover strategies (``handover``) and agent identities
+(``agentIdentity``) are kept too. An MCP tool filter (``toolFilter``) is refused
+(not applied yet). A problem is named by its node, edge or criterion, once.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from verifleet.errors import VerifleetError
 
-from ._model import ScenarioDefinition
+from ._model import HANDOVERS, ScenarioDefinition
 
 __all__ = ["DEFAULT_CHECKPOINT_TURN_LIMIT", "is_scenario_part", "scenario_from_jsonld"]
 
@@ -102,20 +102,13 @@ def _model(value: Any) -> dict[str, Any] | None:
 def _node(node_id: str, node: Any) -> dict[str, Any]:
     if not isinstance(node, Mapping):
         raise ScenarioPartError(f"node {node_id!r} must be an object")
-    if node.get("stateUpdateSource"):
-        raise ScenarioPartError(
-            f"node {node_id!r}: stateUpdateSource is Python code, which verifleet does not "
-            "run; express the update as a declarative state_update"
-        )
-    if node.get("toolFilter"):
-        raise ScenarioPartError(f"node {node_id!r}: toolFilter (MCP tool removal) is not supported")
-    metadata = dict(node.get("metadata") or {})
-    if node.get("agentIdentity"):
-        metadata["agent_identity"] = node["agentIdentity"]
     result: dict[str, Any] = {
         "id": str(node.get("nodeId") or node_id),
         "question": _question(node_id, node),
-        "metadata": metadata,
+        "metadata": dict(node.get("metadata") or {}),
+        "state_update_source": node.get("stateUpdateSource") or None,
+        "agent_identity": node.get("agentIdentity") or None,
+        "tool_filter": node.get("toolFilter") or None,
     }
     override = node.get("modelOverride")
     if isinstance(override, Mapping):
@@ -130,38 +123,29 @@ def _edge(index: int, edge: Any) -> dict[str, Any]:
     if not isinstance(edge, Mapping):
         raise ScenarioPartError(f"edge #{index + 1} must be an object")
     label = f"{edge.get('source')} -> {edge.get('target')}"
-    if edge.get("conditionSource"):
+    handover = edge.get("handover")
+    if handover is not None and handover not in HANDOVERS:
         raise ScenarioPartError(
-            f"edge {label}: conditionSource is Python code, which verifleet does not run; "
-            "use a declarative condition"
-        )
-    if edge.get("handover"):
-        raise ScenarioPartError(
-            f"edge {label}: handover strategy {edge['handover']!r} is not supported "
-            "(the conversation is carried whole)"
+            f"edge {label}: unknown handover strategy {handover!r} (known: {', '.join(HANDOVERS)})"
         )
     return {
         "source": edge.get("source"),
         "target": edge.get("target"),
         "when": edge.get("condition"),
+        "condition_source": edge.get("conditionSource") or None,
+        "handover": handover,
+        "handover_source": edge.get("handoverSource") or None,
     }
 
 
 def _criterion(criterion: Any) -> dict[str, Any]:
     if not isinstance(criterion, Mapping):
         raise ScenarioPartError("an outcome criterion must be an object")
-    name = criterion.get("name")
-    if criterion.get("evaluateSource"):
-        raise ScenarioPartError(
-            f"outcome criterion {name!r}: evaluateSource is Python code, which verifleet "
-            "does not run; use a declarative check"
-        )
-    if not criterion.get("check"):
-        raise ScenarioPartError(f"outcome criterion {name!r} has no check")
     return {
-        "name": name,
+        "name": criterion.get("name"),
         "description": criterion.get("description") or "",
-        "check": criterion["check"],
+        "check": criterion.get("check") or None,
+        "evaluate_source": criterion.get("evaluateSource") or None,
     }
 
 
@@ -195,9 +179,39 @@ def scenario_from_jsonld(part: Mapping[str, Any]) -> ScenarioDefinition:
     try:
         return ScenarioDefinition.model_validate(data)
     except ValidationError as exc:
-        parts = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error["loc"])
-            message = str(error["msg"]).removeprefix("Value error, ")
-            parts.append(f"{where}: {message}" if where else message)
-        raise ScenarioPartError("; ".join(parts)) from None
+        raise ScenarioPartError(validation_problem(exc, data)) from None
+
+
+def validation_problem(exc: ValidationError, data: Mapping[str, Any]) -> str:
+    """One line per distinct problem, each naming the node, edge or criterion
+    (rather than its position) and stated once."""
+    parts: list[str] = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        name, rest = _where(error["loc"], data)
+        if name and name in message:
+            line = message
+        else:
+            where = " ".join(p for p in (name, rest) if p)
+            line = f"{where}: {message}" if where else message
+        if line not in parts:
+            parts.append(line)
+    return "; ".join(parts)
+
+
+_NAMES = {
+    "outcome_criteria": lambda item: f"outcome criterion {item.get('name')!r}",
+    "nodes": lambda item: f"node {item.get('id')!r}",
+    "edges": lambda item: f"edge {item.get('source')} -> {item.get('target')}",
+}
+
+
+def _where(loc: tuple[Any, ...], data: Mapping[str, Any]) -> tuple[str, str]:
+    """How an error's location is named: (``outcome criterion 'x'`` / ``node
+    'x'`` / ``edge a -> b``, the field path inside it), or ("", the bare path)."""
+    if len(loc) >= 2 and isinstance(loc[1], int) and str(loc[0]) in _NAMES:
+        items = data.get(str(loc[0]))
+        item = items[loc[1]] if isinstance(items, list) and loc[1] < len(items) else None
+        if isinstance(item, Mapping):
+            return _NAMES[str(loc[0])](item), ".".join(str(p) for p in loc[2:])
+    return "", ".".join(str(p) for p in loc)

@@ -19,9 +19,44 @@ from .._benchmark._question import Question
 from .._config import ModelConfig
 from ._conditions import Condition, resolve_path
 from ._graph import graph_problems
-from ._outcomes import OutcomeCriterion
+from ._outcomes import OutcomeCriterion, code_problem
 
-__all__ = ["END", "ScenarioDefinition", "ScenarioEdge", "ScenarioNode", "StateUpdate"]
+__all__ = [
+    "END",
+    "HANDOVERS",
+    "ScenarioDefinition",
+    "ScenarioEdge",
+    "ScenarioNode",
+    "StateUpdate",
+    "ToolFilter",
+    "code_problem",
+]
+
+#: The original framework's handover strategies (what the next node is told of
+#: the conversation so far when an edge is crossed).
+HANDOVERS = ("transcript_prepend", "transcript_append", "transcript_materialize")
+
+Handover = Literal["transcript_prepend", "transcript_append", "transcript_materialize"]
+
+
+class ToolFilterEntry(BaseModel):
+    """One MCP tool (or every tool of ``server`` when ``tool`` is None) to hide."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: str = Field(min_length=1)
+    tool: str | None = None
+
+
+class ToolFilter(BaseModel):
+    """The MCP tools a node's agent does not get: each ``remove`` entry names a
+    server of the answering model's ``mcp_urls_dict`` and one of its tools, or
+    the whole server."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    remove: list[ToolFilterEntry] = Field(min_length=1)
+
 
 END = "__end__"
 """The target of an edge that ends the run (``END`` is accepted too)."""
@@ -66,6 +101,13 @@ class ScenarioNode(BaseModel):
     :class:`Question`), optional answering/parsing model overrides, and the state
     updates to run after it.
 
+    ``state_update_source`` is the original framework's state update as code
+    (``lambda accumulated, parsed_fields: {...}``), run in the sandbox after the
+    declarative ``state_update``; its result replaces ``state.accumulated``.
+    ``agent_identity`` names the agent answering this node (turn records and
+    handover transcripts carry it). ``tool_filter`` (the original's per-node MCP
+    tool removal) is read so that the refusal names the node: it is not applied.
+
     Besides ``question: {text, answer_template, ...}`` the flat form
     ``question: <text>`` with ``answer_template`` / ``raw_answer`` beside it is read.
     """
@@ -77,7 +119,29 @@ class ScenarioNode(BaseModel):
     answering_model: ModelConfig | None = None
     parsing_model: ModelConfig | None = None
     state_update: list[StateUpdate] = Field(default_factory=list)
+    state_update_source: str | None = None
+    agent_identity: str | None = None
+    tool_filter: ToolFilter | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _checks(self) -> ScenarioNode:
+        if self.state_update_source is not None:
+            problem = code_problem(self.state_update_source)
+            if problem is not None:
+                raise ValueError(f"node {self.id!r}: stateUpdateSource: {problem}")
+        if self.tool_filter is not None:
+            # Kept in the model so the refusal can name the node; applying it
+            # needs the MCP server's tool list at run time (not built yet).
+            raise ValueError(
+                f"node {self.id!r}: toolFilter (hiding MCP tools from this node's agent) "
+                "is not supported yet"
+            )
+        if self.agent_identity == "__user__":
+            raise ValueError(
+                f"node {self.id!r}: agent_identity '__user__' is reserved for the scenario's prompts"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -104,13 +168,45 @@ class ScenarioNode(BaseModel):
 class ScenarioEdge(BaseModel):
     """A transition ``source`` → ``target`` (a node id or ``END``), taken when
     every condition in ``when`` holds; an empty ``when`` makes it the fallback.
-    ``condition`` (one condition or a list) is the original framework's name."""
+    ``condition`` (one condition or a list) is the original framework's name.
+
+    ``condition_source`` is a condition as code (``lambda state: ...``, run in
+    the sandbox; it replaces ``when``, as in the original). ``handover`` rewrites
+    what the target node sees (the original's transcript strategies);
+    ``handover_source`` does it with code (``lambda messages, state: [...]``).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: str
     target: str
     when: list[Condition] = Field(default_factory=list)
+    condition_source: str | None = None
+    handover: Handover | None = None
+    handover_source: str | None = None
+
+    @model_validator(mode="after")
+    def _code(self) -> ScenarioEdge:
+        for name, source in (
+            ("conditionSource", self.condition_source),
+            ("handoverSource", self.handover_source),
+        ):
+            problem = None if source is None else code_problem(source)
+            if problem is not None:
+                raise ValueError(f"edge {self.label}: {name}: {problem}")
+        if self.handover == "transcript_materialize":
+            # The original writes the transcript to a host file and tells the
+            # answering agent to read it with its file tool: verifleet's models
+            # get no host files (and a file per run would be state outside the
+            # unit's exactly-once write), so the strategy is refused.
+            raise ValueError(
+                f"edge {self.label}: handover 'transcript_materialize' is not supported "
+                "(it hands the answering agent a host file to read; use transcript_prepend "
+                "or transcript_append, which put the same transcript in the question)"
+            )
+        if self.handover is not None and self.handover_source is not None:
+            raise ValueError(f"edge {self.label}: a handover strategy or handover code, not both")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -133,8 +229,8 @@ class ScenarioEdge(BaseModel):
 
     @property
     def is_fallback(self) -> bool:
-        """True for an edge without conditions."""
-        return not self.when
+        """True for an edge without conditions (declarative or code)."""
+        return not self.when and self.condition_source is None
 
     @property
     def label(self) -> str:

@@ -36,6 +36,12 @@ class ScenarioTurnRecord(BaseModel):
     node_id: str
     question_id: str
     question_text: str
+    #: The question as sent, when a handover rewrote it (None: as written).
+    prompt: str | None = None
+    #: The agent that answered (the node's ``agent_identity``, else the run's).
+    agent_id: str | None = None
+    #: The handover that led here (a strategy name, or ``code``).
+    handover: str | None = None
     raw_response: str = ""
     parsed_fields: dict[str, Any] = Field(default_factory=dict)
     verify_result: bool | None = None
@@ -77,6 +83,9 @@ class ScenarioExecutionResult(BaseModel):
     answering_model: str | None = None
     replicate: int | None = None
     run_name: str | None = None
+    #: What the scenario's code did that the turns do not show (a condition or
+    #: state update that raised, outcome code that failed), in order.
+    trace: list[str] = Field(default_factory=list)
 
     @property
     def outcomes_passed(self) -> bool:

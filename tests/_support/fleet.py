@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,15 +35,24 @@ class Fleet:
             VERIFLEET_LEASE_SECONDS="10",
             # A job whose lost messages no worker carries is re-sent after 5 s.
             VERIFLEET_STALL_SETTLE="5",
+            # The operator's results roots: the test's own folder (--results-to
+            # of the tests' jobs points into it).
+            VERIFLEET_RESULTS_ROOTS=str(self.logdir),
         )
         env.update(extra)
         return env
 
     def start_worker(
-        self, name: str, *, concurrency: int = 8, queues: str | None = None, **env: str
+        self,
+        name: str,
+        *,
+        concurrency: int = 8,
+        queues: str | None = None,
+        options: tuple[str, ...] = (),
+        **env: str,
     ) -> subprocess.Popen[bytes]:
         log = (self.logdir / f"{name}.log").open("wb")
-        extra = ["--queues", queues] if queues else []
+        extra = [*(["--queues", queues] if queues else []), *options]
         proc = subprocess.Popen(
             [
                 *VERIFLEET,
@@ -106,6 +115,15 @@ def fleet(redis_url: str, tmp_path: Path) -> Iterator[Fleet]:
     finally:
         f.stop()
         redis.Redis.from_url(redis_url).flushdb()
+
+
+def until(condition: Callable[[], object], what: str, timeout: float = 120) -> None:
+    """Poll ``condition`` every 0.1 s until it is true; fail saying ``what`` did
+    not happen within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} after {timeout}s"
+        time.sleep(0.1)
 
 
 def run_cli(

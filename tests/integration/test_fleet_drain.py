@@ -9,12 +9,11 @@ worker`` processes and real HTTP calls to the scripted endpoint of
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _support.fleet import Fleet
+from _support.fleet import Fleet, until
 from _support.jobs import capitals_benchmark, comparable
 from _support.redis_server import RedisServer
 
@@ -26,13 +25,6 @@ from verifleet.schemas import JobSpec, ModelConfig, VerificationConfig
 from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
-
-
-def _until(condition: object, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"{what} after {timeout}s"
-        time.sleep(0.1)
 
 
 def _run(
@@ -59,13 +51,13 @@ def _run(
         job = Job.submit(bench, config, redis_url, results_to=str(tmp_path / "out"))
         shards = job.store.keys(job.job_id).shards
         # Results leave Redis while the job runs.
-        _until(lambda: job.store.client.hlen(shards) > 0, "no shard recorded")
+        until(lambda: job.store.client.hlen(shards) > 0, "no shard recorded")
         assert job.progress().status == JobStatus.RUNNING
         fault(job)
         progress = job.wait(timeout=240)
         # Once done, the last results follow.
         results_hash = job.store.keys(job.job_id).results
-        _until(lambda: job.store.client.hlen(results_hash) == 0, "results left in Redis")
+        until(lambda: job.store.client.hlen(results_hash) == 0, "results left in Redis")
         fleet_results = job.result_set()
         local = verifleet.run(bench, config).results
     assert progress.status == JobStatus.DONE
@@ -106,7 +98,7 @@ def test_results_drain_through_a_killed_worker(
     def kill(job: Job) -> None:
         fleet.kill("victim")
         done = job.progress().done_units
-        _until(lambda: job.progress().done_units >= done + 4, "no progress after the kill")
+        until(lambda: job.progress().done_units >= done + 4, "no progress after the kill")
 
     _run(fleet, redis_url, tmp_path, ["victim", "survivor"], kill)
 

@@ -10,6 +10,7 @@ import redis
 from _support.factories import make_result
 
 from verifleet.orchestrator._fleet.drain import ResultDrain, StoredResults
+from verifleet.orchestrator._fleet.roots import ResultsRoots
 from verifleet.orchestrator._fleet.shards import read_shard, write_shard
 from verifleet.store import JobStatus, ResultStore, result_key
 
@@ -40,7 +41,7 @@ def test_drained_results_are_read_once_from_shards_and_redis(
 ) -> None:
     store = _store(redis_url)
     expected = _job_with_results(store, tmp_path, 12)
-    drain = ResultDrain(store, batch=5)
+    drain = ResultDrain(store, roots=ResultsRoots([str(tmp_path)]), batch=5)
     # A done job is drained to the last result; a shard per 5.
     assert store.status("j") == JobStatus.DONE
     assert drain.candidates() == [("j", str(tmp_path))]
@@ -81,7 +82,7 @@ def test_a_running_job_keeps_a_partial_batch_and_a_redelivery_writes_nothing(
     first = [make_result(f"q{i}") for i in range(7)]
     for i, r in enumerate(first):
         store.write_unit("j", f"u{i}", [r], [result_key(r, job_id="j")])
-    drain = ResultDrain(store, batch=5)
+    drain = ResultDrain(store, roots=ResultsRoots([str(tmp_path)]), batch=5)
     assert drain.drain("j", str(tmp_path)) == 5
     # Two left: fewer than a shard while the job runs, so they stay.
     assert store.client.hlen(store.keys("j").results) == 2

@@ -398,7 +398,36 @@ def test_k8s_workers_have_resources_and_no_shared_state() -> None:
     for container in pod["containers"]:
         assert {"requests", "limits"} <= set(container["resources"])
         assert "volumeMounts" not in container, "workers keep nothing on disk"
-    assert pod["securityContext"]["runAsNonRoot"] is True
+    _assert_root_then_dropped(pod["securityContext"], pod["containers"][0]["securityContext"])
+
+
+def _assert_root_then_dropped(pod_or_user: Any, container: dict[str, Any]) -> None:
+    """Workers run as root with no capability but CAP_SETUID and CAP_SETGID and no
+    privilege escalation: only enough to start sandbox executors as another uid."""
+    if isinstance(pod_or_user, dict):
+        assert pod_or_user["runAsUser"] == 0 and pod_or_user["runAsNonRoot"] is False
+        assert pod_or_user["seccompProfile"]["type"] == "RuntimeDefault"
+        caps = container["capabilities"]
+        assert caps["drop"] == ["ALL"] and sorted(caps["add"]) == ["SETGID", "SETUID"]
+        assert container["allowPrivilegeEscalation"] is False
+    else:
+        assert pod_or_user == "0:0"
+        assert container["cap_drop"] == ["ALL"]
+        assert sorted(container["cap_add"]) == ["SETGID", "SETUID"]
+        assert "no-new-privileges:true" in container["security_opt"]
+
+
+def test_compose_and_k8s_workers_start_executors_as_another_uid() -> None:
+    """The shipped containers forbid user namespaces (Docker's default seccomp
+    profile, RuntimeDefault), so their strongest mode is seccomp with executors
+    under another uid (verifleet.sandbox._identity): root, then dropped."""
+    worker = compose_raw()["services"]["worker"]
+    _assert_root_then_dropped(worker["user"], worker)
+    launches = [x for x in ALL_LAUNCHES if x.argv[:2] == ["verifleet", "worker"]]
+    for launch in launches:
+        if launch.origin.split()[0] in ("compose", "k8s"):
+            assert launch.env.get("VERIFLEET_SANDBOX") == "seccomp", launch.origin
+            assert launch.env.get("VERIFLEET_SANDBOX_UID", "65534") == "65534", launch.origin
 
 
 # ---------------------------------------------------------------- systemd
@@ -427,7 +456,15 @@ def test_every_verifleet_variable_set_is_one_the_package_or_the_file_reads() -> 
     # A misspelt setting (VERIFLEET_REDIS_URI) is silently ignored at run time.
     sources = "\n".join(
         p.read_text(encoding="utf-8")
-        for folder in ("verifleet", "schemas", "pipeline", "workers", "orchestrator", "limits")
+        for folder in (
+            "verifleet",
+            "schemas",
+            "pipeline",
+            "workers",
+            "orchestrator",
+            "limits",
+            "sandbox",
+        )
         for p in (ROOT / folder).rglob("*.py")
     )
     unit_texts = {p.name: p.read_text(encoding="utf-8") for p in SYSTEMD.glob("*.service")}

@@ -170,8 +170,24 @@ def test_checkpoint_scenarios_are_loaded_not_dropped(tmp_path: Path) -> None:
         ),
         ({"edges": [{"source": "ask", "target": "__end__"}]}, "node 'follow' is unreachable"),
         (
-            {"edges": [{"source": "ask", "target": "follow", "conditionSource": "lambda s: 1"}]},
-            "edge ask -> follow: conditionSource is Python code",
+            {"edges": [{"source": "ask", "target": "follow", "conditionSource": "lambda s"}]},
+            "edge ask -> follow: conditionSource: it is not Python",
+        ),
+        (
+            {"edges": [{"source": "ask", "target": "follow", "handover": "carrier_pigeon"}]},
+            "edge ask -> follow: unknown handover strategy 'carrier_pigeon'",
+        ),
+        (
+            {
+                "edges": [
+                    {"source": "ask", "target": "follow", "handover": "transcript_materialize"}
+                ]
+            },
+            "edge ask -> follow: handover 'transcript_materialize' is not supported",
+        ),
+        (
+            {"outcomeCriteria": [{"name": "odd", "check": {"type": "MagicCheck"}}]},
+            "outcome criterion 'odd': check type 'MagicCheck' is not supported",
         ),
     ],
 )
@@ -189,13 +205,23 @@ def test_checkpoint_problems_name_the_node_or_edge_and_fail_that_scenario_alone(
     assert failed.message.startswith("scenario 'triage': ")
 
 
-def test_state_update_code_is_refused_by_node(tmp_path: Path) -> None:
-    scenario = _karenina_scenario()
-    scenario["nodes"]["follow"]["stateUpdateSource"] = "def update(acc, parsed): return acc"
+def test_state_update_code_is_kept_and_a_cut_lambda_is_named_once(tmp_path: Path) -> None:
+    """The original saves ``lambda acc, parsed: ...`` given as a callable cut at
+    its first comma (``lambda acc``): that scenario fails alone, naming the node
+    once; intact code is kept as source for the sandbox."""
+    cut = _karenina_scenario()
+    cut["nodes"]["follow"]["stateUpdateSource"] = "lambda acc"
+    whole = {**_karenina_scenario(), "name": "whole"}
+    whole["nodes"] = {**whole["nodes"], "follow": dict(whole["nodes"]["follow"])}
+    whole["nodes"]["follow"]["stateUpdateSource"] = "def update(acc, parsed):\n    return acc"
     path = tmp_path / "bench.jsonld"
-    path.write_text(json.dumps(_checkpoint(scenario)))
-    [failed] = load_benchmark(path).broken_scenarios
-    assert "node 'follow': stateUpdateSource is Python code" in failed.problem
+    path.write_text(json.dumps(_checkpoint(cut, whole)))
+    benchmark = load_benchmark(path)
+    [failed] = benchmark.broken_scenarios
+    assert failed.problem.count("node 'follow'") == 1
+    assert "node 'follow': stateUpdateSource: it is not Python" in failed.problem
+    [kept] = benchmark.scenarios
+    assert kept.node("follow").state_update_source.startswith("def update(acc, parsed)")
 
 
 def test_yaml_example_loads_and_round_trips(tmp_path: Path) -> None:
@@ -260,3 +286,17 @@ def test_duplicate_ids_and_unknown_primitive_are_refused() -> None:
                 ],
             }
         )
+
+
+def test_a_tool_filter_is_refused_by_node_not_silently_ignored(tmp_path: Path) -> None:
+    """The original saves a node's toolFilter and never applies it: verifleet
+    names the node instead of running the agent with the tools its author removed."""
+    scenario = _karenina_scenario()
+    scenario["nodes"]["follow"]["toolFilter"] = {"remove": [{"server": "pubmed", "tool": None}]}
+    path = tmp_path / "bench.jsonld"
+    path.write_text(json.dumps(_checkpoint(scenario)))
+    [failed] = load_benchmark(path).broken_scenarios
+    assert (
+        failed.problem
+        == "node 'follow': toolFilter (hiding MCP tools from this node's agent) is not supported yet"
+    )

@@ -15,6 +15,7 @@ from _support.jobs import capitals_benchmark
 from _support.scenarios import DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
 from verifleet.orchestrator._fleet.submit import _job_problems, template_problems, validate_job
+from verifleet.sandbox import SandboxSettings, reset_default_pool
 from verifleet.schemas import (
     BenchmarkLoadError,
     BrokenScenario,
@@ -102,10 +103,17 @@ def test_what_one_submission_describes_never_describes_another_benchmark() -> No
     config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
     planter, victim = planting_benchmark()[0], victim_benchmark()[0]
     victim_template = victim.questions[0].answer_template or ""
-    planted: dict[str, str] = {}
-    _job_problems(planter, config, planted)
-    honest: dict[str, str] = {}
-    _job_problems(victim, config, honest)
+    # One executor: submission describes a job's templates in parallel over
+    # the executors, and the plant takes only where the forging class body was
+    # compiled first, in the same template process.
+    reset_default_pool(SandboxSettings.from_env().model_copy(update={"pool_size": 1}))
+    try:
+        planted: dict[str, str] = {}
+        _job_problems(planter, config, planted)
+        honest: dict[str, str] = {}
+        _job_problems(victim, config, honest)
+    finally:
+        reset_default_pool()
     template_id = compute_template_id(victim_template)
     forged = json.loads(planted[template_id])["judge_schema"]
     assert forged["properties"]["value"].get("const") == "Paris"  # the plant took

@@ -12,13 +12,15 @@ from pathlib import Path
 
 from verifleet.workers._supervisor import Supervisor
 
-#: A child that counts its runs in a file, beats like a supervised worker, then
-#: on its first runs freezes with the GIL held (as a stuck unit would) or kills
-#: itself (as the OOM killer would), and on its last run exits with status 3.
+#: A child that counts its runs in a file, beats like a supervised worker and
+#: says it is ready, then on its first runs freezes with the GIL held (as a
+#: stuck unit would), kills itself (as the OOM killer would), or exits 0 as
+#: Celery's warm shutdown does after a stray SIGTERM; on its last run it fails
+#: before it is ready (status 3), as a start-up error would.
 CHILD = textwrap.dedent(
     """
     import os, re, signal, sys, time
-    from verifleet.workers._supervisor import start_beating
+    from verifleet.workers._supervisor import announce_ready, start_beating
 
     runs = sys.argv[1]
     with open(runs, "a") as f:
@@ -26,17 +28,22 @@ CHILD = textwrap.dedent(
     n = len(open(runs).read().splitlines())
     assert start_beating()
     assert "VERIFLEET_SUPERVISOR_FD" not in os.environ
+    if n == 4:
+        sys.exit(3)
+    announce_ready()
     time.sleep(1.5)
     if n == 1:
         re.fullmatch(r"(a+)+", "a" * 64 + "!")
     if n == 2:
         os.kill(os.getpid(), signal.SIGKILL)
-    sys.exit(3)
+    sys.exit(0)
     """
 )
 
 
-def test_a_frozen_or_killed_child_is_replaced_and_one_that_exits_is_not(tmp_path: Path) -> None:
+def test_a_frozen_killed_or_exiting_child_is_replaced_and_one_that_fails_at_start_is_not(
+    tmp_path: Path,
+) -> None:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     runs = tmp_path / "runs.txt"
@@ -49,11 +56,12 @@ def test_a_frozen_or_killed_child_is_replaced_and_one_that_exits_is_not(tmp_path
     )
     status = supervisor.run()
     owners = runs.read_text().splitlines()
-    assert status == 3  # the third child exited on its own: the supervisor ends with it
-    assert len(owners) == 3 and len(set(owners)) == 3
-    assert supervisor.replaced == 2
-    # The frozen child and the killed one had their heartbeats cleared.
-    assert forgotten == owners[:2]
+    assert status == 3  # the fourth child failed before it was ready: the supervisor ends
+    assert len(owners) == 4 and len(set(owners)) == 4
+    # The third exited 0 (a warm shutdown nobody asked for): replaced like the others.
+    assert supervisor.replaced == 3
+    # The frozen, killed and exited children had their heartbeats cleared.
+    assert forgotten == owners[:3]
 
 
 def test_a_child_that_fails_at_start_is_not_restarted(tmp_path: Path) -> None:

@@ -1,0 +1,149 @@
+"""What a user waits for: one ``verifleet run`` command, start to finish (issue 36).
+
+Usage::
+
+    .venv/bin/python bench/startup.py --n 600 --latency-ms 500 --cap 64 --before 55b9e18
+
+Writes an N-question benchmark (each question its own template), starts the
+endpoint double (``bench/endpoint.py``: latency L, C calls in flight) in its own
+process, and runs ``verifleet run`` against it as a user would, in a process of
+its own, for this checkout and each ``--before`` commit (installed once as in
+``bench/redis_cost_ab.py``), alternating (before, this, this, before, ...). Per
+run: the whole command's wall time and CPU (the command and every process it
+started: sandbox executors included, the endpoint not), when the first unit
+finished (its journal line appeared; it started one answer and one parse
+earlier, ~2 L), the job phase the command reports, and the whole command's
+units/s as a share of the endpoint's limit C / L / 2 units/s. Each run has a
+cache folder of its own (``VERIFLEET_CACHE_DIR``); this checkout's executor
+bytecode is prepared once before the first run, as any earlier run leaves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import EndpointProc, capitals, machine_line
+from bench.redis_cost_ab import build_side
+from verifleet.schemas import dump_benchmark
+
+ROOT = Path(__file__).resolve().parent.parent
+_JOB = re.compile(r"(\d+) units in ([0-9.]+)s")
+
+
+def _site_paths(python: Path) -> None:
+    """Let an installed commit see every package folder this interpreter
+    sees (a venv whose packages come from another venv's ``.pth``)."""
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    extra = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+    Path(purelib, "c_site_paths.pth").write_text("\n".join(extra) + "\n")
+
+
+def _one(python: Path, bench: Path, url: str, work: Path, label: str) -> dict[str, float]:
+    out = work / f"{label}-{time.monotonic_ns()}.parquet"
+    journal = out.with_name(out.name + ".journal.jsonl")
+    env = {**os.environ, "VERIFLEET_CACHE_DIR": str(work / f"cache-{label}")}
+    env.setdefault("VERIFLEET_SANDBOX", "seccomp")
+    model = f"{url}#m"
+    argv = [str(python), "-m", "verifleet", "run", str(bench), "--answering", model]
+    argv += ["--parsing", model, "--out", str(out)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    # Not from a checkout's root: its top-level folders would shadow the install.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
+    first = None
+    while proc.poll() is None:
+        if first is None and (journal.exists() or out.exists()):
+            first = time.monotonic() - started
+        time.sleep(0.02)
+    wall = time.monotonic() - started
+    stdout, stderr = proc.communicate()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        sys.stderr.write(stderr.decode()[-3000:])
+        raise SystemExit(f"{label}: verifleet run failed (exit {proc.returncode})")
+    text = " ".join((stdout + stderr).decode().split())
+    job = _JOB.search(text)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "first": first if first is not None else wall,
+        "job": float(job.group(2)) if job else float("nan"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=600)
+    parser.add_argument("--latency-ms", type=float, default=500.0)
+    parser.add_argument("--cap", type=int, default=64)
+    parser.add_argument("--before", action="append", default=[], help="a commit to compare")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "vf-ab")
+    args = parser.parse_args(argv)
+
+    sides: list[tuple[str, Path]] = []
+    for rev in args.before:
+        python = build_side(rev, args.cache)
+        _site_paths(python)
+        sides.append((rev, python))
+    sides.append(("this", ROOT / ".venv" / "bin" / "python"))
+    limit = args.cap / (args.latency_ms / 1000.0) / 2.0
+    with tempfile.TemporaryDirectory(prefix="vf-startup-") as tmp:
+        work = Path(tmp)
+        benchmark, answers = capitals(args.n)
+        path = work / "bench.json"
+        dump_benchmark(benchmark, path)
+        (work / "answers.json").write_text(json.dumps(answers))
+        # This checkout's executor bytecode, as a run before this one leaves it.
+        prepare = "from verifleet.sandbox import SandboxSettings as S; "
+        prepare += "from verifleet.sandbox._bytecode import prepare_bytecode as p; "
+        prepare += "d = S.from_env().bytecode_dir; d and p(d)"
+        subprocess.run(
+            [str(sides[-1][1]), "-c", prepare],
+            env={**os.environ, "VERIFLEET_CACHE_DIR": str(work / "cache-this")},
+            check=True,
+        )
+        options = ["--latency-ms", str(args.latency_ms), "--max-concurrency", str(args.cap)]
+        print(machine_line(), flush=True)
+        print(
+            f"N={args.n} L={args.latency_ms:g} ms C={args.cap}: limit {limit:.1f} units/s",
+            flush=True,
+        )
+        rows: dict[str, list[dict[str, float]]] = {label: [] for label, _ in sides}
+        with EndpointProc(answers, options) as endpoint:
+            for round_ in range(args.rounds):
+                order = sides if round_ % 2 == 0 else list(reversed(sides))
+                for label, python in order:
+                    load = os.getloadavg()[0]
+                    got = _one(python, path, endpoint.base_url, work, label)
+                    rows[label].append(got)
+                    rate = args.n / got["wall"]
+                    print(
+                        f"load {load:4.1f} {label:>8}: whole {got['wall']:6.1f} s "
+                        f"({rate:5.1f} units/s = {rate / limit:.2f} of the limit), "
+                        f"CPU {got['cpu']:6.1f} s ({1000 * got['cpu'] / args.n:5.1f} ms/unit), "
+                        f"first unit done at {got['first']:5.1f} s, job phase {got['job']:5.1f} s",
+                        flush=True,
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
