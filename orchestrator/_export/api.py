@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult, VerificationResultSet
 
@@ -69,6 +69,7 @@ def write_results(
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     scenario_results: Sequence[ScenarioExecutionResult] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> int:
     """Write results to ``path``, streaming; the file appears only when complete.
 
@@ -83,6 +84,9 @@ def write_results(
         batch_size: Parquet rows per batch and row group.
         scenario_results: Scenario runs to keep with the results: Parquet (in the
             footer) and JSON hold them; JSON Lines and CSV cannot and ignore them.
+        manifest: The run manifest (:func:`.manifest.build_manifest`): Parquet
+            keeps it in the footer; every format's caller writes it beside the
+            file with :func:`.manifest.write_manifest_beside`.
 
     Returns:
         The number of results written.
@@ -99,6 +103,8 @@ def write_results(
         with ParquetResultWriter(path, batch_size=batch_size, job_id=job_id) as writer:
             if scenario_results is not None:
                 writer.set_scenario_results(scenario_results)
+            if manifest is not None:
+                writer.set_manifest(manifest)
             return writer.write_many(results)
     if chosen == "csv":
         return write_csv(results, path, job_id=job_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,7 @@ from .layout import (
     result_to_row,
     row_to_result,
 )
+from .manifest import MANIFEST_METADATA_KEY
 from .prefetch import prefetched
 from .scenarios import SCENARIO_METADATA_KEY, scenario_results_json
 from .stored import StoredResultError, stored_batch
@@ -91,6 +93,7 @@ class ParquetResultWriter:
         self._io = ThreadPoolExecutor(1, "verifleet-parquet") if background else None
         self._in_flight: Future[None] | None = None
         self._scenarios: str | None = None
+        self._manifest: str | None = None
         self._temp = temp_sibling(path)
         try:
             self._writer = pq.ParquetWriter(
@@ -175,6 +178,20 @@ class ParquetResultWriter:
             raise export_error(self._path, "writer is already closed")
         self._scenarios = scenario_results_json(scenario_results)
 
+    def set_manifest(self, manifest: dict[str, Any]) -> None:
+        """Keep the run ``manifest`` in the file's footer (key-value metadata under
+        :data:`MANIFEST_METADATA_KEY`, as JSON); written by :meth:`close`.
+
+        Raises:
+            ExportError: the writer is closed, or the manifest is not JSON.
+        """
+        if self._closed:
+            raise export_error(self._path, "writer is already closed")
+        try:
+            self._manifest = json.dumps(manifest, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise export_error(self._path, f"the run manifest is not JSON: {exc}") from exc
+
     def close(self) -> None:
         """Flush pending rows, finish the file and move it onto ``path``.
 
@@ -190,6 +207,8 @@ class ParquetResultWriter:
             self._wait()
             if self._scenarios is not None:
                 self._writer.add_key_value_metadata({SCENARIO_METADATA_KEY: self._scenarios})
+            if self._manifest is not None:
+                self._writer.add_key_value_metadata({MANIFEST_METADATA_KEY: self._manifest})
             self._writer.close()
         except BaseException:
             self.abort()
@@ -359,6 +378,7 @@ def write_stored_parquet(
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     scenario_results: Sequence[ScenarioExecutionResult] | None = None,
+    manifest: dict[str, Any] | None = None,
 ) -> int:
     """Write results kept as stored JSON to a Parquet file, page by page.
 
@@ -372,6 +392,7 @@ def write_stored_parquet(
         job_id: Fills the ``result_key`` column.
         batch_size: Rows per batch and row group.
         scenario_results: Scenario runs kept in the footer.
+        manifest: The run manifest kept in the footer.
 
     Returns:
         The number of results written.
@@ -390,6 +411,8 @@ def write_stored_parquet(
     ):
         if scenario_results is not None:
             writer.set_scenario_results(scenario_results)
+        if manifest is not None:
+            writer.set_manifest(manifest)
         for page in ahead:
             for data in page:
                 writer.write_stored(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from verifleet.pipeline import ScenarioRun
 from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
@@ -109,13 +110,19 @@ class RunOutput:
         for result in results:
             self.journal.append(result)
 
-    def finalize(self) -> int:
+    def finalize(self, manifest: dict[str, Any] | None = None) -> int:
         """Write every result (old and new, each once) to the output file.
+
+        Args:
+            manifest: The run manifest: kept in a Parquet file's footer and
+                written beside the file (``<file>.manifest.json``) in any format.
 
         Returns:
             The number of results in the file.
         """
         from verifleet.orchestrator import write_results
+
+        from .._export.manifest import write_manifest_beside
 
         self.journal.close()
         self.scenario_journal.close()
@@ -145,8 +152,12 @@ class RunOutput:
 
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
         try:
-            count = write_results(unique(), tmp, scenario_results=list(runs.values()) or None)
+            count = write_results(
+                unique(), tmp, scenario_results=list(runs.values()) or None, manifest=manifest
+            )
             os.replace(tmp, self.path)
+            if manifest is not None:
+                write_manifest_beside(self.path, manifest)
         finally:
             tmp.unlink(missing_ok=True)
         self.journal.remove()

@@ -3,23 +3,42 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.table import Table
 
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult
+
+from ..stats import Interval, clustered_mean_from_sums, wilson
 
 __all__ = ["PairCounts", "PassRateTally", "ScenarioTally"]
 
 
 @dataclass
 class PairCounts:
-    """Counts of one (answering, parsing) pair."""
+    """Counts of one (answering, parsing) pair.
+
+    ``by_question`` keeps, per question, [passed, judged]: what the clustered
+    interval needs (replicates of one question are not independent).
+    """
 
     results: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0
+    by_question: dict[str, list[int]] = field(default_factory=dict)
+
+    def interval(self) -> Interval | None:
+        """The pass rate's 95 % interval with questions as clusters (Wilson's
+        when no question has more than one verdict); None without verdicts."""
+        judged = [(p, n) for p, n in self.by_question.values() if n]
+        if not judged:
+            return None
+        if len(judged) < 2 or all(n == 1 for _, n in judged):
+            return wilson(self.passed, self.passed + self.failed)
+        return clustered_mean_from_sums(
+            [p for p, _ in judged], [n for _, n in judged], bounds=(0.0, 1.0)
+        )
 
     @property
     def pass_rate(self) -> float | None:
@@ -29,7 +48,8 @@ class PairCounts:
 
 
 class PassRateTally:
-    """Streaming tally: memory grows with model pairs, not with results."""
+    """Streaming tally: memory grows with model pairs times questions (two
+    counts each), not with results."""
 
     def __init__(self) -> None:
         self.pairs: dict[tuple[str, str], PairCounts] = defaultdict(PairCounts)
@@ -46,6 +66,10 @@ class PassRateTally:
             counts.passed += 1
         elif verdict is False:
             counts.failed += 1
+        if isinstance(verdict, bool):
+            question = counts.by_question.setdefault(meta.question_id, [0, 0])
+            question[0] += verdict
+            question[1] += 1
 
     @property
     def total_errors(self) -> int:
@@ -61,8 +85,12 @@ class PassRateTally:
             else:
                 table.add_column(name, justify="right", no_wrap=True)
         table.add_column("pass rate", justify="right", no_wrap=True)
+        # Questions are the clusters: see docs/results.md.
+        table.add_column("95% CI", justify="right", no_wrap=True)
         for (answering, parsing), c in sorted(self.pairs.items()):
             rate = "n/a" if c.pass_rate is None else f"{c.pass_rate:.1%}"
+            interval = c.interval()
+            ci = "n/a" if interval is None else f"{interval.low:.1%}-{interval.high:.1%}"
             table.add_row(
                 answering,
                 parsing,
@@ -71,6 +99,7 @@ class PassRateTally:
                 str(c.failed),
                 str(c.errors),
                 rate,
+                ci,
             )
         return table
 

@@ -51,6 +51,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "calling the answering models",
     ),
     "cache": ("cache", "the model-call cache: stats or clear"),
+    "compare": (
+        "compare",
+        "paired comparison of two runs (or two models of one run), flips explained",
+    ),
+    "judges": (
+        "compare",
+        "agreement between judges and each judge's accuracy against human labels",
+    ),
 }
 
 _EPILOG = """\

@@ -4,7 +4,11 @@ answering model (docs/iterating.md).
 RESULTS is a results file (.parquet, .json, .jsonl, .csv) or, with ``--redis``,
 a fleet job id. The answers come from it; the benchmark (templates, rubrics)
 from ``--benchmark`` (a job's own by default), the configuration from the job's
-(or the defaults) with ``--config`` fields and the flags over it. A judge that
+(a results file's own, from its run manifest; the defaults when it has none)
+with ``--config`` fields and the flags over it; the settings that differ from
+the run's are printed. ``--stale`` re-judges only the units whose results'
+fingerprints differ from what the benchmark and configuration give now
+(docs/results.md). A judge that
 judged a result before keeps its parse when the template, its system prompt and
 the evaluation input are unchanged, and keeps the scores of the LLM rubric
 traits it scored: only changed stages ask a model. Each new result names the
@@ -31,6 +35,7 @@ _EPILOG = """\
 examples:
   verifleet reverify results.parquet --benchmark bench.yaml --parsing openai:gpt-4.1 --out judged.parquet
   verifleet reverify results.parquet --benchmark bench-with-new-trait.yaml --config cfg.yaml --out v2.parquet
+  verifleet reverify results.parquet --benchmark edited-bench.yaml --stale --out v2.parquet
   verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --out v2.parquet
   verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --submit
 """
@@ -62,6 +67,13 @@ def register(commands: Any) -> None:
         choices=["template_only", "template_and_rubric", "rubric_only"],
         help="evaluation mode",
     )
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="re-judge only the units whose fingerprint (question, template, rubric, judge, "
+        "settings) differs from the benchmark and configuration given; the others are "
+        "copied to --out as they are",
+    )
     parser.add_argument("--redis", metavar="URL", help="read the job RESULTS from this Redis")
     parser.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
     add_cost_arguments(parser, budget=False)
@@ -79,9 +91,15 @@ def _source(args: argparse.Namespace) -> tuple[str, list[VerificationResult], An
 
     path = Path(args.results)
     if path.exists():
-        from verifleet.orchestrator import read_results
+        from verifleet.orchestrator import read_manifest, read_results
 
-        return str(path), list(read_results(path)), None, None
+        manifest = read_manifest(path)
+        config = None
+        if manifest is not None and isinstance(manifest.get("config"), dict):
+            # The run's own settings: re-judging with the defaults instead would
+            # silently change what is judged (e.g. drop the rubric).
+            config = VerificationConfig.model_validate(manifest["config"])
+        return str(path), list(read_results(path)), None, config
     url = args.redis or os.environ.get("VERIFLEET_REDIS_URL")
     if not url:
         raise ConfigError(
@@ -129,6 +147,29 @@ def _config(args: argparse.Namespace, base: VerificationConfig | None) -> Verifi
         data["answering_models"] = [ModelConfig(model_name="stored-answers")]
     apply_cost_arguments(data, args, args.config.parent if args.config else None)
     return VerificationConfig.build(**data)
+
+
+def changed_settings(base: VerificationConfig | None, config: VerificationConfig) -> list[str]:
+    """The top-level configuration fields ``config`` sets differently from
+    ``base`` (the run's own), as ``name: old -> new`` lines (models by name)."""
+    from verifleet.schemas import VerificationConfig
+
+    # Without the run's settings, compare with the defaults (no models).
+    before = (base or VerificationConfig.model_construct(parsing_models=[])).model_dump(mode="json")
+    after = config.model_dump(mode="json")
+    lines = []
+    for name in sorted(after):
+        if before.get(name) == after[name]:
+            continue
+        if name.endswith("_models"):
+            shown = [
+                ", ".join(m.get("model_name", "?") for m in side or [])
+                for side in (before.get(name), after[name])
+            ]
+            lines.append(f"{name}: [{shown[0]}] -> [{shown[1]}]")
+        else:
+            lines.append(f"{name}: {before.get(name)!r} -> {after[name]!r}")
+    return lines
 
 
 def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) -> int:
@@ -182,11 +223,26 @@ def _reverify(args: argparse.Namespace) -> int:
             f"{name}: a results file does not hold its benchmark: pass --benchmark FILE"
         )
     config = _config(args, job_config)
+    if job_config is None:
+        console.print(
+            f"{name} has no run manifest: judging with the default settings and those given"
+        )
+    for line in changed_settings(job_config, config):
+        console.print(f"setting changed from the run's: {line}", markup=False)
     if args.submit:
+        if args.stale:
+            raise ConfigError("--stale re-judges locally: it cannot be combined with --submit")
         return _submit(args, benchmark, config, name)
     if args.out is None:
         raise ConfigError("--out FILE is required (or --submit, for a fleet job)")
     start_sandbox(args)
+    carried: list[VerificationResult] = []
+    if args.stale:
+        from .._local.stale import find_stale
+
+        report = find_stale(stored, benchmark, config)
+        console.print(f"--stale: {report.summary()}", markup=False)
+        stored, carried = report.stale, report.fresh
     runner = ReverifyRunner(benchmark, config, stored, source=name)
     if runner.missing_questions:
         console.print(
@@ -203,4 +259,4 @@ def _reverify(args: argparse.Namespace) -> int:
         f"{runner.count_scenario_units()} scenario runs of {name} "
         f"({len(stored)} results); no answering model is called"
     )
-    return execute_run(benchmark, config, args.out, console, runner=runner)
+    return execute_run(benchmark, config, args.out, console, runner=runner, carried=carried)

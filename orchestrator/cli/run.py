@@ -204,9 +204,11 @@ def _execute(
     retry_errors: bool = False,
     max_error_rate: float = 0.0,
     runner: Any = None,
+    carried: Any = (),
     preflight: Any = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
+    from verifleet.store import result_key
 
     from .._local.output import RunOutput
     from .._local.progress import RunProgress
@@ -228,6 +230,15 @@ def _execute(
         if errored:
             console.print(f"retrying the units of {len(errored)} errored results in {out}")
     done_scenarios = output.done_scenarios(retry_errors=retry_errors)
+    tally = PassRateTally()
+    # Results kept as they are (reverify --stale's fresh ones): journalled once
+    # so that the file holds them and a resumed run does not add them again.
+    for result in carried:
+        key = result_key(result)
+        if key not in done:
+            output.record([result])
+            done.add(key)
+        tally.add(result)
     runner = runner or LocalRunner(benchmark, config)
     runner.on_template_problem = functools.partial(_warn, console)
     if preflight is not None:
@@ -236,7 +247,6 @@ def _execute(
     if config.max_cost_usd is not None:
         runner.spent_before = output.spent()
     total = runner.count_units() + runner.count_scenario_units()
-    tally = PassRateTally()
     costs = CostSummary()
     scenarios = ScenarioTally()
     skipped = 0
@@ -278,7 +288,9 @@ def _execute(
             raise
     elapsed = time.monotonic() - started
     _stop_on_failed_preflight(preflight, runner)
-    written = output.finalize()
+    from .._export.manifest import build_manifest
+
+    written = output.finalize(build_manifest(benchmark, config))
     if preflight is not None:
         answered = preflight.answered()
         console.print(

@@ -2,7 +2,8 @@
 replicate statistics and judge reliability (docs/results.md explains each).
 
 The core is pure (sequences in, frozen dataclasses out; numpy for arithmetic)
-and knows nothing of results.
+and knows nothing of results; ``_results`` turns result lists into its inputs
+and ``_labels`` keeps human labels beside a results file.
 """
 
 from ._agreement import Classification, Kappa, classification, cohen_kappa, fleiss_kappa
@@ -14,12 +15,26 @@ from ._core import (
     binom_cdf_half,
     cluster_bootstrap_mean,
     clustered_mean,
+    clustered_mean_from_sums,
     naive_mean,
     rate_interval,
     wilson,
     z_quantile,
 )
+from ._labels import append_label, labels_path, read_labels
 from ._paired import PairedComparison, mcnemar_exact, paired_comparison
+from ._results import (
+    ComparisonReport,
+    Flip,
+    JudgeReport,
+    UnitKey,
+    compare_models,
+    compare_runs,
+    explain_flip,
+    judge_report,
+    unit_key,
+    verdict,
+)
 from ._replicates import (
     QuestionConsistency,
     ReplicateStats,
@@ -33,24 +48,38 @@ __all__ = [
     "DEFAULT_REPS",
     "DEFAULT_SEED",
     "Classification",
+    "ComparisonReport",
+    "Flip",
     "Interval",
+    "JudgeReport",
     "Kappa",
     "PairedComparison",
     "QuestionConsistency",
     "ReplicateStats",
+    "UnitKey",
+    "append_label",
     "binom_cdf_half",
     "classification",
     "cluster_bootstrap_mean",
     "clustered_mean",
+    "clustered_mean_from_sums",
     "cohen_kappa",
+    "compare_models",
+    "compare_runs",
+    "explain_flip",
     "fleiss_kappa",
+    "judge_report",
+    "labels_path",
     "mcnemar_exact",
     "naive_mean",
     "paired_comparison",
     "pass_at_k",
     "pass_hat_k",
     "rate_interval",
+    "read_labels",
     "replicate_stats",
+    "unit_key",
+    "verdict",
     "wilson",
     "z_quantile",
 ]

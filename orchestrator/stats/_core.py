@@ -27,6 +27,7 @@ __all__ = [
     "binom_cdf_half",
     "cluster_bootstrap_mean",
     "clustered_mean",
+    "clustered_mean_from_sums",
     "naive_mean",
     "rate_interval",
     "wilson",
@@ -168,6 +169,26 @@ def clustered_mean(
             or fewer than two clusters (the variance is then undefined).
     """
     sums, counts = _cluster_sums(values, clusters)
+    return clustered_mean_from_sums(sums, counts, level, bounds)
+
+
+def clustered_mean_from_sums(
+    sums: Sequence[float] | np.ndarray,
+    counts: Sequence[float] | np.ndarray,
+    level: float = DEFAULT_LEVEL,
+    bounds: tuple[float, float] | None = None,
+) -> Interval:
+    """:func:`clustered_mean` from each cluster's sum and count of observations
+    (what a streaming tally keeps instead of every observation).
+
+    Raises:
+        StatisticsError: fewer than two clusters, mismatched lengths, or a
+            cluster with no observations.
+    """
+    sums = np.asarray(sums, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    if sums.shape != counts.shape or np.any(counts <= 0):
+        raise StatisticsError("need one positive count per cluster sum")
     groups = len(sums)
     if groups < 2:
         raise StatisticsError("a clustered interval needs at least two clusters")

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import MODEL_FIELDS_NOT_IN_REPLY, ModelConfig
 
 from .._bridge import call_blocking
 from .._llm_protocol import ChatCaller, Message
@@ -42,21 +42,10 @@ _log = logging.getLogger(__name__)
 __all__ = ["NOT_IN_KEY", "CachingCaller", "CallCache", "call_key"]
 
 #: ModelConfig fields that do not change a reply: names, which client carries
-#: the request (both send the same one) and endpoint limits. The credential's
+#: the request (both send the same one), endpoint limits, and the agent
+#: settings that decide what happens after the reply. The credential's
 #: variable name is left out because its *value* is keyed (see call_key).
-NOT_IN_KEY = frozenset(
-    {
-        "id",
-        "api_key_env",
-        "chat_client",
-        "max_concurrency",
-        "adaptive_concurrency",
-        "requests_per_minute",
-        "tokens_per_minute",
-        "manual_traces_path",
-        "agent_recursion_limit",
-    }
-)
+NOT_IN_KEY = MODEL_FIELDS_NOT_IN_REPLY | {"manual_traces_path", "agent_recursion_limit"}
 
 #: Bumped when the key's layout or an entry's shape changes (2: the credential).
 _VERSION = 2

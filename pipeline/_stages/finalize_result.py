@@ -15,6 +15,7 @@ from verifleet.schemas import (
     bound_calls,
     classify_failure,
     collect_caveats,
+    compute_fingerprint,
     compute_template_id,
 )
 
@@ -54,6 +55,14 @@ def build_metadata(ctx: VerificationContext, *, error: str | None) -> Verificati
         few_shot_enabled=bool(few_shot and few_shot.enabled),
         few_shot_example_count=ctx.answer.few_shot_example_count if ctx.answer else 0,
         evaluation_mode=config.evaluation_mode,
+        fingerprint=compute_fingerprint(
+            ctx.question,
+            ctx.answering,
+            ctx.parsing,
+            config,
+            rubric=ctx.rubric,
+            dynamic_rubric=ctx.dynamic_rubric,
+        ),
     )
 
 

@@ -13,6 +13,14 @@ from .aggregators import (
     register_aggregator,
 )
 from .failure import CATEGORY_GROUPS, ResultFailure, classify_failure, collect_caveats
+from .fingerprint import (
+    FINGERPRINT_PARTS,
+    MODEL_FIELDS_NOT_IN_REPLY,
+    ResultFingerprint,
+    compute_fingerprint,
+    digest_of,
+    verifleet_version,
+)
 from .calls import TRUNCATION_MARK, ModelCall, bound_calls
 from .cost import CostSummary, ModelCost
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
@@ -31,7 +39,9 @@ from .view_base import ResultView
 
 __all__ = [
     "CATEGORY_GROUPS",
+    "FINGERPRINT_PARTS",
     "JUDGMENT_COLUMNS",
+    "MODEL_FIELDS_NOT_IN_REPLY",
     "RUBRIC_COLUMNS",
     "RUBRIC_DEEP_JUDGMENT_COLUMNS",
     "RUBRIC_JUDGMENT_COLUMNS",
@@ -53,6 +63,7 @@ __all__ = [
     "RecordedError",
     "ResultAggregator",
     "ResultFailure",
+    "ResultFingerprint",
     "ResultView",
     "RubricFrameType",
     "RubricJudgmentResults",
@@ -69,6 +80,9 @@ __all__ = [
     "bound_calls",
     "classify_failure",
     "collect_caveats",
+    "compute_fingerprint",
+    "digest_of",
     "list_aggregators",
     "register_aggregator",
+    "verifleet_version",
 ]

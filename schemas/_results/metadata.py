@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .._identity import ModelIdentity
 from .failure import ResultFailure
+from .fingerprint import ResultFingerprint
 
 __all__ = ["VerificationResultMetadata"]
 
@@ -62,6 +63,9 @@ class VerificationResultMetadata(BaseModel):
     # Re-verification (verifleet reverify): the stored result this one re-judges,
     # as "<run>#<result_id>" (run: a results file or "job:<id>"); None otherwise.
     derived_from: str | None = None
+    # What decided the verdict, part by part (fingerprint.py); None for results
+    # written before fingerprints existed.
+    fingerprint: ResultFingerprint | None = None
 
     # Scenario linking; all None for standalone questions
     scenario_id: str | None = None
@@ -69,7 +73,7 @@ class VerificationResultMetadata(BaseModel):
     scenario_turn: int | None = None
     scenario_path: list[str] | None = None
 
-    @field_validator("failure", mode="before")
+    @field_validator("failure", "fingerprint", mode="before")
     @classmethod
     def _null_failure(cls, value: Any) -> Any:
         # A columnar file reads an absent failure back as a struct of nulls.

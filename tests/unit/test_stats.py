@@ -301,3 +301,30 @@ def test_classification_against_labels_by_hand_and_statsmodels() -> None:
     low, high = proportion_confint(40, 50, method="wilson")
     assert (got.accuracy.low, got.accuracy.high) == (pytest.approx(low), pytest.approx(high))
     assert classification([False, False], [False, False]).precision is None
+
+
+def test_end_of_run_table_gives_the_clustered_interval_of_each_pair() -> None:
+    from _support.factories import make_result
+
+    from verifleet.orchestrator._local.tally import PassRateTally
+
+    values, labels = _clustered_verdicts(12, 3, seed=9)
+    tally = PassRateTally()
+    for i, (value, label) in enumerate(zip(values, labels, strict=True)):
+        tally.add(make_result(label, replicate=i % 3 + 1, verified=value == 1.0))
+    tally.add(make_result("q-error", error="boom", verified=None))  # no verdict: left out
+    (counts,) = tally.pairs.values()
+    interval = counts.interval()
+    assert interval is not None and interval.method == "clustered"
+    expected = clustered_mean(values, labels, bounds=(0.0, 1.0))
+    assert (interval.low, interval.high) == (
+        pytest.approx(expected.low),
+        pytest.approx(expected.high),
+    )
+    assert "95% CI" in [column.header for column in tally.table().columns]
+    # One verdict per question: Wilson's interval.
+    single = PassRateTally()
+    for q in range(5):
+        single.add(make_result(f"q{q}", verified=q < 4))
+    (counts,) = single.pairs.values()
+    assert counts.interval() == wilson(4, 5)
