@@ -17,6 +17,8 @@ import re
 import sys
 from typing import Any
 
+from verifleet.schemas import VerifleetError
+
 from ._protocol import Reply, encode
 
 __all__ = ["refuse_huge_reply", "undecodable_request"]
@@ -29,7 +31,7 @@ _LIMIT = sys.get_int_max_str_digits() or 4300
 _LONG_DIGITS = re.compile(rb"\d{%d}" % (_LIMIT + 1))
 
 
-class _TooLong(ValueError):
+class _TooLong(VerifleetError, ValueError):
     def __init__(self, digits: int) -> None:
         super().__init__(digits)
         self.digits = digits

@@ -211,6 +211,11 @@ class SandboxPool:
         """Kill every executor; later calls raise :class:`SandboxError`."""
         self._executors.close()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._executors.closed
+
     # --- templates -----------------------------------------------------------------
 
     def load_template(self, source: str, question_id: str) -> TemplateHandle:
@@ -560,10 +565,12 @@ _default_lock = threading.Lock()
 
 
 def default_pool() -> SandboxPool:
-    """The process-wide pool, created from the environment on first use."""
+    """The process-wide pool, created from the environment on first use (and
+    again after someone closed it: a closed default would fail every later
+    caller of this process)."""
     global _default
     with _default_lock:
-        if _default is None:
+        if _default is None or _default.closed:
             _default = SandboxPool()
         return _default
 

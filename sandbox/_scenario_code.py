@@ -61,7 +61,7 @@ class ScenarioCodeError(SandboxError):
 # --- executor side ----------------------------------------------------------------------
 
 
-class _RequestError(Exception):
+class _RequestError(SandboxError):
     pass
 
 

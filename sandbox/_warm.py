@@ -88,6 +88,11 @@ class WarmExecutors:
         self._busy: set[ExecutorProcess] = set()
         self._affinity_waiters = 0
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
     def acquire(self, template_id: str | None = None) -> ExecutorProcess:
         """An executor for one call: an idle one that already compiled
         ``template_id`` (a source digest); else, while a busy one knows it, that one once it is

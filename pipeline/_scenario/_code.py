@@ -33,7 +33,7 @@ from verifleet.sandbox._scenario_code import (
     ScenarioCodeRole,
     call_scenario_code,
 )
-from verifleet.schemas import ScenarioEdge, ScenarioTurnRecord
+from verifleet.schemas import ScenarioEdge, ScenarioTurnRecord, VerifleetError
 
 from .._llm_protocol import Message
 
@@ -81,7 +81,7 @@ def format_transcript(messages: Sequence[TaggedMessage]) -> str:
     return "\n".join(lines)
 
 
-class ScenarioCodeFailure(Exception):
+class ScenarioCodeFailure(VerifleetError):
     """Scenario code crashed or hung its sandbox process: the run fails at
     ``node_id`` with ``stage`` (``state_update``, ``condition``, ``handover``)."""
 

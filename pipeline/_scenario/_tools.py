@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from verifleet.schemas import ModelConfig, ToolFilter
+from verifleet.schemas import ModelConfig, ToolFilter, VerifleetError
 
 from .._agents import McpServerError
 from .._agents._loop import run_on_agent_loop
@@ -22,7 +22,7 @@ from .._agents._servers import open_tools
 __all__ = ["ToolFilterError", "filtered_model"]
 
 
-class ToolFilterError(Exception):
+class ToolFilterError(VerifleetError):
     """A node's tool filter names a server or tool its answering model lacks,
     or its servers cannot be listed."""
 

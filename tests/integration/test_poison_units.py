@@ -35,6 +35,10 @@ FAULTS = {
     "VERIFLEET_TEST_FAULT": "freeze:freezes,kill:kills",
     "VERIFLEET_STUCK_AFTER": "4",
     "VERIFLEET_UNIT_DEADLINE": "30",
+    # This test is about each unit's quarantine: the per-job breaker, which
+    # would stop a job whose units kill workers this often, is
+    # tests/integration/test_worker_breaker.py's.
+    "VERIFLEET_JOB_KILLS": "1000",
 }
 
 

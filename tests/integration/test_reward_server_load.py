@@ -199,7 +199,13 @@ def test_over_max_inflight_is_503_with_retry_after_and_health_answers_while_satu
     assert [r.status_code for r in replies] == [200] * 4
     assert all(r.json()["reward"] == 1.0 for r in replies)
     assert ready_after.status_code == 200
-    assert ready_after.json() == {"ready": True, "inflight": 0, "max_inflight": 4, "rejected": 2}
+    assert ready_after.json() == {
+        "ready": True,
+        "inflight": 0,
+        "max_inflight": 4,
+        "rejected": 2,
+        "queued": 0,
+    }
 
 
 def test_dns_rebinding_requests_are_refused_before_anything_runs() -> None:
