@@ -230,9 +230,12 @@ def _mixed_job() -> tuple[Benchmark, dict[str, object]]:
 
 
 @pytest.mark.parametrize("mode", ["strict", "seccomp", "rlimits-only"])
-def test_one_question_cannot_touch_another_questions_verdict_by_default(mode: str) -> None:
+def test_one_question_cannot_touch_another_questions_verdict_with_fresh_template(
+    mode: str,
+) -> None:
     bench, answers = _mixed_job()
-    pool = SandboxPool(SandboxSettings(mode=mode, pool_size=1, timeout=5))  # type: ignore[arg-type]
+    settings = SandboxSettings(mode=mode, pool_size=1, timeout=5, fresh_state="template")  # type: ignore[arg-type]
+    pool = SandboxPool(settings)
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
             results = _run(bench, endpoint.base_url, pool)
@@ -242,7 +245,7 @@ def test_one_question_cannot_touch_another_questions_verdict_by_default(mode: st
 
 
 def test_control_questions_sharing_a_process_do_touch_each_other() -> None:
-    # VERIFLEET_SANDBOX_FRESH=job (a process per job, the former default): the
+    # VERIFLEET_SANDBOX_FRESH=job (a process per job, the default): the
     # poisoners' code ran where the victim questions run, and the wrong
     # answer passes. What the test above would see.
     bench, answers = _mixed_job()
