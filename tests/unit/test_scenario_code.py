@@ -307,7 +307,11 @@ def test_a_raising_state_update_keeps_the_state_and_a_failing_one_names_its_node
     assert outcome.terminal_failure is not None
     assert outcome.terminal_failure.node_id == "start"
     assert outcome.terminal_failure.stage == "state_update"
-    assert "node 'start': state update: ran too long" in outcome.terminal_failure.reason
+    # The wall clock or the CPU limit (equal here) stops the loop: which one
+    # comes first depends on how busy the machine is.
+    reason = outcome.terminal_failure.reason
+    assert reason.startswith("node 'start': state update: ")
+    assert "ran too long" in reason or "ran out of CPU time" in reason, reason
     assert outcome.outcome_results == {"turns": 1}  # evaluated although the run failed
 
 
