@@ -99,8 +99,12 @@ def test_a_stopped_template_process_is_reported_as_stopped() -> None:
 
 def test_a_template_process_killed_from_outside_is_reported_as_killed() -> None:
     error = _second_call(signal.SIGTERM)
-    assert "killed by SIGTERM from outside" in error, error
-    assert "exhausted" not in error
+    # A death the router notices while the next call is in flight is that call's
+    # error; one it notices before (a race on a busy machine) replaces the
+    # process, and the call answers from a fresh one. Never the victim's own
+    # timeout or exhaustion.
+    assert "killed by SIGTERM from outside" in error or error == "field_ok=True", error
+    assert "exhausted" not in error and "ran too long" not in error
 
 
 def test_control_left_alone_the_second_call_answers() -> None:
