@@ -13,39 +13,95 @@ written once under their deterministic key and stored zstd-compressed; progress 
 counted from sets of keys, never from counters a redelivered task would bump twice.
 """
 
-from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
-from ._keys import MAX_JOB_ID_LENGTH, JobKeys, job_id_problem, job_id_taken
-from ._ledger import CostLedger, JobCost
-from ._liveness import Liveness
-from ._protocol import (
-    BATCH_TASK_NAME,
-    DEFAULT_QUEUE,
-    SCENARIO_TASK_NAME,
-    TASK_NAME,
-    TASK_NAMES,
-    UnitBatchRef,
-    UnitRef,
-)
-from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
-from ._feeding import QueueFeeder
-from ._schedule import Schedule, unit_ref_at
-from ._sending import send_units
-from ._progress import UnitWrite
-from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
-from ._units import (
-    ScenarioUnit,
-    Unit,
-    count_units,
-    expand_scenario_units,
-    expand_units,
-    keyed_question_id,
-    result_key,
-    scenario_result_keys,
-    scenario_unit_key,
-    unit_key,
-    unit_messages,
-    unit_result_keys,
-)
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
+    from ._keys import MAX_JOB_ID_LENGTH, JobKeys, job_id_problem, job_id_taken
+    from ._ledger import CostLedger, JobCost
+    from ._liveness import Liveness
+    from ._protocol import (
+        BATCH_TASK_NAME,
+        DEFAULT_QUEUE,
+        SCENARIO_TASK_NAME,
+        TASK_NAME,
+        TASK_NAMES,
+        UnitBatchRef,
+        UnitRef,
+    )
+    from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
+    from ._feeding import QueueFeeder
+    from ._schedule import Schedule, unit_ref_at
+    from ._sending import send_units
+    from ._progress import UnitWrite
+    from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
+    from ._units import (
+        ScenarioUnit,
+        Unit,
+        count_units,
+        expand_scenario_units,
+        expand_units,
+        keyed_question_id,
+        result_key,
+        scenario_result_keys,
+        scenario_unit_key,
+        unit_key,
+        unit_messages,
+        unit_result_keys,
+    )
+
+# name -> the submodule that defines it, loaded on first use: a local run needs
+# the result keys, not redis or Celery
+_LAZY: dict[str, str] = {
+    "DEFAULT_CACHE_MAX_ENTRIES": "._call_cache",
+    "DEFAULT_CACHE_TTL_SECONDS": "._call_cache",
+    "RedisCallCache": "._call_cache",
+    "MAX_JOB_ID_LENGTH": "._keys",
+    "JobKeys": "._keys",
+    "job_id_problem": "._keys",
+    "job_id_taken": "._keys",
+    "CostLedger": "._ledger",
+    "JobCost": "._ledger",
+    "Liveness": "._liveness",
+    "BATCH_TASK_NAME": "._protocol",
+    "DEFAULT_QUEUE": "._protocol",
+    "SCENARIO_TASK_NAME": "._protocol",
+    "TASK_NAME": "._protocol",
+    "TASK_NAMES": "._protocol",
+    "UnitBatchRef": "._protocol",
+    "UnitRef": "._protocol",
+    "TLS_ENV": "._redis_url",
+    "RedisAccessError": "._redis_url",
+    "RedisTarget": "._redis_url",
+    "mask_password": "._redis_url",
+    "redis_client": "._redis_url",
+    "QueueFeeder": "._feeding",
+    "Schedule": "._schedule",
+    "unit_ref_at": "._schedule",
+    "send_units": "._sending",
+    "UnitWrite": "._progress",
+    "JobProgress": "._store",
+    "JobStatus": "._store",
+    "ResultStore": "._store",
+    "UnfinishedJob": "._store",
+    "UnitStart": "._store",
+    "ScenarioUnit": "._units",
+    "Unit": "._units",
+    "count_units": "._units",
+    "expand_scenario_units": "._units",
+    "expand_units": "._units",
+    "keyed_question_id": "._units",
+    "result_key": "._units",
+    "scenario_result_keys": "._units",
+    "scenario_unit_key": "._units",
+    "unit_key": "._units",
+    "unit_messages": "._units",
+    "unit_result_keys": "._units",
+}
 
 __all__ = [
     "BATCH_TASK_NAME",
@@ -93,3 +149,16 @@ __all__ = [
     "unit_ref_at",
     "unit_result_keys",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

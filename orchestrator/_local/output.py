@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verifleet.pipeline import ScenarioRun
 from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
 from verifleet.store import result_key
 
 from .journal import Journal, journal_path
 from .runner import scenario_done_key
 from .scenario_journal import ScenarioJournal, scenario_journal_path
+
+if TYPE_CHECKING:
+    from verifleet.pipeline import ScenarioRun
 
 __all__ = ["RunOutput"]
 

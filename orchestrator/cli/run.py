@@ -22,6 +22,7 @@ import contextlib
 import functools
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from .._local.lock import OutputLock, check_output
     from ._console import make_console
-    from ._sandbox import start_sandbox
+    from ._sandbox import start_sandbox_soon
     from .config import build_config, local_model_needed
 
     console = make_console(stderr=True)
@@ -118,7 +119,10 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.out)
     with contextlib.ExitStack() as stack:
         stack.enter_context(OutputLock(args.out))
-        start_sandbox(args)
+        # The executor starts while the benchmark loads and the pipeline is
+        # imported; the first unit waits for it (a failed start stops the run
+        # before any unit, as before).
+        sandbox_ready = start_sandbox_soon(args)
         # A broken template fails its question, not the run: load everything, warn,
         # and let the pipeline record the problem in that question's results.
         benchmark = load_benchmark(
@@ -155,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             max_error_rate=args.max_error_rate,
             preflight=gate,
+            sandbox_ready=sandbox_ready,
         )
 
 
@@ -206,6 +211,7 @@ def _execute(
     runner: Any = None,
     carried: Any = (),
     preflight: Any = None,
+    sandbox_ready: Callable[[], None] | None = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
     from verifleet.store import result_key
@@ -250,6 +256,8 @@ def _execute(
     costs = CostSummary()
     scenarios = ScenarioTally()
     skipped = 0
+    if sandbox_ready is not None:
+        sandbox_ready()
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
 
