@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,11 @@ class RunOutput:
         self.journal = Journal(journal_path(path))
         self.scenario_journal = ScenarioJournal(scenario_journal_path(path))
         self._iter_results = iter_results
+        # (key, completed) of every result, per source in the order _existing()
+        # reads them: known from scan() on, kept up by record() and
+        # record_scenario(), so that finalize() reads the results once.
+        self._tracked: tuple[list[tuple[str, bool]], ...] | None = None
+        self._writer_loading = False
 
     def _existing_scenarios(self) -> list[ScenarioExecutionResult]:
         from verifleet.orchestrator import read_scenario_results
@@ -58,18 +64,28 @@ class RunOutput:
     def record_scenario(self, run: ScenarioRun) -> None:
         """Journal one finished scenario run with its turn results."""
         self.scenario_journal.append(run)
+        if self._tracked is not None:
+            self._tracked[2].extend(_tracked(r) for r in run.results)
 
     def _existing(self) -> Iterator[VerificationResult]:
+        return (result for _source, result in self._sourced())
+
+    def _sourced(self) -> Iterator[tuple[int, VerificationResult]]:
+        """Every result produced for this output with where it is: 0 the output
+        file, 1 the journal, 2 the scenario journal (in that order)."""
         if self.path.exists():
             try:
-                yield from self._iter_results(self.path)
+                for result in self._iter_results(self.path):
+                    yield 0, result
             except ExportError:
                 raise
             except Exception as exc:
                 raise ExportError(f"{self.path}: cannot read existing results: {exc}") from exc
-        yield from self.journal.read()
+        for result in self.journal.read():
+            yield 1, result
         for run in self.scenario_journal.read():
-            yield from run.results
+            for result in run.results:
+                yield 2, result
 
     def spent(self) -> float:
         """What the results already produced for this output cost (0 without
@@ -98,19 +114,27 @@ class RunOutput:
         """
         done: set[str] = set()
         errored: set[str] = set()
-        for result in self._existing():
+        tracked: tuple[list[tuple[str, bool]], ...] = ([], [], [])
+        for source, result in self._sourced():
             key = result_key(result)
+            tracked[source].append((key, result.metadata.completed_without_errors))
             done.add(key)
             if result.metadata.completed_without_errors:
                 errored.discard(key)
             else:
                 errored.add(key)
+        self._tracked = tracked
         return done, errored
 
     def record(self, results: list[VerificationResult]) -> None:
         """Journal the results of one finished unit."""
+        if not self._writer_loading:
+            self._writer_loading = True
+            _load_writer(self.path)
         for result in results:
             self.journal.append(result)
+            if self._tracked is not None:
+                self._tracked[1].append(_tracked(result))
 
     def finalize(self, manifest: dict[str, Any] | None = None) -> int:
         """Write every result (old and new, each once) to the output file.
@@ -122,8 +146,6 @@ class RunOutput:
         Returns:
             The number of results in the file.
         """
-        from verifleet.orchestrator import write_results
-
         from .._export.manifest import write_manifest_beside
 
         self.journal.close()
@@ -134,29 +156,14 @@ class RunOutput:
             # A retried run (--retry-errors) replaces the errored one it re-ran.
             if key not in runs or runs[key].status == "error":
                 runs[key] = run
-        # Each key once: the first result, unless a later one replaces an error
-        # (a --retry-errors run journals the new result after the old one).
-        winner: dict[str, int] = {}
-        errored: set[str] = set()
-        for position, result in enumerate(self._existing()):
-            key = result_key(result)
-            if key not in winner or key in errored:
-                winner[key] = position
-                if result.metadata.completed_without_errors:
-                    errored.discard(key)
-                else:
-                    errored.add(key)
-
-        def unique() -> Iterator[VerificationResult]:
-            for position, result in enumerate(self._existing()):
-                if winner[result_key(result)] == position:
-                    yield result
-
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
         try:
-            count = write_results(
-                unique(), tmp, scenario_results=list(runs.values()) or None, manifest=manifest
-            )
+            try:
+                count = self._write_unique(tmp, runs, manifest, self._tracked_keys())
+            except _Untracked:
+                # The files hold other results than this object saw (another
+                # writer, or no scan()): find the winners in a pass of their own.
+                count = self._write_unique(tmp, runs, manifest, None)
             os.replace(tmp, self.path)
             if manifest is not None:
                 write_manifest_beside(self.path, manifest)
@@ -165,3 +172,84 @@ class RunOutput:
         self.journal.remove()
         self.scenario_journal.remove()
         return count
+
+    def _tracked_keys(self) -> list[tuple[str, bool]] | None:
+        if self._tracked is None:
+            return None
+        return [entry for source in self._tracked for entry in source]
+
+    def _write_unique(
+        self,
+        tmp: Path,
+        runs: dict[str, ScenarioExecutionResult],
+        manifest: dict[str, Any] | None,
+        tracked: list[tuple[str, bool]] | None,
+    ) -> int:
+        """Write each result once to ``tmp``; ``tracked``: the (key, completed)
+        of every result in reading order, when known (one read of the files),
+        else None (a read to find the winners, then a read to write them).
+
+        Raises:
+            _Untracked: the files do not hold the results ``tracked`` names.
+        """
+        from verifleet.orchestrator import write_results
+
+        if tracked is None:
+            tracked = [
+                (result_key(r), r.metadata.completed_without_errors) for r in self._existing()
+            ]
+        # Each key once: the first result, unless a later one replaces an error
+        # (a --retry-errors run journals the new result after the old one).
+        winner: dict[str, int] = {}
+        errored: set[str] = set()
+        for position, (key, completed) in enumerate(tracked):
+            if key not in winner or key in errored:
+                winner[key] = position
+                if completed:
+                    errored.discard(key)
+                else:
+                    errored.add(key)
+
+        def unique() -> Iterator[VerificationResult]:
+            position = -1
+            for position, result in enumerate(self._existing()):
+                key = result_key(result)
+                if position >= len(tracked) or tracked[position][0] != key:
+                    raise _Untracked
+                if winner[key] == position:
+                    yield result
+            if position + 1 != len(tracked):
+                raise _Untracked
+
+        return write_results(
+            unique(), tmp, scenario_results=list(runs.values()) or None, manifest=manifest
+        )
+
+
+class _Untracked(Exception):
+    """The output's files changed behind the :class:`RunOutput` that tracked them."""
+
+
+def _tracked(result: VerificationResult) -> tuple[str, bool]:
+    return result_key(result), result.metadata.completed_without_errors
+
+
+def _load_writer(path: Path) -> None:
+    """Import what :meth:`RunOutput.finalize` writes a Parquet file with, in a
+    thread, while the units run: pyarrow imports pandas at its first array
+    (most of a finalize's time when nothing is cached), and a run spends its
+    units waiting for model calls. Any failure is left for finalize to meet.
+    """
+
+    def load() -> None:
+        try:
+            import pyarrow as pa
+
+            from .._export import parquet  # noqa: F401  (the writer's modules)
+
+            pa.array([0])
+        except Exception:  # finalize imports it again and reports
+            return
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        threading.Thread(target=load, name="verifleet-writer-import", daemon=True).start()

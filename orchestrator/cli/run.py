@@ -120,29 +120,38 @@ def _run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         stack.enter_context(OutputLock(args.out))
         # The executor starts while the benchmark loads and the pipeline is
-        # imported; the first unit waits for it (a failed start stops the run
-        # before any unit, as before).
+        # imported; the units' model calls need none, the first unit to finish
+        # waits for it, and a failed start stops the run before anything is
+        # recorded.
         sandbox_ready = start_sandbox_soon(args)
-        # A broken template fails its question, not the run: load everything, warn,
-        # and let the pipeline record the problem in that question's results.
-        benchmark = load_benchmark(
-            args.benchmark, trust_callables=args.trust_callables, validate_templates=False
-        )
-        benchmark = select(benchmark, args)
-        # Each question's template is checked as its first unit starts, in the
-        # run's own template processes (LocalRunner): one compile per template,
-        # spread over the executors, none before the first unit.
-        for problem in benchmark.validate(question_templates=False):
-            _warn(console, problem)
-        local_spec = None
-        if local_model_needed(args):
-            from verifleet.orchestrator import LocalLLMServer
+        try:
+            # A broken template fails its question, not the run: load everything, warn,
+            # and let the pipeline record the problem in that question's results.
+            benchmark = load_benchmark(
+                args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+            )
+            benchmark = select(benchmark, args)
+            # Each question's template is checked as its first unit starts, in the
+            # run's own template processes (LocalRunner): one compile per template,
+            # spread over the executors, none before the first unit.
+            for problem in benchmark.validate(question_templates=False):
+                _warn(console, problem)
+            local_spec = None
+            if local_model_needed(args):
+                from verifleet.orchestrator import LocalLLMServer
 
-            console.print("starting the local model (llama.cpp server + SmolLM2-135M-Instruct) ...")
-            # die_with_parent: a SIGKILLed run must not leave the server holding its port.
-            server = stack.enter_context(LocalLLMServer(die_with_parent=True))
-            local_spec = server.spec
-        config = build_config(args, local_spec=local_spec)
+                console.print(
+                    "starting the local model (llama.cpp server + SmolLM2-135M-Instruct) ..."
+                )
+                # die_with_parent: a SIGKILLed run must not leave the server holding its port.
+                server = stack.enter_context(LocalLLMServer(die_with_parent=True))
+                local_spec = server.spec
+            config = build_config(args, local_spec=local_spec)
+        except Exception:
+            # A machine that lacks the isolation is told so first, as when the
+            # executor started before anything else.
+            sandbox_ready()
+            raise
         gate = None
         if args.preflight:
             from .._preflight import PreflightGate
@@ -161,6 +170,20 @@ def _run(args: argparse.Namespace) -> int:
             preflight=gate,
             sandbox_ready=sandbox_ready,
         )
+
+
+def _stop_on_failed_start(ready: Callable[[], None], runner: Any) -> None:
+    """Stop the run when its sandbox executor could not start (``ready``
+    raises): nothing more is recorded.
+
+    Raises:
+        SandboxUnavailable: the configured isolation cannot be set up.
+    """
+    try:
+        ready()
+    except BaseException:
+        runner.stop()
+        raise
 
 
 def _stop_on_failed_preflight(preflight: Any, runner: Any) -> None:
@@ -256,8 +279,10 @@ def _execute(
     costs = CostSummary()
     scenarios = ScenarioTally()
     skipped = 0
-    if sandbox_ready is not None:
-        sandbox_ready()
+    # The units start while the executor does (their model calls need none);
+    # the first unit to finish waits for it, and a failed start stops the run
+    # before anything is recorded.
+    ready = sandbox_ready or (lambda: None)
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
 
@@ -268,6 +293,7 @@ def _execute(
 
         try:
             for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
+                _stop_on_failed_start(ready, runner)
                 _stop_on_failed_preflight(preflight, runner)
                 output.record(results)
                 for result in results:
@@ -277,6 +303,7 @@ def _execute(
                     failed=any(not r.metadata.completed_without_errors for r in results)
                 )
             for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
+                _stop_on_failed_start(ready, runner)
                 _stop_on_failed_preflight(preflight, runner)
                 output.record_scenario(run)
                 for result in run.results:
@@ -295,6 +322,7 @@ def _execute(
             )
             raise
     elapsed = time.monotonic() - started
+    _stop_on_failed_start(ready, runner)
     _stop_on_failed_preflight(preflight, runner)
     from .._export.manifest import build_manifest
 

@@ -13,11 +13,12 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import StatisticsError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -122,6 +123,8 @@ def _cluster_sums(
     values: Sequence[float], clusters: Sequence[Hashable]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster sums and counts, in first-seen cluster order."""
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     if len(values) != len(clusters):
         raise StatisticsError(
             f"{len(values)} values but {len(clusters)} cluster labels: they must pair up"
@@ -185,6 +188,8 @@ def clustered_mean_from_sums(
         StatisticsError: fewer than two clusters, mismatched lengths, or a
             cluster with no observations.
     """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     sums = np.asarray(sums, dtype=float)
     counts = np.asarray(counts, dtype=float)
     if sums.shape != counts.shape or np.any(counts <= 0):
@@ -242,6 +247,8 @@ def cluster_bootstrap_mean(
         StatisticsError: no observations, mismatched lengths, non-finite
             values, fewer than two clusters, or ``reps < 100``.
     """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     if reps < 100:
         raise StatisticsError(f"a bootstrap needs at least 100 resamples, got {reps}")
     sums, counts = _cluster_sums(values, clusters)
