@@ -103,7 +103,7 @@ def run_command(
             first = now
             if first_only:
                 proc.send_signal(signal.SIGINT)
-        if finalize is None and any(out.parent.glob(f".{out.name}.tmp-*")):
+        if finalize is None and any(out.parent.glob(f"*.{out.name}.tmp-*")):
             finalize = now
         if written is None and out.exists():
             written = now

@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,7 +52,10 @@ def run_inspect(
     Raises:
         SystemExit: the command failed (its output's tail printed).
     """
-    argv = [str(venv / "bin" / "inspect"), "eval", str(ROOT / "bench" / "_inspect_task.py")]
+    # inspect finds tasks by a path relative to its working folder.
+    task = work / "inspect_task.py"
+    shutil.copyfile(ROOT / "bench" / "_inspect_task.py", task)
+    argv = [str(venv / "bin" / "inspect"), "eval", task.name]
     argv += ["--model", "openai-api/bench/m", "--display", "none"]
     argv += ["--log-dir", str(work / "inspect-logs")]
     if connections is not None:
