@@ -180,6 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                         python, path, endpoint.base_url, work, label, first_only=args.first_only
                     )
                     rows[label].append(got)
+                    if args.first_only:
+                        print(
+                            f"load {load:4.1f} {label:>8}: first unit done at "
+                            f"{got['first']:5.1f} s (interrupted, exit at {got['wall']:5.1f} s), "
+                            f"CPU {got['cpu']:5.1f} s",
+                            flush=True,
+                        )
+                        continue
                     rate = args.n / got["wall"]
                     print(
                         f"load {load:4.1f} {label:>8}: whole {got['wall']:6.1f} s "
@@ -188,16 +196,15 @@ def main(argv: list[str] | None = None) -> int:
                         f"first unit done at {got['first']:5.1f} s, job phase {got['job']:5.1f} s",
                         flush=True,
                     )
-                    if not args.first_only:
-                        # Phases: before the job (start-up), the job, finalize
-                        # (temporary output to the file), the summary and exit.
-                        before_job = got["finalize"] - got["job"]
-                        print(
-                            f"{'':>23}phases: start-up {before_job:5.1f} s, job {got['job']:5.1f} s, "
-                            f"finalize {got['written'] - got['finalize']:4.1f} s, "
-                            f"summary and exit {got['wall'] - got['written']:4.1f} s",
-                            flush=True,
-                        )
+                    # Phases: before the job (start-up), the job, finalize
+                    # (temporary output to the file), the summary and exit.
+                    before_job = got["finalize"] - got["job"]
+                    print(
+                        f"{'':>23}phases: start-up {before_job:5.1f} s, job {got['job']:5.1f} s, "
+                        f"finalize {got['written'] - got['finalize']:4.1f} s, "
+                        f"summary and exit {got['wall'] - got['written']:4.1f} s",
+                        flush=True,
+                    )
     return 0
 
 

@@ -123,14 +123,15 @@ def main(argv: list[str] | None = None) -> int:
                         got = run_inspect(
                             args.inspect_venv, questions, endpoint.base_url, work, connections
                         )
-                    calls = endpoint.stats()["calls"]
+                    stats = endpoint.stats()
+                    calls = f"{stats['calls']} calls ({stats['sent_429']} answered 429)"
                     rows[system].append(got)
                     rate = args.n / got["wall"]
                     job = "" if got["job"] != got["job"] else f", job phase {got['job']:5.1f} s"
                     print(
                         f"load {load:4.1f} {system:>10}: whole {got['wall']:6.1f} s "
                         f"({rate:5.1f} units/s = {rate / limit:.2f} of the limit), CPU "
-                        f"{1000 * got['cpu'] / args.n:5.1f} ms/unit, {calls} calls{job}",
+                        f"{1000 * got['cpu'] / args.n:5.1f} ms/unit, {calls}{job}",
                         flush=True,
                     )
     medians = {

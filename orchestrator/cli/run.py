@@ -107,11 +107,18 @@ def _rate(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ._sandbox import start_sandbox_soon
+
+    # The executor starts first, while this process imports what it needs,
+    # loads the benchmark and builds the pipeline; the units' model calls need
+    # none, the first unit to finish waits for it, and a failed start stops the
+    # run before anything is recorded (it exits with its executors if the
+    # output check below fails).
+    sandbox_ready = start_sandbox_soon(args)
     from verifleet.schemas import load_benchmark
 
     from .._local.lock import OutputLock, check_output
     from ._console import make_console
-    from ._sandbox import start_sandbox_soon
     from .config import build_config, local_model_needed
 
     console = make_console(stderr=True)
@@ -119,11 +126,6 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.out)
     with contextlib.ExitStack() as stack:
         stack.enter_context(OutputLock(args.out))
-        # The executor starts while the benchmark loads and the pipeline is
-        # imported; the units' model calls need none, the first unit to finish
-        # waits for it, and a failed start stops the run before anything is
-        # recorded.
-        sandbox_ready = start_sandbox_soon(args)
         try:
             # A broken template fails its question, not the run: load everything, warn,
             # and let the pipeline record the problem in that question's results.
