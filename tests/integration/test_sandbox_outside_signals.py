@@ -79,8 +79,8 @@ def _wait_gone(pid: int) -> None:
 
 
 def _second_call(disturb: signal.Signals | None) -> str:
-    # Template processes of other pools of this test process (a default pool
-    # an earlier test left running) are not this test's victim.
+    # Earlier tests in this test process may have left pools (the process-wide
+    # default one, say) whose template processes are this process's too.
     others = set(_template_processes())
     pool = SandboxPool(SandboxSettings(mode="seccomp", pool_size=1, timeout=3))
     try:
@@ -122,8 +122,8 @@ def test_a_template_process_killed_from_outside_is_reported_as_killed() -> None:
 
 def test_after_the_report_the_template_answers_again() -> None:
     # The report is for one call: the next one gets a fresh process.
-    pool = SandboxPool(SandboxSettings(mode="seccomp", pool_size=1, timeout=3))
     others = set(_template_processes())
+    pool = SandboxPool(SandboxSettings(mode="seccomp", pool_size=1, timeout=3))
     try:
         with pool.scoped("job"):
             handle = pool.load_template(TEMPLATE, "q")
