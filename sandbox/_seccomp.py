@@ -25,10 +25,16 @@ nothing in it reaches another process. What each role adds:
   itself or its own process group only (``0``, its pid, minus its pid);
   ``prctl`` for ``PR_SET_PDEATHSIG``/``PR_SET_SECCOMP``/``PR_SET_NO_NEW_PRIVS``
   and ``seccomp`` (to add the unit layer); ``clone`` with ``fork()``'s flags only
-  when calls get a process each (``fork_per_call``), none otherwise. No
-  ``setpgid``/``setsid``: what it forks stays in its group, killed with it.
-- ``unit`` (a process about to run ``verify()``, validators, traits): nothing
-  beyond the base: no processes, no signals at all, no ``prctl``/``seccomp``.
+  when calls get a process each (``fork_per_call``, profile
+  ``template-fork``), none otherwise. No ``setpgid``/``setsid``: what it forks
+  stays in its group, killed with it. A template process that runs its calls
+  itself (``template`` and ``job`` fresh state) takes the ``unit`` layer
+  instead, before its first class body: compiling needs nothing it refuses.
+- ``unit`` (a process about to run ``verify()``, validators, traits, and a
+  template process that runs its calls itself): nothing beyond the base: no
+  processes, no signals at all, no ``prctl``/``seccomp``. The spawner builds
+  it once (:func:`unit_program`, :class:`PreparedProgram`); each process
+  loads it with one system call.
 
 Refused to every role: ``tkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``,
 ``pidfd_open``/``pidfd_send_signal``/``pidfd_getfd``, ``process_vm_readv``/
