@@ -236,6 +236,14 @@ def _reverify(args: argparse.Namespace) -> int:
     if args.out is None:
         raise ConfigError("--out FILE is required (or --submit, for a fleet job)")
     start_sandbox(args)
+    if Path(args.results).exists():
+        from verifleet.orchestrator.stats import carry_labels
+
+        # Labels are about the answers, which re-judging keeps: the new file has
+        # them too (and its Parquet/CSV label columns are filled from them).
+        carried_labels = carry_labels(args.results, args.out)
+        if carried_labels:
+            console.print(f"{len(carried_labels)} human labels carried over to {args.out}")
     carried: list[VerificationResult] = []
     if args.stale:
         from .._local.stale import find_stale
