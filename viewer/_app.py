@@ -61,11 +61,9 @@ def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
     data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     if inline:
         head = "<style>\n" + static_text("style.css").replace("</", "<\\/") + "</style>"
-        scripts = (static_text(name) for name in ("judging.js", "app.js"))
-        body = "".join(
-            "<script>\n" + text.replace("</", "<\\/").replace("<!--", "<\\!--") + "</script>"
-            for text in scripts
-        )
+        # One element for both scripts (judging.js first: app.js calls into it).
+        script = "\n".join(static_text(name) for name in ("judging.js", "app.js"))
+        body = "<script>\n" + script.replace("</", "<\\/").replace("<!--", "<\\!--") + "</script>"
     else:
         head = '<link rel="stylesheet" href="static/style.css">'
         body = '<script src="static/judging.js"></script><script src="static/app.js"></script>'
