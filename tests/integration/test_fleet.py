@@ -16,7 +16,7 @@ from _support.redis_server import RedisServer
 
 import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator import read_results
+from verifleet.orchestrator import read_manifest, read_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.tally import PassRateTally
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
@@ -95,6 +95,12 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
     collected = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
     assert collected.returncode == 0 and "40 results written" in collected.stdout
     assert comparable(read_results(out)) == comparable(local)
+    # The collected file holds the job's run manifest (in its footer and beside it).
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest["job_id"] == job.job_id
+    assert manifest["config"]["replicate_count"] == 2
+    assert manifest["benchmark"]["questions"] == 20
+    assert (tmp_path / "collected.parquet.manifest.json").is_file()
     missing = run_cli("status", "no-such-job", "--redis", redis_url)
     assert missing.returncode == 2 and "no job 'no-such-job'" in missing.stderr
 
