@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from ._detail import compare, result_detail
 from ._errors import ViewerError
 from ._index import TableQuery
-from ._judging import PairedCache, label_state, labelled_count, set_label, write_refusal
+from ._judging import PairedCache, label_state, set_label, write_refusal
 from ._matrix import matrix
 from ._overview import overview
 from ._runs import Run
@@ -231,10 +231,6 @@ def create_app(
     @app.get("/api/runs/{run}/scenarios")
     def run_scenarios(run: int) -> list[dict[str, Any]]:
         return scenario_page(_run(runs, run).scenarios())
-
-    @app.get("/api/runs/{run}/labels")
-    def run_labels(run: int) -> dict[str, Any]:
-        return {"labelled": labelled_count(_run(runs, run))}
 
     @app.get("/api/runs/{run}/live")
     def run_live(run: int) -> dict[str, Any]:

@@ -34,7 +34,6 @@ __all__ = [
     "LABEL_NOTE_LIMIT",
     "PairedCache",
     "label_state",
-    "labelled_count",
     "paired",
     "set_label",
     "write_refusal",
@@ -181,9 +180,3 @@ def paired(before: Run, after: Run, level: float = 0.95) -> dict[str, Any]:
         level=level,
     )
     return report.as_dict() | {"level": level}
-
-
-def labelled_count(run: Run) -> int | None:
-    """How many answers of ``run`` carry a label; None when it keeps none."""
-    path = _labels_file(run)
-    return None if path is None else len(read_label_entries(path))

@@ -21,6 +21,7 @@ from _support.jobs import capitals_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_manifest, read_results
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator.stats import append_label, labels_path, read_labels, unit_key
 from verifleet.schemas import FINGERPRINT_PARTS, ModelConfig, VerificationConfig, dump_benchmark
 from verifleet.store import JobStatus
 
@@ -104,6 +105,13 @@ def test_stale_reverify_rejudges_exactly_the_changed_templates(tmp_path: Path) -
         assert (answer.stats().calls, judge.stats().calls) == (0, 0)
         assert len(read_results(same)) == N
 
+        # A person labelled two answers (one re-judged below, one not): the
+        # labels go with the answers into the re-judged file and its columns.
+        labelled = {unit_key(r): r.metadata.question_id == "q0003" for r in stored
+                    if r.metadata.question_id in ("q0003", "q0004")}  # fmt: skip
+        for key, right in labelled.items():
+            append_label(labels_path(first), key, right, "by hand")
+
         # Three templates edited: exactly those three are re-judged.
         answer.reset()
         judge.reset()
@@ -117,6 +125,11 @@ def test_stale_reverify_rejudges_exactly_the_changed_templates(tmp_path: Path) -
         assert judge.stats().calls == 3, "one parse per re-judged result"
     again = list(read_results(second))
     assert len(again) == N
+    assert read_labels(labels_path(second)) == labelled
+    columns = pq.read_table(second, columns=["question_id", "label_correct"]).to_pylist()
+    assert {
+        (c["question_id"], c["label_correct"]) for c in columns if c["label_correct"] is not None
+    } == {("q0003", True), ("q0004", False)}
     rejudged = {r.metadata.question_id for r in again if r.metadata.derived_from}
     assert rejudged == set(EDITED)
     before = {r.metadata.question_id: r for r in stored}
