@@ -139,7 +139,7 @@ from ._results import (
 )
 
 # --- the unit of work and the keys of its results ----------------------------------
-from ._unit import JobSpec, ResultIdentity, ScenarioUnit, Unit, result_template_id
+from ._unit import JobSpec, ResultIdentity, ScenarioUnit, Unit, result_template_id, scenario_key
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -258,6 +258,7 @@ __all__ = [
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "scenario_key",
     "template_problem",
     "token_count",
     "unwrap_preset",

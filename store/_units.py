@@ -13,14 +13,12 @@ from verifleet.schemas import (
     ScenarioUnit,
     Unit,
     VerificationConfig,
-    compute_unit_key,
-    md5_hex,
 )
 
 from ._protocol import UnitRef
 
 if TYPE_CHECKING:
-    from verifleet.schemas import Benchmark, ScenarioDefinition, VerificationResult
+    from verifleet.schemas import Benchmark, VerificationResult
 
 __all__ = [
     "ScenarioUnit",
@@ -51,21 +49,10 @@ def expand_scenario_units(
     return JobSpec(benchmark, config).scenario_units()
 
 
-def _scenario_version(scenario: ScenarioDefinition) -> str:
-    """Stands in for a template id: a changed scenario is a different unit."""
-    return md5_hex(scenario.model_dump_json())
-
-
 def scenario_unit_key(unit: ScenarioUnit, *, job_id: str = "") -> str:
-    """The deterministic key of a scenario unit (where its run result is stored)."""
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=f"scenario:{unit.scenario.id}",
-        template_id=_scenario_version(unit.scenario),
-        answering_key=unit.answering.identity().canonical_key,
-        parsing_key="",
-        replicate=unit.replicate,
-    )
+    """The deterministic key of a scenario unit (where its run result is stored):
+    :meth:`ScenarioUnit.key`, i.e. :func:`~verifleet.schemas.scenario_key`."""
+    return unit.key(job_id)
 
 
 def keyed_question_id(

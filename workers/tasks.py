@@ -545,6 +545,7 @@ def _run_scenario(
             answering_model=unit.answering.identity().display_string,
             replicate=replicate,
             run_name=spec.config.run_name,
+            unit_key=unit.key(),
         )
         _until_redis_answers(
             lambda: store.write_scenario_unit(job_id, key, failed, [], []),

@@ -27,7 +27,7 @@ from verifleet.schemas import (
 )
 from verifleet.store import ScenarioUnit, Unit
 
-from .runner import LocalRunner, failed_unit_results, scenario_done_key
+from .runner import LocalRunner, failed_unit_results
 
 __all__ = ["ReverifyRunner"]
 
@@ -113,13 +113,13 @@ class ReverifyRunner(LocalRunner):
         done: set[str] | frozenset[str] = frozenset(),
         on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
     ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
-        """Judge every stored scenario run again whose :func:`scenario_done_key`
-        is not in ``done`` (a resumed re-verification skips those it wrote)."""
+        """Judge every stored scenario run again whose unit's key
+        (:meth:`~verifleet.schemas.ScenarioUnit.key`) is not in ``done`` (a
+        resumed re-verification skips those it wrote)."""
 
         def todo() -> Iterator[ScenarioUnit]:
             for unit, _ in self._scenario_units:
-                model = unit.answering.identity().display_string
-                if scenario_done_key(unit.scenario.id, model, unit.replicate) in done:
+                if unit.key() in done:
                     if on_skip is not None:
                         on_skip(unit)
                     continue

@@ -34,13 +34,14 @@ from verifleet.schemas import (
     TemplateValidationError,
     VerificationConfig,
     VerificationResult,
+    scenario_key,
     template_problem,
 )
 from verifleet.store import ScenarioUnit, Unit, expand_scenario_units
 
 from .threads import UnitThreads
 
-__all__ = ["OVERRUN_GRACE", "LocalRunner", "failed_unit_results", "scenario_done_key"]
+__all__ = ["OVERRUN_GRACE", "LocalRunner", "failed_unit_results"]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,8 @@ class LocalRunner:
         done: set[str] | frozenset[str] = frozenset(),
         on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
     ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
-        """Run every scenario unit whose :func:`scenario_done_key` is not in ``done``.
+        """Run every scenario unit whose key (:func:`~verifleet.schemas.scenario_key`,
+        without a job) is not in ``done``: a changed scenario runs again.
 
         Yields ``(unit, run)`` in completion order; a scenario that fails has its
         failure in ``run.scenario_result`` (status ``error``), never raised. A
@@ -125,21 +127,21 @@ class LocalRunner:
         """
         for broken in self.benchmark.broken_scenarios:
             for answering in self.config.answering_models:
-                model = answering.identity().display_string
+                identity = answering.identity()
                 for replicate in range(1, self.config.replicate_count + 1):
-                    if scenario_done_key(broken.id, model, replicate) in done:
+                    key = scenario_key(broken, identity, replicate)
+                    if key in done:
                         if on_skip is not None:
                             on_skip(broken)
                         continue
-                    failed = broken.failed_run(model, replicate, self.config.run_name)
+                    failed = broken.failed_run(
+                        identity.display_string, replicate, self.config.run_name, unit_key=key
+                    )
                     yield broken, ScenarioRun(results=[], scenario_result=failed)
 
         def todo() -> Iterator[ScenarioUnit]:
             for unit in expand_scenario_units(self.benchmark, self.config):
-                key = scenario_done_key(
-                    unit.scenario.id, unit.answering.identity().display_string, unit.replicate
-                )
-                if key in done:
+                if unit.key() in done:
                     if on_skip is not None:
                         on_skip(unit)
                     continue
@@ -375,8 +377,3 @@ def failed_unit_results(
         replicate=unit.replicate,
         error=f"unit failed: {type(exc).__name__}: {exc}",
     )
-
-
-def scenario_done_key(scenario_id: str, answering: str, replicate: int | None) -> str:
-    """Names a finished scenario run in a local output (scenario, model, replicate)."""
-    return f"{scenario_id}\t{answering}\t{replicate}"

@@ -41,10 +41,16 @@ class BrokenScenario(BaseModel):
         return f"scenario {self.id!r}: {self.problem}"
 
     def failed_run(
-        self, answering_model: str | None, replicate: int | None, run_name: str | None = None
+        self,
+        answering_model: str | None,
+        replicate: int | None,
+        run_name: str | None = None,
+        *,
+        unit_key: str | None = None,
     ) -> ScenarioExecutionResult:
         """The run of this scenario with ``answering_model`` and ``replicate``: no
-        turns, status ``error``, the problem as its terminal failure."""
+        turns, status ``error``, the problem as its terminal failure, ``unit_key``
+        its unit's ``scenario_key``."""
         return ScenarioExecutionResult(
             scenario_id=self.id,
             status="error",
@@ -54,4 +60,5 @@ class BrokenScenario(BaseModel):
             answering_model=answering_model,
             replicate=replicate,
             run_name=run_name,
+            unit_key=unit_key,
         )
