@@ -31,6 +31,8 @@ from ._config import (
     RetryPolicy,
     VerificationConfig,
     declare_interface,
+    InterfaceKind,
+    interface_kind,
     interface_names,
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
@@ -178,6 +180,7 @@ __all__ = [
     "ExportError",
     "FewShotConfig",
     "FirstMatchIndex",
+    "InterfaceKind",
     "JobSpec",
     "JudgmentResults",
     "LLMRubricTrait",
@@ -246,6 +249,7 @@ __all__ = [
     "deduplicate_confusion",
     "digest_of",
     "dump_benchmark",
+    "interface_kind",
     "interface_names",
     "json_size",
     "list_aggregators",
