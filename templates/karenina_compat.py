@@ -58,25 +58,23 @@ KARENINA_ALIAS_MODULES: frozenset[str] = frozenset(
 
 #: What every alias module exposes: every registered primitive
 #: (:mod:`verifleet.templates.registry`) and the rest of the template runtime.
-KARENINA_NAMES: dict[str, Any] = {
-    obj.__name__: obj
-    for obj in (
-        *PRIMITIVES,
-        *TRACE_PRIMITIVES,
-        AllOf,
-        AnyOf,
-        AtLeastN,
-        BaseAnswer,
-        FieldCheck,
-        SynonymMap,
-        TracePrimitive,
-        VerificationMeta,
-        VerificationPrimitive,
-        VerifiedField,
-        apply_normalizer,
-        apply_normalizers,
-        capture_answer_source,
-        evaluate_strategy,
-    )
-}
+_EXPOSED: tuple[Any, ...] = (
+    *PRIMITIVES,
+    *TRACE_PRIMITIVES,
+    AllOf,
+    AnyOf,
+    AtLeastN,
+    BaseAnswer,
+    FieldCheck,
+    SynonymMap,
+    TracePrimitive,
+    VerificationMeta,
+    VerificationPrimitive,
+    VerifiedField,
+    apply_normalizer,
+    apply_normalizers,
+    capture_answer_source,
+    evaluate_strategy,
+)
+KARENINA_NAMES: dict[str, Any] = {obj.__name__: obj for obj in _EXPOSED}
 KARENINA_NAMES["Normalizer"] = Normalizer
