@@ -27,7 +27,6 @@ from verifleet.schemas import (
     VerificationConfig,
     check_benchmark,
     compute_template_id,
-    scenario_key,
 )
 from verifleet.store import (
     ResultStore,
@@ -182,13 +181,8 @@ def _broken_scenario_runs(
         for answering in config.answering_models:
             identity = answering.identity()
             for replicate in range(1, config.replicate_count + 1):
-                key = scenario_key(broken, identity, replicate, job_id=job_id)
-                run = broken.failed_run(
-                    identity.display_string,
-                    replicate,
-                    config.run_name,
-                    unit_key=scenario_key(broken, identity, replicate),
-                )
+                key = broken.unit_key(identity, replicate, job_id=job_id)
+                run = broken.failed_run(identity, replicate, config.run_name)
                 runs.append((key, run))
     return runs
 

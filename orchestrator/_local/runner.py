@@ -34,7 +34,6 @@ from verifleet.schemas import (
     TemplateValidationError,
     VerificationConfig,
     VerificationResult,
-    scenario_key,
     template_problem,
 )
 from verifleet.store import ScenarioUnit, Unit, expand_scenario_units
@@ -125,22 +124,10 @@ class LocalRunner:
         broken scenario (one that failed validation) yields one such failed run
         per answering model and replicate, first, and runs nothing.
         """
-        for broken in self.benchmark.broken_scenarios:
-            for answering in self.config.answering_models:
-                identity = answering.identity()
-                for replicate in range(1, self.config.replicate_count + 1):
-                    key = scenario_key(broken, identity, replicate)
-                    if key in done:
-                        if on_skip is not None:
-                            on_skip(broken)
-                        continue
-                    failed = broken.failed_run(
-                        identity.display_string, replicate, self.config.run_name, unit_key=key
-                    )
-                    yield broken, ScenarioRun(results=[], scenario_result=failed)
+        yield from self._broken_runs(done, on_skip)
 
         def todo() -> Iterator[ScenarioUnit]:
-            for unit in expand_scenario_units(self.benchmark, self.config):
+            for unit in self.scenario_units():
                 if unit.key() in done:
                     if on_skip is not None:
                         on_skip(unit)
@@ -149,6 +136,27 @@ class LocalRunner:
 
         # as for units: the endpoints' windows decide how many run
         yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
+
+    def scenario_units(self) -> Iterator[ScenarioUnit]:
+        """The scenario units :meth:`run_scenarios` runs: the job's."""
+        return expand_scenario_units(self.benchmark, self.config)
+
+    def _broken_runs(
+        self,
+        done: set[str] | frozenset[str],
+        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None,
+    ) -> Iterator[tuple[BrokenScenario, ScenarioRun]]:
+        """The failed run of each broken scenario's unit not in ``done``."""
+        for broken in self.benchmark.broken_scenarios:
+            for answering in self.config.answering_models:
+                identity = answering.identity()
+                for replicate in range(1, self.config.replicate_count + 1):
+                    if broken.unit_key(identity, replicate) in done:
+                        if on_skip is not None:
+                            on_skip(broken)
+                        continue
+                    failed = broken.failed_run(identity, replicate, self.config.run_name)
+                    yield broken, ScenarioRun(results=[], scenario_result=failed)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
         return run_scenario_unit(unit, self.spec, self.resources)
