@@ -29,7 +29,6 @@ __all__ = [
     "keyed_question_id",
     "result_key",
     "scenario_result_keys",
-    "scenario_unit_key",
     "unit_key",
     "unit_messages",
     "unit_result_keys",
@@ -47,12 +46,6 @@ def expand_scenario_units(
 ) -> Iterator[ScenarioUnit]:
     """Every scenario unit of the job, scenario-major."""
     return JobSpec(benchmark, config).scenario_units()
-
-
-def scenario_unit_key(unit: ScenarioUnit, *, job_id: str = "") -> str:
-    """The deterministic key of a scenario unit (where its run result is stored):
-    :meth:`ScenarioUnit.key`, i.e. :func:`~verifleet.schemas.scenario_key`."""
-    return unit.key(job_id)
 
 
 def keyed_question_id(
@@ -152,12 +145,10 @@ def unit_messages(
     for si, scenario in enumerate(benchmark.scenarios):
         for ai, answering in enumerate(config.answering_models):
             for replicate in range(1, config.replicate_count + 1):
-                if skip is not None:
-                    key = scenario_unit_key(
-                        ScenarioUnit(scenario, answering, replicate), job_id=job_id
-                    )
-                    if key in skip:
-                        continue
+                if skip is not None and (
+                    ScenarioUnit(scenario, answering, replicate).key(job_id) in skip
+                ):
+                    continue
                 labels = {
                     "scenario_id": scenario.id,
                     "answering": answering.identity().display_string,
@@ -178,6 +169,6 @@ def _message_key(
     answering = config.answering_models[ref.answering_index]
     if ref.kind == "scenario":
         scenario = benchmark.scenarios[ref.question_index]
-        return scenario_unit_key(ScenarioUnit(scenario, answering, ref.replicate), job_id=job_id)
+        return ScenarioUnit(scenario, answering, ref.replicate).key(job_id)
     question = benchmark.questions[ref.question_index]
     return JobSpec(benchmark, config).unit(question, answering, ref.replicate).key(job_id)
