@@ -41,9 +41,7 @@ from ._units import (
     keyed_question_id,
     result_key,
     scenario_result_keys,
-    unit_key,
     unit_messages,
-    unit_result_keys,
 )
 
 __all__ = [
@@ -86,8 +84,6 @@ __all__ = [
     "result_key",
     "scenario_result_keys",
     "send_units",
-    "unit_key",
     "unit_messages",
     "unit_ref_at",
-    "unit_result_keys",
 ]

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from verifleet.schemas import (
     JobSpec,
-    ModelConfig,
     ResultIdentity,
     ScenarioUnit,
     Unit,
@@ -29,9 +28,7 @@ __all__ = [
     "keyed_question_id",
     "result_key",
     "scenario_result_keys",
-    "unit_key",
     "unit_messages",
-    "unit_result_keys",
 ]
 
 
@@ -77,18 +74,6 @@ def expand_units(benchmark: Benchmark, config: VerificationConfig) -> Iterator[U
     """Yield every unit of the job lazily, question-major (a job of a million units
     never exists as a list)."""
     return JobSpec(benchmark, config).units()
-
-
-def unit_key(unit: Unit, *, job_id: str = "") -> str:
-    """The deterministic key of a unit: :meth:`Unit.key`."""
-    return unit.key(job_id)
-
-
-def unit_result_keys(
-    unit: Unit, parsing_models: Sequence[ModelConfig], *, job_id: str = ""
-) -> list[str]:
-    """The keys of the results ``unit`` produces: :meth:`Unit.result_keys`."""
-    return unit.result_keys(parsing_models, job_id)
 
 
 def result_key(result: VerificationResult, *, job_id: str = "") -> str:
