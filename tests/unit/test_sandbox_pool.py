@@ -217,3 +217,24 @@ def test_a_call_waits_briefly_for_the_busy_executor_that_compiled_its_template(
         sandbox._executors.release(held)
     finally:
         sandbox.close()
+
+
+def test_a_described_process_waits_for_its_call_while_a_used_one_can_go() -> None:
+    # Two template processes per executor, a process per template: B is only
+    # described (its unit waits for its model), A is described and evaluated,
+    # then C needs a slot. Plain LRU would stop B (the least recently used) and
+    # compile it again for its call; the router stops A, whose call came.
+    settings = SandboxSettings(pool_size=1, timeout=5, fresh_state="template", template_processes=2)
+    sandbox = SandboxPool(settings)
+    sources = {name: HONEST.replace("Paris", name) for name in ("A", "B", "C")}
+    try:
+        with sandbox.scoped("job"):
+            b = sandbox.load_template(sources["B"], "b")
+            a = sandbox.load_template(sources["A"], "a")
+            assert sandbox.evaluate(a, {"city": "A", "population": 2.1}, "[1]").verification
+            sandbox.load_template(sources["C"], "c")
+            result = sandbox.evaluate(b, {"city": "B", "population": 2.1}, "[1]")
+        assert result.verification is not None and result.verification.field_ok
+        assert sandbox.compiled_stats().compiled == 3
+    finally:
+        sandbox.close()
