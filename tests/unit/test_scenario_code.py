@@ -297,9 +297,7 @@ def test_a_raising_state_update_keeps_the_state_and_a_failing_one_names_its_node
     hanging = {
         "id": "hanging",
         "nodes": [
-            _node(
-                "start", Q_BAD, "bcl2", state_update_source="lambda a, p: [0 for _ in iter(int, 1)]"
-            )
+            _node("start", Q_BAD, "bcl2", state_update_source="lambda a, p: any(iter(int, 1))")
         ],
         "outcome_criteria": [{"name": "turns", "check": {"type": "count_turns"}}],
     }
