@@ -17,8 +17,7 @@ import ipaddress
 from collections.abc import Sequence
 
 from verifleet.errors import ConfigError
-
-from ._serve_guards import ASGIApp, Receive, Scope, Send, send_json_error
+from verifleet.web import ASGIApp, Receive, Scope, Send, send_json_error
 
 __all__ = ["ClientNetworks", "Network", "parse_networks"]
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
-from ._serve_guards import ASGIApp, Receive, Scope, Send, send_json_error
+from verifleet.web import ASGIApp, Receive, Scope, Send, send_json_error
 
 __all__ = ["Admission", "AdmissionGate"]
 

@@ -27,10 +27,10 @@ from verifleet.reward import (
     ScoredRollout,
     UnknownQuestionError,
 )
+from verifleet.web import Receive, Scope, Send, bearer_token_ok
 
 from ._serve_admission import Admission
 from ._serve_batch import BATCH_PATH, REQUEST, BatchReply, score_batch, validation_problems
-from ._serve_guards import Receive, Scope, Send, bearer_token_ok
 from ._serve_nemo import NemoGymRoutes, add_component_fields, failsafe_fields
 from ._serve_protocol import DISCONNECT_EXTENSION, OnDisconnect
 from ._serve_scoring import score_on_loop

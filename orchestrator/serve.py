@@ -44,6 +44,7 @@ from verifleet.reward import (
     VerifyRequest,
 )
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
+from verifleet.web import ASGIApp, BearerAuth, BodyLimit, HostCheck, Receive, Scope, Send
 
 from ._serve_access import ClientNetworks, Network
 from ._serve_admission import Admission, AdmissionGate
@@ -54,7 +55,6 @@ from ._serve_defaults import (
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from ._serve_guards import ASGIApp, BearerAuth, BodyLimit, HostCheck, Receive, Scope, Send
 from ._serve_openrlhf import OPENRLHF_PATH, declare_openrlhf, openrlhf_route
 from ._serve_routes import (
     FAILURE_STATUS,
@@ -123,6 +123,10 @@ class BatchResponse(BaseModel):
     results: list[dict[str, Any]]
 
 
+#: How the service is given its token, named in a 401's message.
+_TOKEN_OPTION = "--token / VERIFLEET_SERVE_TOKEN"
+
+
 def _guarded(
     app: ASGIApp,
     *,
@@ -141,7 +145,7 @@ def _guarded(
     open_paths = [HEALTH_PATH, READY_PATH]
     checked: ASGIApp = guarded
     if token is not None:
-        checked = BearerAuth(guarded, token=token, open_paths=open_paths)
+        checked = BearerAuth(guarded, token=token, open_paths=open_paths, option=_TOKEN_OPTION)
     if allow_net:
         otherwise = checked if token is not None else None
         checked = ClientNetworks(guarded, otherwise, allow_net, open_paths=open_paths)
@@ -361,7 +365,9 @@ def service_for(
     # and with an allow-list, only the allowed networks read them.
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if token is not None:
-        app.add_middleware(BearerAuth, token=token, open_paths=[HEALTH_PATH, READY_PATH])
+        app.add_middleware(
+            BearerAuth, token=token, open_paths=[HEALTH_PATH, READY_PATH], option=_TOKEN_OPTION
+        )
     elif allow_net:
         app.add_middleware(ClientNetworks, otherwise=None, networks=allow_net)
     app.add_middleware(HostCheck, allowed_hosts=allowed_hosts)

@@ -48,10 +48,7 @@ if typing.TYPE_CHECKING:
         keyed_question_id,
         result_key,
         scenario_result_keys,
-        scenario_unit_key,
-        unit_key,
         unit_messages,
-        unit_result_keys,
     )
 
 # name -> the submodule that defines it, loaded on first use: a local run needs
@@ -97,10 +94,7 @@ _LAZY: dict[str, str] = {
     "keyed_question_id": "._units",
     "result_key": "._units",
     "scenario_result_keys": "._units",
-    "scenario_unit_key": "._units",
-    "unit_key": "._units",
     "unit_messages": "._units",
-    "unit_result_keys": "._units",
 }
 
 __all__ = [
@@ -142,12 +136,9 @@ __all__ = [
     "redis_client",
     "result_key",
     "scenario_result_keys",
-    "scenario_unit_key",
     "send_units",
-    "unit_key",
     "unit_messages",
     "unit_ref_at",
-    "unit_result_keys",
 ]
 
 

@@ -44,7 +44,6 @@ from verifleet.store import (
     Unit,
     UnitWrite,
     scenario_result_keys,
-    scenario_unit_key,
 )
 
 from ._breaker import FAILED, guarded, until_redis_answers
@@ -516,7 +515,7 @@ def _run_scenario(
     if spec is None:
         return "unknown-job"
     unit = spec.scenario_unit_at(scenario_index, answering_index, replicate)
-    key = scenario_unit_key(unit, job_id=job_id)
+    key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
     (begun,) = _take_up(state, job_id, [(key, None)], deadline)
@@ -531,6 +530,7 @@ def _run_scenario(
             answering_model=unit.answering.identity().display_string,
             replicate=replicate,
             run_name=spec.config.run_name,
+            unit_key=unit.key(),
         )
         _until_redis_answers(
             lambda: store.write_scenario_unit(job_id, key, failed, [], []),

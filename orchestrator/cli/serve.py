@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import ipaddress
 import json
 import os
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import ConfigError
+from verifleet.web import is_loopback
 
 from .._serve_defaults import (
     DEFAULT_MAX_BATCH,
@@ -61,7 +61,6 @@ __all__ = [
     "TOKEN_ENV",
     "add_reward_arguments",
     "check_exposure",
-    "is_loopback",
     "judge_models",
     "register",
     "reward_setup",
@@ -406,17 +405,6 @@ def _positive_float(raw: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{raw}: must be a positive number")
     return value
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the service on this machine. Host names other
-    than ``localhost`` count as not loopback: what they resolve to can change."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, interface_kind
 
 from .._llm_protocol import ModelCallError
 
@@ -97,7 +97,7 @@ def _build(model: ModelConfig, request_timeout: float) -> BaseChatModel:
     common.update(model.extra_kwargs)
     api_key = resolve_api_key(model)
     try:
-        if model.interface in ("openai_endpoint", "openrouter"):
+        if interface_kind(model.interface) == "openai_compatible":
             from langchain_openai import ChatOpenAI
 
             base_url = model.endpoint_base_url or OPENROUTER_BASE_URL

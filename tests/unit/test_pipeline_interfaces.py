@@ -22,7 +22,7 @@ from verifleet.pipeline import (
 )
 from verifleet.pipeline._llm import _route
 from verifleet.schemas import ModelConfig, VerificationConfig, interface_names
-from verifleet.schemas._config import _INTERFACE_NAMES
+from verifleet.schemas._config import _INTERFACES
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +46,8 @@ def gateway(endpoint: RunningEndpoint) -> Iterator[list[str]]:
 
     register_interface("gateway", factory)
     yield built
-    _route._REGISTRY.pop("gateway")
-    _INTERFACE_NAMES.discard("gateway")
+    _route._REGISTERED.pop("gateway")
+    _INTERFACES.pop("gateway")
 
 
 def test_builtins_are_registered_and_names_are_not_taken_twice() -> None:

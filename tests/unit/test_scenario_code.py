@@ -25,6 +25,7 @@ from verifleet.pipeline._scenario._outcomes import evaluate_outcomes
 from verifleet.sandbox import SandboxPool, SandboxSettings
 from verifleet.schemas import (
     BrokenScenario,
+    ModelIdentity,
     OutcomeCriterion,
     ScenarioDefinition,
     ScenarioExecutionResult,
@@ -179,7 +180,7 @@ def test_summary_counts_only_runs_whose_outcomes_were_evaluated() -> None:
     tally = ScenarioTally()
     broken = BrokenScenario(id="b", problem="edge a -> b: nope")
     for replicate in range(4):
-        tally.add(broken.failed_run("m", replicate))
+        tally.add(broken.failed_run(ModelIdentity(model_name="m"), replicate))
     judged = _history(("ask", {}, ""))
     judged.outcome_results = {"ok": True}
     tally.add(judged)
@@ -296,9 +297,7 @@ def test_a_raising_state_update_keeps_the_state_and_a_failing_one_names_its_node
     hanging = {
         "id": "hanging",
         "nodes": [
-            _node(
-                "start", Q_BAD, "bcl2", state_update_source="lambda a, p: [0 for _ in iter(int, 1)]"
-            )
+            _node("start", Q_BAD, "bcl2", state_update_source="lambda a, p: any(iter(int, 1))")
         ],
         "outcome_criteria": [{"name": "turns", "check": {"type": "count_turns"}}],
     }

@@ -1,7 +1,10 @@
-"""ASGI guards in front of the reward service: the ``Host`` check (DNS rebinding),
-bearer-token auth and the body-size limit. Each answers with a JSON
-``{"message": ...}`` like the service's own errors, and each acts before the app
-reads a byte of the body."""
+"""verifleet.web — the HTTP edge shared by the services verifleet serves (the
+reward service and the results viewer): ASGI guards for the ``Host`` check (DNS
+rebinding), token auth and the body-size limit, and the one loopback test behind
+their binding rules. Each guard answers with a JSON ``{"message": ...}`` and the
+same status in every service (403 for a refused ``Host``, 401 for a missing token,
+413 for a large body), and acts before the app reads a byte of the body. Imports
+nothing of ours, so every layer that serves HTTP may use it."""
 
 from __future__ import annotations
 
@@ -10,8 +13,20 @@ import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
+from urllib.parse import parse_qs
 
-__all__ = ["ASGIApp", "BearerAuth", "BodyLimit", "HostCheck", "bearer_token_ok", "host_allowed"]
+__all__ = [
+    "LOOPBACK_NAMES",
+    "ASGIApp",
+    "BearerAuth",
+    "BodyLimit",
+    "HostCheck",
+    "bearer_token_ok",
+    "host_allowed",
+    "host_name",
+    "is_loopback",
+    "send_json_error",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -48,35 +63,91 @@ def bearer_token_ok(headers: Collection[tuple[bytes, bytes]], token: bytes) -> b
     return False
 
 
+def _cookie(headers: Collection[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """The value of cookie ``name`` in the request's ``Cookie`` headers, if any."""
+    for header, value in headers:
+        if header.lower() == b"cookie":
+            for part in value.split(b";"):
+                key, _, given = part.strip().partition(b"=")
+                if key == name:
+                    return given
+    return None
+
+
 class BearerAuth:
-    """ASGI middleware answering 401 to HTTP requests without the bearer token,
-    except on the ``open_paths`` (the health route, for load balancers).
+    """ASGI middleware answering 401 to HTTP requests without the token, except on
+    the ``open_paths`` (the health route, for load balancers).
+
+    The token is sent as ``Authorization: Bearer <token>``. With ``cookie`` set (a
+    service a browser opens), it may also come as ``?token=`` (the response then
+    sets the cookie, so the page's own requests carry it) or in that cookie. Every
+    comparison takes the same time wherever the given token first differs.
 
     Args:
         app: The wrapped app.
-        token: The shared secret callers send as ``Authorization: Bearer <token>``.
+        token: The shared secret.
         open_paths: Paths served without the token.
+        cookie: The cookie that keeps the token in a browser; None accepts the
+            header only.
+        option: How the server was given the token, named in the 401's message.
     """
 
-    def __init__(self, app: ASGIApp, token: str, open_paths: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        open_paths: Collection[str] = (),
+        *,
+        cookie: str | None = None,
+        option: str = "--token",
+    ) -> None:
         self.app = app
         self.token = token.encode()
         self.open_paths = frozenset(open_paths)
+        self.cookie = cookie.encode() if cookie else None
+        self.message = (
+            "missing or invalid bearer token: send the header 'Authorization: Bearer <token>' "
+            f"with the token the server was started with ({option})"
+        )
+
+    def _from_query(self, scope: Scope) -> bytes | None:
+        query = scope.get("query_string") or b""
+        if self.cookie is None or b"token=" not in query:
+            return None
+        given = parse_qs(query.decode("latin-1")).get("token")
+        return given[0].encode("latin-1") if given else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in self.open_paths:
             await self.app(scope, receive, send)
             return
-        if bearer_token_ok(scope.get("headers") or [], self.token):
+        headers = scope.get("headers") or []
+        queried = self._from_query(scope)
+        if queried is not None:
+            if hmac.compare_digest(queried, self.token):
+                await self.app(scope, receive, self._setting_cookie(send))
+                return
+        elif bearer_token_ok(headers, self.token) or (
+            self.cookie is not None
+            and hmac.compare_digest(_cookie(headers, self.cookie) or b"", self.token)
+        ):
             await self.app(scope, receive, send)
             return
         await send_json_error(
-            send,
-            401,
-            "missing or invalid bearer token: send the header 'Authorization: Bearer <token>' "
-            "with the token the server was started with (--token / VERIFLEET_SERVE_TOKEN)",
-            [(b"www-authenticate", b'Bearer realm="verifleet"')],
+            send, 401, self.message, [(b"www-authenticate", b'Bearer realm="verifleet"')]
         )
+
+    def _setting_cookie(self, send: Send) -> Send:
+        """``send`` with the token cookie added to the response's headers."""
+        assert self.cookie is not None
+        value = self.cookie + b"=" + self.token + b"; HttpOnly; Path=/; SameSite=strict"
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), (b"set-cookie", value)]
+            await send(message)
+
+        return sending
 
 
 class BodyLimit:
@@ -139,7 +210,7 @@ class BodyLimit:
 LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 
 
-def _host_name(value: str) -> str:
+def host_name(value: str) -> str:
     """The name of a ``Host`` header value: port and IPv6 brackets dropped, lower case."""
     value = value.strip().lower()
     if value.startswith("["):
@@ -158,7 +229,7 @@ def host_allowed(value: str, allowed: Collection[str]) -> bool:
     which now resolves to 127.0.0.1), so refusing unknown names stops it, while
     clients that address the server by IP or through a configured name pass.
     """
-    name = _host_name(value)
+    name = host_name(value)
     if not name or name in LOOPBACK_NAMES or "*" in allowed or name in allowed:
         return True
     try:
@@ -168,12 +239,28 @@ def host_allowed(value: str, allowed: Collection[str]) -> bool:
     return True
 
 
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps a service on this machine: ``localhost``, or an
+    IPv4 or IPv6 loopback address, with or without the brackets a URL puts around
+    IPv6 (``[::1]`` names the same address as ``::1``). Other host names count as
+    not loopback: what they resolve to can change. Never raises."""
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 _MAX_VERDICTS = 1024
 
 
 class HostCheck:
     """ASGI middleware answering 403 to requests whose ``Host`` names a server this
-    service does not know: DNS rebinding lets any web page a local user opens send
+    service does not know (:func:`host_allowed`): DNS rebinding lets any web page a local user opens send
     requests to a loopback port under the page's own host name, so a service
     without a token on 127.0.0.1 would otherwise be open to every website.
 
@@ -184,11 +271,15 @@ class HostCheck:
         app: The wrapped app.
         allowed_hosts: Extra host names to accept (a reverse proxy's public name);
             ``*`` accepts any.
+        option: The command-line option that adds a name, named in the 403's message.
     """
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Collection[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed_hosts: Collection[str] = (), *, option: str = "--allowed-host"
+    ) -> None:
         self.app = app
-        self.allowed = frozenset(_host_name(h) if h != "*" else h for h in allowed_hosts)
+        self.option = option
+        self.allowed = frozenset(host_name(h) if h != "*" else h for h in allowed_hosts)
         # Verdicts by raw header value: every request of a client carries the
         # same one, and parsing it as an IP address was ~4 % of a judge-free
         # request's CPU. Bounded: a client sending ever new values gets them
@@ -212,9 +303,9 @@ class HostCheck:
                         await send_json_error(
                             send,
                             403,
-                            f"host {_host_name(text)!r} is not served here: this server answers "
+                            f"host {host_name(text)!r} is not served here: this server answers "
                             "requests addressed to localhost, an IP address or a name given "
-                            "with --allowed-host (a guard against DNS rebinding)",
+                            f"with {self.option} (a guard against DNS rebinding)",
                         )
                         return
                     break
