@@ -18,6 +18,7 @@ from ._core import (
     clustered_mean_from_sums,
     naive_mean,
     rate_interval,
+    rate_interval_from_sums,
     wilson,
     z_quantile,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "rate_interval",
+    "rate_interval_from_sums",
     "read_label_entries",
     "read_labels",
     "replicate_stats",
