@@ -7,6 +7,7 @@ per-question counts: questions are the clusters (docs/results.md).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import pandas as pd
@@ -86,7 +87,7 @@ def pass_rate_interval(judged: pd.DataFrame) -> Interval | None:
     if judged.empty:
         return None
     per_question = judged.groupby("question_id", sort=False)["passed"].agg(["sum", "count"])
-    return rate_interval_from_sums(per_question["sum"], per_question["count"])
+    return rate_interval_from_sums(per_question["sum"].to_numpy(), per_question["count"].to_numpy())
 
 
 def _interval_fields(interval: Interval | None) -> dict[str, Any]:
@@ -147,16 +148,15 @@ def replicate_figures(frame: pd.DataFrame, top: int = FLAKIEST) -> dict[str, Any
         ["sum", "count"]
     )
     # replicate_stats counts passes per question; the replicates' order plays no part.
-    verdicts: dict[tuple[str, str, str], list[bool]] = {
-        key: [True] * int(passed) + [False] * (int(n) - int(passed))
-        for key, passed, n in counted.itertuples(name=None)
-    }
+    verdicts: dict[Hashable, list[bool]] = {}
+    pairs: dict[tuple[str, str], dict[Hashable, list[bool]]] = {}
+    for (answering, parsing, question), passed, n in counted.itertuples(name=None):
+        values = [True] * int(passed) + [False] * (int(n) - int(passed))
+        verdicts[(answering, parsing, question)] = values
+        pairs.setdefault((answering, parsing), {})[question] = values
     k = max(len(v) for v in verdicts.values())
     if k < 2:
         return None
-    pairs: dict[tuple[str, str], dict[str, list[bool]]] = {}
-    for (answering, parsing, question), values in verdicts.items():
-        pairs.setdefault((answering, parsing), {})[question] = values
     rows = []
     for (answering, parsing), questions in pairs.items():
         figures = replicate_stats(questions, k=k, top=0).as_dict()
@@ -212,7 +212,9 @@ def _trait_interval(scores: pd.DataFrame) -> dict[str, Any] | None:
     :func:`stats.clustered_mean_from_sums`); None with fewer than two questions."""
     per_question = scores.groupby("question_id", sort=False)["score"].agg(["sum", "count"])
     try:
-        interval = clustered_mean_from_sums(per_question["sum"], per_question["count"])
+        interval = clustered_mean_from_sums(
+            per_question["sum"].to_numpy(), per_question["count"].to_numpy()
+        )
     except StatisticsError:
         return None
     return {"low": interval.low, "high": interval.high, "questions": interval.clusters}
