@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from typing import Literal
 
 from verifleet.errors import ConfigError
 
 from ._serve_guards import ASGIApp, Receive, Scope, Send, send_json_error
 
-__all__ = ["ClientNetworks", "Network", "parse_networks"]
+__all__ = ["FAIR_BY", "CallerIdentity", "ClientNetworks", "FairBy", "Network", "parse_networks"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -114,3 +115,67 @@ class ClientNetworks:
                 403,
                 "this client's address is not in the server's allowed networks (--allow-net)",
             )
+
+
+#: How ``/verify`` tells its callers apart for their fair shares
+#: (``verifleet serve --fair-share``).
+FairBy = Literal["address", "connection", "forwarded-for", "off"]
+
+FAIR_BY: tuple[FairBy, ...] = ("address", "connection", "forwarded-for", "off")
+
+
+def _forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The address the nearest proxy put last in ``X-Forwarded-For`` (what the
+    client itself wrote before it can be anything), None without one."""
+    last: bytes | None = None
+    for name, value in headers:
+        if name.lower() == b"x-forwarded-for":
+            last = value  # several headers: the last is the nearest proxy's
+    if last is None:
+        return None
+    entry = last.rsplit(b",", 1)[-1].strip()
+    return entry.decode("latin-1") if entry else None
+
+
+class CallerIdentity:
+    """Who sent a request, as the fair shares of ``/verify`` count it.
+
+    ``address``: the TCP peer's IP address (every connection from one host is
+    one caller, however many it opens); ``connection``: the peer's address and
+    port (each connection a caller: a batch is what one connection can hold
+    many places with); ``forwarded-for``: the last address of
+    ``X-Forwarded-For`` (the one the reverse proxy in front appended), else the
+    peer's; only behind a proxy that sets it, since a client that reaches the
+    server directly writes what it likes there. ``off``: everyone is one caller
+    (first come, first served).
+
+    Args:
+        by: One of :data:`FAIR_BY`.
+
+    Raises:
+        ConfigError: ``by`` is not one of them.
+    """
+
+    def __init__(self, by: FairBy) -> None:
+        if by not in FAIR_BY:
+            raise ConfigError(f"fair share by {by!r}: expected one of {', '.join(FAIR_BY)}")
+        self.by = by
+
+    @property
+    def fair(self) -> bool:
+        """Whether callers get shares of their own."""
+        return self.by != "off"
+
+    def __call__(self, scope: Scope) -> str | None:
+        """The caller of ``scope`` (an address, never a credential); None when off."""
+        if self.by == "off":
+            return None
+        client = scope.get("client")
+        host = str(client[0]) if client else ""
+        if self.by == "connection":
+            return f"{host}:{client[1]}" if client else host
+        if self.by == "forwarded-for":
+            forwarded = _forwarded_for(scope.get("headers") or [])
+            if forwarded:
+                return forwarded
+        return host

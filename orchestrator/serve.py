@@ -7,7 +7,8 @@ the bearer token (when the service has one; ``/health`` and ``/ready`` never nee
 it); 403 for a ``Host`` the server does not answer to (DNS rebinding); 404 for an
 unknown question id; 413 for a body over the size limit; 422 for a body of the
 wrong shape or a response with nothing to verify; 503 with ``Retry-After`` when
-``max_inflight`` rollouts are being scored already; 500 only for faults of the
+``max_inflight`` rollouts are being scored already, or the caller holds its fair
+share of them while others are active (:mod:`._serve_admission`); 500 only for faults of the
 server itself. A request that could not be verified for an infrastructure reason
 (judge unreachable or refusing, a sandbox executor failure, the deadline) is never
 answered as a score: 502/503/504 with ``reward: null`` and the failure, or (with
@@ -45,7 +46,7 @@ from verifleet.reward import (
 )
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 
-from ._serve_access import ClientNetworks, Network
+from ._serve_access import CallerIdentity, ClientNetworks, FairBy, Network
 from ._serve_admission import Admission, AdmissionGate
 from ._serve_batch import BATCH_PATH
 from ._serve_defaults import (
@@ -131,13 +132,14 @@ def _guarded(
     token: str | None,
     allowed_hosts: Sequence[str],
     allow_net: Sequence[Network] = (),
+    identify: CallerIdentity | None = None,
 ) -> ASGIApp:
     """``app`` behind the guards, outermost first: the Host check, the client
     network allow-list (peers in it need no token), the bearer token (401 before
-    any body is read), admission (503, or a wait in its queue, before any body
-    is read), the body limit."""
+    any body is read), admission (the caller identified; 503, or a wait in its
+    queue, before any body is read), the body limit."""
     guarded: ASGIApp = BodyLimit(app, max_bytes=max_body_bytes)
-    guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH])
+    guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH], identify=identify)
     open_paths = [HEALTH_PATH, READY_PATH]
     checked: ASGIApp = guarded
     if token is not None:
@@ -233,6 +235,7 @@ def create_app(
     allow_net: Sequence[Network] = (),
     max_queued: int = 0,
     inline_executors: int = 0,
+    fair_share: FairBy = "address",
 ) -> RewardService:
     """The reward service for ``benchmark``.
 
@@ -264,6 +267,10 @@ def create_app(
         max_queued: Requests beyond ``max_inflight`` that wait for a place.
         inline_executors: Executors of their own for inline questions (0: they
             share the benchmark's; see :class:`~verifleet.reward.RewardScorer`).
+        fair_share: How callers are told apart for their fair shares of the
+            in-flight places and the sandbox executors
+            (:class:`~._serve_access.CallerIdentity`; ``off``: first come,
+            first served).
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -288,6 +295,7 @@ def create_app(
         allowed_hosts=allowed_hosts,
         allow_net=allow_net,
         max_queued=max_queued,
+        fair_share=fair_share,
     )
 
 
@@ -303,6 +311,7 @@ def service_for(
     allowed_hosts: Sequence[str] = (),
     allow_net: Sequence[Network] = (),
     max_queued: int = 0,
+    fair_share: FairBy = "address",
 ) -> RewardService:
     """The reward service around a scorer built already (``verifleet serve``
     builds one with its cache, pricing and sandbox scope); the options are
@@ -313,10 +322,14 @@ def service_for(
             agents send none); without a token, other peers get 403.
         max_queued: Requests beyond ``max_inflight`` that wait for a place (at
             most ``request_timeout`` seconds) instead of getting 503 at once.
+        fair_share: How callers are told apart (``address``, ``connection``,
+            ``forwarded-for``; ``off``: no shares): each active caller holds at
+            most its share of the in-flight places and of the sandbox
+            executors, a caller alone all of them.
 
     Raises:
-        ConfigError: an empty token, a limit that is not positive or an unknown
-            ``infra_errors``.
+        ConfigError: an empty token, a limit that is not positive, an unknown
+            ``infra_errors`` or ``fair_share``.
     """
     if token is not None and not token.strip():
         raise ConfigError("the bearer token is empty")
@@ -330,7 +343,10 @@ def service_for(
         )
     if max_queued < 0:
         raise ConfigError("max_queued must be 0 or more")
-    admission = Admission(max_inflight, max_queued=max_queued, queue_timeout=request_timeout)
+    identify = CallerIdentity(fair_share)
+    admission = Admission(
+        max_inflight, max_queued=max_queued, queue_timeout=request_timeout, fair=identify.fair
+    )
     app = RewardService(
         title="verifleet reward service",
         version=__version__,
@@ -355,6 +371,7 @@ def service_for(
         "token": token,
         "allowed_hosts": allowed_hosts,
         "allow_net": allow_net,
+        "identify": identify,
     }
     app.guarded_fast = _guarded(routes, **guards)
     # The rest (/openapi.json, /docs) behind the same guards; without a token

@@ -457,6 +457,7 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         allowed_hosts=args.allowed_host,
         allow_net=parse_networks(args.allow_net),
         max_queued=args.max_queued,
+        fair_share=getattr(args, "fair_share", "address"),
     )
 
 
