@@ -285,15 +285,27 @@ class BridgedSandbox:
         try:
             if not in_bridge():
                 return fn(*args, **kwargs)
-            done, outcome = self._on_loop(fn, *args, **kwargs)
-            if done:
-                return cast(T, outcome)
-            # The thread runs in the bridged code's context, not the loop
-            # task's: the pool reads its scope (SandboxPool.scoped, set by the
-            # caller in its greenlet) there. Without it a served benchmark's
-            # templates ran unscoped, a process and a compile per call.
-            context = contextvars.copy_context()
-            return call_blocking(lambda: context.run(fn, *args, **kwargs), limiter=self._limiter())
+            # The slot is held for the threaded call too: a call that went to
+            # a thread without one waited in the pool beside the fair queue,
+            # and another caller's queued call took the executor it was after.
+            slots = self._slots()
+            caller = CALLER.get()
+            slots.take(caller)
+            try:
+                done, outcome = self._on_loop(fn, *args, **kwargs)
+                if done:
+                    return cast(T, outcome)
+                # The thread runs in the bridged code's context, not the loop
+                # task's: the pool reads its scope (SandboxPool.scoped, set by
+                # the caller in its greenlet) there. Without it a served
+                # benchmark's templates ran unscoped, a process and a compile
+                # per call.
+                context = contextvars.copy_context()
+                return call_blocking(
+                    lambda: context.run(fn, *args, **kwargs), limiter=self._limiter()
+                )
+            finally:
+                slots.give(caller)
         except Exception as exc:
             failure = sandbox_failure(exc)
             if failure is not None and self.on_failure is not None:
@@ -303,13 +315,11 @@ class BridgedSandbox:
     def _on_loop(
         self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
     ) -> tuple[bool, T | None]:
-        """Make the call on this thread, its reply awaited on the loop: (True,
-        its outcome); (False, None) when it needs an executor that is not idle
-        (nothing was sent). A cancellation meanwhile is raised once the reply
-        is in, as the threaded call does: the executor stays usable."""
-        slots = self._slots()
-        caller = CALLER.get()
-        slots.take(caller)
+        """Make the call on this thread (which holds a slot), its reply awaited
+        on the loop: (True, its outcome); (False, None) when it needs an
+        executor that is not idle (nothing was sent). A cancellation meanwhile
+        is raised once the reply is in, as the threaded call does: the
+        executor stays usable."""
         waiter = _ReplyWait()
         try:
             with cooperative(waiter):
@@ -320,8 +330,6 @@ class BridgedSandbox:
             if waiter.cancelled is not None:
                 raise waiter.cancelled from None
             raise
-        finally:
-            slots.give(caller)
         if waiter.cancelled is not None:
             raise waiter.cancelled
         return True, outcome
