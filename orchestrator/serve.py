@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from verifleet import __version__
 from verifleet.pipeline import PipelineResources, close_async_senders
@@ -115,7 +115,9 @@ class ReadyResponse(BaseModel):
     ready: bool
     inflight: int
     max_inflight: int
+    queued: int
     rejected: int
+    callers: int = Field(description="callers active for the fair shares (--fair-share)")
 
 
 class BatchResponse(BaseModel):
