@@ -175,7 +175,7 @@ def _check(results: list[VerificationResult]) -> None:
 
     tool = live["tool"]
     template = tool.template
-    assert template is not None and tool.metadata.completed_without_errors
+    assert template is not None and tool.metadata.completed_without_errors, tool.metadata.error
     assert template.verify_result is True
     assert template.parsed_llm_response == {"value": 239}
     assert [m["role"] for m in template.trace_messages] == [

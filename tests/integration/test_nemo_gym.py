@@ -307,17 +307,49 @@ def gym_servers(
 
 
 def _nemo(command: list[str], root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run a NeMo Gym command that may start servers: SIGINT, with which it stops
-    them, restored (a background test run inherits it ignored)."""
-    return subprocess.run(
-        command,
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    """Run a NeMo Gym command that may start servers, in a session of its own with
+    SIGINT restored (a background test run inherits it ignored; NeMo Gym stops its
+    servers with it).
+
+    ``gym eval reverify`` (0.7.0) starts its servers and exits without stopping
+    them: they keep its output pipes open, so its output goes to files, and what is
+    left of its process group is stopped once it has exited.
+    """
+    out, err = root / "command.out", root / "command.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen(
+            command,
+            cwd=root,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        try:
+            proc.wait(timeout=900)
+        finally:
+            _stop_group(proc.pid)
+    return subprocess.CompletedProcess(
+        command, proc.returncode, out.read_text(errors="replace"), err.read_text(errors="replace")
     )
+
+
+def _stop_group(pgid: int) -> None:
+    """SIGINT to what is left of a process group (NeMo Gym's servers stop on it),
+    then SIGKILL after a grace period."""
+    for sig, grace in ((signal.SIGINT, 60.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.5)
 
 
 def _rewards(path: Path) -> dict[str, Any]:
