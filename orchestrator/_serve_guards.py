@@ -8,10 +8,18 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping, Sequence
 from typing import Any
 
-__all__ = ["ASGIApp", "BearerAuth", "BodyLimit", "HostCheck", "bearer_token_ok", "host_allowed"]
+__all__ = [
+    "ASGIApp",
+    "BearerAuth",
+    "BodyLimit",
+    "HostCheck",
+    "bearer_token_ok",
+    "host_allowed",
+    "presented_token",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,18 +42,34 @@ async def send_json_error(
     await send({"type": "http.response.body", "body": body})
 
 
-def bearer_token_ok(headers: Collection[tuple[bytes, bytes]], token: bytes) -> bool:
-    """Whether ``headers`` carry ``Authorization: Bearer <token>``.
-
-    The comparison takes the same time wherever the given token first differs
-    (``hmac.compare_digest``), so response times do not leak the token.
-    """
+def presented_token(headers: Collection[tuple[bytes, bytes]]) -> bytes | None:
+    """The token of a request's ``Authorization: Bearer <token>``, None without one."""
     for name, value in headers:
         if name.lower() == b"authorization":
             scheme, _, given = value.partition(b" ")
             if scheme.lower() == b"bearer":
-                return hmac.compare_digest(given.strip(), token)
-    return False
+                return given.strip()
+    return None
+
+
+def bearer_token_ok(
+    headers: Collection[tuple[bytes, bytes]], token: bytes | Collection[bytes]
+) -> bool:
+    """Whether ``headers`` carry ``Authorization: Bearer <token>`` (one of the
+    tokens, when given several).
+
+    Each comparison takes the same time wherever the given token first differs
+    (``hmac.compare_digest``), and every token is compared, so response times
+    do not leak a token or which one matched.
+    """
+    given = presented_token(headers)
+    if given is None:
+        return False
+    tokens = (token,) if isinstance(token, bytes) else token
+    matched = False
+    for candidate in tokens:
+        matched |= hmac.compare_digest(given, candidate)
+    return matched
 
 
 class BearerAuth:
@@ -54,20 +78,24 @@ class BearerAuth:
 
     Args:
         app: The wrapped app.
-        token: The shared secret callers send as ``Authorization: Bearer <token>``.
+        token: The shared secret callers send as ``Authorization: Bearer <token>``,
+            or several (``--tokens-file``: one per caller), any of which passes.
         open_paths: Paths served without the token.
     """
 
-    def __init__(self, app: ASGIApp, token: str, open_paths: Collection[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str | Sequence[str], open_paths: Collection[str] = ()
+    ) -> None:
         self.app = app
-        self.token = token.encode()
+        tokens = [token] if isinstance(token, str) else list(token)
+        self.tokens = tuple(t.encode() for t in tokens)
         self.open_paths = frozenset(open_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in self.open_paths:
             await self.app(scope, receive, send)
             return
-        if bearer_token_ok(scope.get("headers") or [], self.token):
+        if bearer_token_ok(scope.get("headers") or [], self.tokens):
             await self.app(scope, receive, send)
             return
         await send_json_error(

@@ -131,7 +131,7 @@ def _guarded(
     *,
     admission: Admission,
     max_body_bytes: int,
-    token: str | None,
+    token: Sequence[str] | None,
     allowed_hosts: Sequence[str],
     allow_net: Sequence[Network] = (),
     identify: CallerIdentity | None = None,
@@ -227,7 +227,7 @@ def create_app(
     *,
     resources: PipelineResources | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    token: str | None = None,
+    token: str | Sequence[str] | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     max_inflight: int = DEFAULT_MAX_INFLIGHT,
     max_batch: int = DEFAULT_MAX_BATCH,
@@ -249,7 +249,9 @@ def create_app(
             to share the judge-call cache through Redis).
         max_body_bytes: Larger request bodies get 413.
         token: When set, every route but ``/health`` and ``/ready`` needs
-            ``Authorization: Bearer <token>`` (else 401).
+            ``Authorization: Bearer <token>`` (else 401); several tokens (one
+            per tenant): any of them, and each is a caller of its own for
+            ``fair_share``.
         request_timeout: Seconds one rollout may take; a longer ``/verify`` gets
             504 (or its batch entry a ``timeout`` failure), its scoring cancelled.
         max_inflight: Rollouts scored at once; more get 503 with ``Retry-After``.
@@ -305,7 +307,7 @@ def service_for(
     scorer: RewardScorer,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    token: str | None = None,
+    token: str | Sequence[str] | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     max_inflight: int = DEFAULT_MAX_INFLIGHT,
     max_batch: int = DEFAULT_MAX_BATCH,
@@ -333,8 +335,10 @@ def service_for(
         ConfigError: an empty token, a limit that is not positive, an unknown
             ``infra_errors`` or ``fair_share``.
     """
-    if token is not None and not token.strip():
+    tokens = [token] if isinstance(token, str) else list(token or ())
+    if any(not t.strip() for t in tokens):
         raise ConfigError("the bearer token is empty")
+    token = tokens or None
     if min(max_body_bytes, request_timeout, max_inflight, max_batch) <= 0:
         raise ConfigError(
             "max_body_bytes, request_timeout, max_inflight and max_batch must be positive"
@@ -345,7 +349,7 @@ def service_for(
         )
     if max_queued < 0:
         raise ConfigError("max_queued must be 0 or more")
-    identify = CallerIdentity(fair_share)
+    identify = CallerIdentity(fair_share, tokens)
     admission = Admission(
         max_inflight, max_queued=max_queued, queue_timeout=request_timeout, fair=identify.fair
     )

@@ -85,10 +85,18 @@ def judge() -> Iterator[RunningEndpoint]:
         yield endpoint
 
 
-def _attack(base: str, stop: threading.Event, index: int, done: list[int]) -> None:
+def _headers(token: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def _attack(
+    base: str, stop: threading.Event, index: int, done: list[int], token: str | None
+) -> None:
     """One attacker connection: slow inline questions back to back until
     ``stop``; each answered one is counted in ``done``."""
-    with httpx.Client(base_url=base, timeout=300, trust_env=False) as client:
+    with httpx.Client(
+        base_url=base, timeout=300, trust_env=False, headers=_headers(token)
+    ) as client:
         while not stop.is_set():
             body = {
                 "question": {
@@ -105,10 +113,11 @@ def _attack(base: str, stop: threading.Event, index: int, done: list[int]) -> No
             done.append(index)
 
 
-def _victim(base: str) -> list[tuple[str, float | None]]:
-    """The victim's three requests, one after another, each cut at :data:`DEADLINE`:
-    (what it asked, its reward), reward None for a request past its deadline."""
-    transport = httpx.HTTPTransport(local_address="127.0.0.2")
+def _victim(base: str, address: str, token: str | None) -> list[tuple[str, float | None]]:
+    """The victim's three requests from ``address``, one after another, each cut
+    at :data:`DEADLINE`: (what it asked, its reward), reward None for a request
+    past its deadline."""
+    transport = httpx.HTTPTransport(local_address=address)
     bodies = [
         ("benchmark", {"question_id": "geo", "response": CORRECT}),
         (
@@ -126,7 +135,11 @@ def _victim(base: str) -> list[tuple[str, float | None]]:
     ]
     outcomes: list[tuple[str, float | None]] = []
     with httpx.Client(
-        base_url=base, transport=transport, timeout=DEADLINE, trust_env=False
+        base_url=base,
+        transport=transport,
+        timeout=DEADLINE,
+        trust_env=False,
+        headers=_headers(token),
     ) as client:
         for label, body in bodies:
             try:
@@ -140,22 +153,32 @@ def _victim(base: str) -> list[tuple[str, float | None]]:
 
 
 def _replay(
-    judge: RunningEndpoint, tmp_path: Path, fair_share: str
+    judge: RunningEndpoint,
+    tmp_path: Path,
+    name: str,
+    flags: list[str],
+    *,
+    victim_address: str = "127.0.0.2",
+    tokens: tuple[str | None, str | None] = (None, None),
+    env: dict[str, str] | None = None,
 ) -> list[tuple[str, float | None]]:
+    """The attack on a server started with ``flags``; the victim's outcomes.
+    ``tokens``: the attacker's and the victim's bearer tokens."""
     bench = tmp_path / "geo.yaml"
     dump_benchmark(geo_benchmark(), bench)
     flags = [
+        *flags,
         "--parsing",
         f"{judge.base_url}#judge",
         "--inline-executors",
         "0",
         "--request-timeout",
         "300",
-        "--fair-share",
-        fair_share,
     ]
-    log = tmp_path / f"serve-{fair_share}.log"
-    with running_serve(bench, flags, log, env={"VERIFLEET_SANDBOX_POOL": "2"}) as base:
+    attacker_token, victim_token = tokens
+    log = tmp_path / f"serve-{name}.log"
+    env = {"VERIFLEET_SANDBOX_POOL": "2", **(env or {})}
+    with running_serve(bench, flags, log, env=env) as base:
         # A warm server: the benchmark's template compiled, the judge's replies
         # for the victim's benchmark answer cached.
         warm = httpx.post(
@@ -163,12 +186,15 @@ def _replay(
             json={"question_id": "geo", "response": CORRECT},
             timeout=120,
             trust_env=False,
+            headers=_headers(attacker_token),
         )
         assert warm.status_code == 200 and warm.json()["reward"] == 1.0, warm.text
         stop = threading.Event()
         done: list[int] = []
         attackers = [
-            threading.Thread(target=_attack, args=(base, stop, i, done), daemon=True)
+            threading.Thread(
+                target=_attack, args=(base, stop, i, done, attacker_token), daemon=True
+            )
             for i in range(ATTACKERS)
         ]
         for thread in attackers:
@@ -178,11 +204,11 @@ def _replay(
             # connection has a request in flight again, two running and the
             # rest queued for an executor, before the victim asks.
             polls = 0
-            while len(done) < 2 or _inflight(base) < ATTACKERS:
+            while len(done) < 2 or _inflight(base, attacker_token) < ATTACKERS:
                 polls += 1
                 assert polls < 3000, "the attack never filled the executors"
                 stop.wait(0.1)
-            outcomes = _victim(base)
+            outcomes = _victim(base, victim_address, victim_token)
         finally:
             stop.set()
     # The server is gone: the attackers' last requests ended with an error.
@@ -191,18 +217,48 @@ def _replay(
     return outcomes
 
 
-def _inflight(base: str) -> int:
+def _inflight(base: str, token: str | None) -> int:
     """Requests in flight on the server (``/ready`` counts them)."""
-    reply = httpx.get(base + "/ready", timeout=10, trust_env=False)
+    reply = httpx.get(base + "/ready", timeout=10, trust_env=False, headers=_headers(token))
     return int(reply.json()["inflight"])
 
 
 def test_a_callers_slow_templates_never_push_another_caller_past_its_deadline(
     judge: RunningEndpoint, tmp_path: Path
 ) -> None:
-    fair = _replay(judge, tmp_path, "address")
+    fair = _replay(judge, tmp_path, "address", [])
     assert fair == [("benchmark", 1.0), ("inline", 1.0), ("benchmark", 1.0)], fair
     # Control: first come, first served, the victim's first request waits
     # behind the attacker's queue and misses its deadline.
-    shared = _replay(judge, tmp_path, "off")
+    shared = _replay(judge, tmp_path, "off", ["--fair-share", "off"])
+    assert shared == [("benchmark", None)], shared
+
+
+def test_tenants_with_tokens_of_their_own_are_callers_of_their_own_on_one_address(
+    judge: RunningEndpoint, tmp_path: Path
+) -> None:
+    """Two tenants behind one address (a gateway, one NAT): with a token each
+    (``--tokens-file``) they are two callers; the control is the same attack
+    with the one shared token, where the address makes them one caller and
+    the victim waits behind the attacker's queue."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# one per tenant\nattacker-t0ken\nvictim-t0ken\n")
+    own = _replay(
+        judge,
+        tmp_path,
+        "tokens",
+        ["--tokens-file", str(tokens)],
+        victim_address="127.0.0.1",
+        tokens=("attacker-t0ken", "victim-t0ken"),
+    )
+    assert own == [("benchmark", 1.0), ("inline", 1.0), ("benchmark", 1.0)], own
+    shared = _replay(
+        judge,
+        tmp_path,
+        "one-token",
+        [],
+        victim_address="127.0.0.1",
+        tokens=("shared-t0ken", "shared-t0ken"),
+        env={"VERIFLEET_SERVE_TOKEN": "shared-t0ken"},
+    )
     assert shared == [("benchmark", None)], shared

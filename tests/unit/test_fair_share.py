@@ -17,6 +17,7 @@ import pytest
 from verifleet.errors import ConfigError
 from verifleet.orchestrator._serve_access import CallerIdentity
 from verifleet.orchestrator._serve_admission import Admission
+from verifleet.orchestrator._serve_guards import bearer_token_ok
 from verifleet.pipeline import FairShare
 
 
@@ -173,3 +174,29 @@ def test_callers_are_identified_by_the_chosen_address(
     assert identify.fair is (by != "off")
     with pytest.raises(ConfigError):
         CallerIdentity("token-ish")  # type: ignore[arg-type]
+
+
+def test_each_of_several_tokens_is_a_caller_and_no_token_shows_in_its_key() -> None:
+    identify = CallerIdentity("address", ["tenant-a-secret", "tenant-b-secret"])
+
+    def scope(token: str | None, port: int = 40000) -> dict[str, object]:
+        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        return {"type": "http", "client": ("10.0.0.7", port), "headers": headers}
+
+    a, b = identify(scope("tenant-a-secret")), identify(scope("tenant-b-secret"))
+    assert a != b and a == identify(scope("tenant-a-secret", port=40001))
+    assert a is not None and "secret" not in a and a.startswith("token:")
+    # A token the server does not have, or none: the address.
+    assert identify(scope("forged")) == identify(scope(None)) == "10.0.0.7"
+    # One token is no identity: every holder shares it.
+    assert CallerIdentity("address", ["only"])(scope("only")) == "10.0.0.7"
+    # Another process (another random key) names the same tenant differently.
+    assert CallerIdentity("address", ["tenant-a-secret", "x"])(scope("tenant-a-secret")) != a
+
+
+def test_any_of_several_bearer_tokens_passes() -> None:
+    tokens = (b"tenant-a-secret", b"tenant-b-secret")
+    assert bearer_token_ok([(b"authorization", b"Bearer tenant-b-secret")], tokens)
+    assert not bearer_token_ok([(b"authorization", b"Bearer tenant-c-secret")], tokens)
+    assert not bearer_token_ok([], tokens)
+    assert bearer_token_ok([(b"authorization", b"bearer tenant-a-secret")], b"tenant-a-secret")
