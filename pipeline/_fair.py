@@ -91,17 +91,20 @@ class FairShare:
         """Callers active now, ``caller`` counted in (it is about to ask)."""
         if not self.fair:
             return 1
-        count = self.callers
+        self._prune()
+        # A caller is in _busy (holding or waiting) or in _seen, never both.
+        count = len(self._busy) + len(self._seen)
         if caller not in self._busy and caller not in self._seen:
             count += 1
         return count
 
     @property
     def callers(self) -> int:
-        """Callers holding or waiting for a place, or lingering after one."""
-        self._prune()
-        # A caller is in _busy (holding or waiting) or in _seen, never both.
-        return len(self._busy) + len(self._seen)
+        """Callers holding or waiting for a place, or lingering after one.
+        Changes nothing: safe to read from another thread (``--health-port``)."""
+        now = time.monotonic()
+        lingering = sum(1 for since in list(self._seen.values()) if now - since < self.linger)
+        return len(self._busy) + lingering
 
     def _prune(self) -> None:
         """Forget the callers whose linger ran out."""
