@@ -452,6 +452,32 @@ class ResultStore(UnitWrites):
         """
         return [reply_text(key) for key in self.client.hkeys(self.keys(job_id).results)]
 
+    def verdict_keys(self, job_id: str) -> dict[tuple[str, str], dict[str, set[str]]]:
+        """The result keys of every verdict so far, per (answering, parsing)
+        display names: ``{"pass": {...}, "fail": {...}}``. No result is read
+        (what clustered intervals need, with the keys' questions).
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+        """
+        keys = self.keys(job_id)
+        pairs = {
+            reply_text(pid): reply_text(names)
+            for pid, names in self.client.hgetall(keys.pairs).items()
+        }
+        pipe = self.client.pipeline(transaction=False)
+        for pair_id in pairs:
+            for verdict in ("pass", "fail"):
+                pipe.smembers(keys.verdicts(pair_id, verdict))
+        replies = iter(pipe.execute())
+        found: dict[tuple[str, str], dict[str, set[str]]] = {}
+        for names in pairs.values():
+            answering, _, parsing = names.partition("\t")
+            found[(answering, parsing)] = {
+                verdict: {reply_text(k) for k in next(replies)} for verdict in ("pass", "fail")
+            }
+        return found
+
     def get_results(self, job_id: str, keys: Sequence[str]) -> list[VerificationResult | None]:
         """The stored results under ``keys`` (HMGET), None where a key has none.
 

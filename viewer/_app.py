@@ -9,11 +9,13 @@ from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from ._detail import compare, result_detail
 from ._errors import ViewerError
 from ._index import TableQuery
+from ._judging import PairedCache, label_state, set_label, write_refusal
 from ._matrix import matrix
 from ._overview import overview
 from ._runs import Run
@@ -30,11 +32,12 @@ __all__ = [
 
 TOKEN_COOKIE = "verifleet_viewer_token"
 
-_STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+_STATIC = {"app.js": "text/javascript", "judging.js": "text/javascript", "style.css": "text/css"}
 
 
 def static_text(name: str) -> str:
-    """The text of a bundled static asset (``index.html``, ``app.js``, ``style.css``).
+    """The text of a bundled static asset (``index.html``, ``app.js``, ``judging.js``,
+    ``style.css``).
 
     Raises:
         FileNotFoundError: the package was installed without its static files.
@@ -58,11 +61,12 @@ def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
     data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     if inline:
         head = "<style>\n" + static_text("style.css").replace("</", "<\\/") + "</style>"
-        script = static_text("app.js").replace("</", "<\\/").replace("<!--", "<\\!--")
-        body = "<script>\n" + script + "</script>"
+        # One element for both scripts (judging.js first: app.js calls into it).
+        script = "\n".join(static_text(name) for name in ("judging.js", "app.js"))
+        body = "<script>\n" + script.replace("</", "<\\/").replace("<!--", "<\\!--") + "</script>"
     else:
         head = '<link rel="stylesheet" href="static/style.css">'
-        body = '<script src="static/app.js"></script>'
+        body = '<script src="static/judging.js"></script><script src="static/app.js"></script>'
     page = static_text("index.html").replace("<!--ASSETS_HEAD-->", head)
     # The data goes in last, so that no value can be mistaken for a placeholder.
     page = page.replace("<!--ASSETS_BODY-->", body)
@@ -111,6 +115,7 @@ def create_app(
         A FastAPI application; serve it with uvicorn (see :func:`serve`).
     """
     app = FastAPI(title="verifleet viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    paired_cache = PairedCache()
 
     if token:
 
@@ -129,6 +134,17 @@ def create_app(
             if request.query_params.get("token"):
                 response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
             return response
+
+    # Registered before the token and host checks, so it runs after them: a
+    # refused origin learns nothing they would not tell it.
+    @app.middleware("http")
+    async def check_write(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        refused = write_refusal(request, token=bool(token))
+        if refused is not None:
+            return JSONResponse({"detail": refused}, status_code=403)
+        return await call_next(request)
 
     if allowed_hosts is not None:
         allowed = frozenset(host_of(h) for h in allowed_hosts)
@@ -198,9 +214,19 @@ def create_app(
     def run_result(run: int, row: int) -> dict[str, Any]:
         found = _run(runs, run)
         result = found.result(row)
-        return result_detail(
+        detail = result_detail(
             found.name, row, result, found.templates.lookup(result.metadata.template_id)
         )
+        return detail | {"labelling": label_state(found, result)}
+
+    @app.post("/api/runs/{run}/results/{row}/label")
+    async def run_result_label(run: int, row: int, request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise HTTPException(400, "the body is not JSON") from None
+        # The file work runs in a thread: the event loop keeps serving pages.
+        return await run_in_threadpool(set_label, _run(runs, run), row, body)
 
     @app.get("/api/runs/{run}/scenarios")
     def run_scenarios(run: int) -> list[dict[str, Any]]:
@@ -237,5 +263,12 @@ def create_app(
     ) -> dict[str, Any]:
         before, after = _run(runs, a), _run(runs, b)
         return compare(before.index, after.index, offset=offset, limit=limit)
+
+    @app.get("/api/compare/paired")
+    def run_paired(
+        a: int, b: int, level: float = Query(0.95, gt=0, lt=1), flips: int = Query(200, ge=0)
+    ) -> dict[str, Any]:
+        found = paired_cache.get(a, _run(runs, a), b, _run(runs, b), level)
+        return found | {"flips": found["flips"][:flips], "flips_total": len(found["flips"])}
 
     return app

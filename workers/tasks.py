@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -264,21 +263,6 @@ def _take_up(
     return begun
 
 
-def _guarded(
-    state: _ProcessState,
-    job_id: str,
-    key: str,
-    suspect: bool,
-    deadline: float,
-    work: Callable[[float], str],
-    stop: Callable[[str], None],
-) -> str:
-    """:func:`._breaker.guarded` with this process's store, gate and settings."""
-    return guarded(
-        state.store, state.unit_gate, state.settings, job_id, key, suspect, deadline, work, stop
-    )
-
-
 def _admitted(state: _ProcessState, spec: JobSpec, job_id: str, key: str, deadline: float) -> bool:
     """The job's budget (``max_cost_usd``) lets the unit start; a refused unit
     stays undone for ``resume`` with a larger budget."""
@@ -463,8 +447,10 @@ def _execute(
         return "done"
 
     started = time.monotonic()
-    outcome = _guarded(
-        state,
+    outcome = guarded(
+        state.store,
+        state.unit_gate,
+        state.settings,
         job_id,
         key,
         suspect,
@@ -572,4 +558,6 @@ def _run_scenario(
         _account(state, spec, job_id, key, run.results)
         return "done"
 
-    return _guarded(state, job_id, key, begun, deadline, work, quarantine)
+    return guarded(
+        state.store, state.unit_gate, state.settings, job_id, key, begun, deadline, work, quarantine
+    )

@@ -11,6 +11,7 @@ from verifleet.schemas import ScenarioExecutionResult, VerificationResult, Verif
 from .csvio import iter_csv, write_csv
 from .files import PathLike, export_error
 from .jsonio import iter_json, iter_jsonl, write_json, write_jsonl
+from .layout import Labels
 from .parquet import DEFAULT_BATCH_SIZE, ParquetResultWriter, iter_parquet
 from .scenarios import read_scenario_results, scenario_errors
 
@@ -70,6 +71,7 @@ def write_results(
     batch_size: int = DEFAULT_BATCH_SIZE,
     scenario_results: Sequence[ScenarioExecutionResult] | None = None,
     manifest: dict[str, Any] | None = None,
+    labels: Labels | None = None,
 ) -> int:
     """Write results to ``path``, streaming; the file appears only when complete.
 
@@ -87,6 +89,10 @@ def write_results(
         manifest: The run manifest (:func:`.manifest.build_manifest`): Parquet
             keeps it in the footer; every format's caller writes it beside the
             file with :func:`.manifest.write_manifest_beside`.
+        labels: Human labels by answer (:data:`.layout.Labels`): Parquet and CSV
+            hold them in the ``label_correct`` and ``label_note`` columns (null
+            for an answer without one); JSON formats have no such columns (the
+            labels file beside the results keeps them).
 
     Returns:
         The number of results written.
@@ -100,14 +106,16 @@ def write_results(
             scenario_results = results.scenario_results
         results = results.results
     if chosen == "parquet":
-        with ParquetResultWriter(path, batch_size=batch_size, job_id=job_id) as writer:
+        with ParquetResultWriter(
+            path, batch_size=batch_size, job_id=job_id, labels=labels
+        ) as writer:
             if scenario_results is not None:
                 writer.set_scenario_results(scenario_results)
             if manifest is not None:
                 writer.set_manifest(manifest)
             return writer.write_many(results)
     if chosen == "csv":
-        return write_csv(results, path, job_id=job_id)
+        return write_csv(results, path, job_id=job_id, labels=labels)
     if chosen == "json":
         return write_json(results, path, scenario_results=scenario_results)
     return write_jsonl(results, path)

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from verifleet.schemas import VerificationResult
 
 from .files import PathLike, atomic_output, export_error, require_readable
-from .layout import FLAT_COLUMNS, result_to_row
+from .layout import FLAT_COLUMNS, Labels, fill_label, result_to_row
 
 __all__ = ["CSV_COLUMNS", "FORMULA_LEADS", "iter_csv", "neutralise", "write_csv"]
 
@@ -63,7 +63,11 @@ def _cell(value: Any) -> str:
 
 
 def write_csv(
-    results: Iterable[VerificationResult], path: PathLike, *, job_id: str | None = None
+    results: Iterable[VerificationResult],
+    path: PathLike,
+    *,
+    job_id: str | None = None,
+    labels: Labels | None = None,
 ) -> int:
     """Write ``results`` as CSV, one row at a time (atomic on success).
 
@@ -71,6 +75,7 @@ def write_csv(
         results: The results, consumed lazily.
         path: Destination; an existing file is replaced on success only.
         job_id: When given, fills the ``result_key`` column.
+        labels: Human labels by answer, for the ``label_*`` columns.
 
     Returns:
         The number of results written.
@@ -89,6 +94,7 @@ def write_csv(
             writer.writerow(CSV_COLUMNS)
             for result in results:
                 row = result_to_row(result, job_id, sections=False)
+                fill_label(row, result, labels)
                 cells = [_cell(row[name]) for name in _FLAT_NAMES]
                 writer.writerow([*cells, result.model_dump_json()])
                 count += 1

@@ -13,11 +13,15 @@ Columns come in three groups, in this order:
    ``input_tokens``/``output_tokens``/``total_tokens``, ``cost_usd`` and
    ``cache_hits`` from ``usage_metadata["total"]``. They duplicate section content so that people can
    filter and group without unpacking structs; their cost is a few bytes per row.
-3. **Sections** (read back): ``template``, ``rubric``, ``deep_judgment``,
+3. **Human labels** (written, never read back): ``label_correct`` and
+   ``label_note``, a person's word on the result's answer from the labels file
+   beside the results (``<file>.labels.jsonl``) when the file was written; null
+   when the answer has no label. They never change a verdict.
+4. **Sections** (read back): ``template``, ``rubric``, ``deep_judgment``,
    ``deep_judgment_rubric`` as nullable Arrow structs; a null struct is an absent
    section.
 
-The same flat columns (groups 1 and 2) are the CSV columns. Rows are built here
+The same flat columns (groups 1 to 3) are the CSV columns. Rows are built here
 from models (:func:`result_to_row`); :mod:`.stored` builds the same columns from
 stored JSON, from the tables below (:data:`NAME_COLUMNS`, :data:`COPIED_SUMMARY`,
 :data:`COMPUTED_SUMMARY`).
@@ -44,15 +48,19 @@ __all__ = [
     "FLAT_COLUMNS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "LABEL_COLUMNS",
     "NAME_COLUMNS",
     "RESULT_ARROW_SCHEMA",
     "SECTION_NAMES",
     "SOURCE_COLUMNS",
     "SUMMARY_COLUMNS",
     "Column",
+    "LabelKey",
+    "Labels",
     "RowNames",
     "batch_of_rows",
     "computed_summary",
+    "fill_label",
     "result_to_row",
     "row_to_result",
 ]
@@ -94,6 +102,13 @@ Dumped = dict[str, Any]
 RowNames = tuple[str | None, str, str]
 """The summary values a dumped result does not spell out: ``result_key`` (None
 without a job id) and the display strings of the answering and parsing models."""
+
+
+LabelKey = tuple[str, str, int | None]
+"""The answer a label is about: question id, answering model canonical key, replicate."""
+
+Labels = Mapping[LabelKey, tuple[bool, str | None]]
+"""Human labels by answer: (right or wrong, note)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +257,12 @@ def _check_unique(columns: tuple[Column, ...]) -> tuple[Column, ...]:
     return columns
 
 
+LABEL_COLUMNS: tuple[Column, ...] = (
+    Column(FieldCodec("label_correct", pa.bool_(), "plain")),
+    Column(FieldCodec("label_note", pa.string(), "plain")),
+)
+"""A person's label of the result's answer (right or wrong, a note); ignored on read."""
+
 SOURCE_COLUMNS: tuple[Column, ...] = _source_columns() + _section_columns()
 """Columns that together rebuild a result (flat scalars first, then sections)."""
 
@@ -250,7 +271,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = _summary_columns()
 
 _FLAT_SOURCE = SOURCE_COLUMNS[: -len(SECTION_NAMES)]
 _SECTIONS = SOURCE_COLUMNS[-len(SECTION_NAMES) :]
-ALL_COLUMNS: tuple[Column, ...] = _check_unique(_FLAT_SOURCE + SUMMARY_COLUMNS + _SECTIONS)
+ALL_COLUMNS: tuple[Column, ...] = _check_unique(
+    _FLAT_SOURCE + SUMMARY_COLUMNS + LABEL_COLUMNS + _SECTIONS
+)
 
 FLAT_COLUMNS: tuple[Column, ...] = ALL_COLUMNS[: -len(SECTION_NAMES)]
 """Every column except the section structs: the CSV columns."""
@@ -326,6 +349,17 @@ def result_to_row(
         meta.parsing.display_string,
     )
     return _dumped_to_row(result.model_dump(mode="json"), names, sections)
+
+
+def fill_label(row: dict[str, Any], result: VerificationResult, labels: Labels | None) -> None:
+    """Set ``row``'s label columns from ``labels`` (null when the answer has none)."""
+    meta = result.metadata
+    found = (
+        labels.get((meta.question_id, meta.answering.canonical_key, meta.replicate))
+        if labels
+        else None
+    )
+    row["label_correct"], row["label_note"] = found if found is not None else (None, None)
 
 
 def _dumped_to_row(dumped: Dumped, names: RowNames, sections: bool) -> dict[str, Any]:

@@ -21,7 +21,9 @@ from .layout import (
     FORMAT_VERSION,
     RESULT_ARROW_SCHEMA,
     SOURCE_COLUMNS,
+    Labels,
     batch_of_rows,
+    fill_label,
     result_to_row,
     row_to_result,
 )
@@ -63,6 +65,8 @@ class ParquetResultWriter:
             next one is built (Arrow does that without the GIL, so it runs on another
             core). At most one batch is in flight; its I/O error is then raised by
             the next call that flushes, or by :meth:`close`.
+        labels: Human labels by answer, for the ``label_*`` columns of results
+            written as models (stored results get null labels).
 
     Raises:
         ExportError: the file cannot be created, a result cannot be converted (e.g. an
@@ -78,12 +82,14 @@ class ParquetResultWriter:
         job_id: str | None = None,
         compression_level: int | None = None,
         background: bool = False,
+        labels: Labels | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self._path = Path(path)
         self._batch_size = batch_size
         self._job_id = job_id
+        self._labels = labels
         self._pending: list[dict[str, Any]] = []
         # Stored JSON waiting for the next batch; only one of the two lists is ever
         # non-empty, so that rows keep the order they were written in.
@@ -122,7 +128,9 @@ class ParquetResultWriter:
         if self._stored:
             self._flush()
         try:
-            self._pending.append(result_to_row(result, self._job_id))
+            row = result_to_row(result, self._job_id)
+            fill_label(row, result, self._labels)
+            self._pending.append(row)
         except ValueError as exc:
             raise export_error(
                 self._path, f"result {result.metadata.result_id} cannot be stored: {exc}"

@@ -43,6 +43,7 @@ from .layout import (
     ALL_COLUMNS,
     COMPUTED_SUMMARY,
     COPIED_SUMMARY,
+    LABEL_COLUMNS,
     NAME_COLUMNS,
     RESULT_ARROW_SCHEMA,
     RowNames,
@@ -308,6 +309,9 @@ def _assemble(
         columns[name] = by_path[(section, name)]
     for position, name in enumerate(NAME_COLUMNS):
         columns[name] = pa.array([row[position] for row in names], type=pa.string())
+    for column in LABEL_COLUMNS:
+        # Stored results come from a job's store, which keeps no labels.
+        columns[column.name] = pa.nulls(len(names), RESULT_ARROW_SCHEMA.field(column.name).type)
     for position, name in enumerate(COMPUTED_SUMMARY):
         arrow_type = RESULT_ARROW_SCHEMA.field(name).type
         columns[name] = pa.array([row[position] for row in computed], type=arrow_type)

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from verifleet.schemas import (
     Benchmark,
@@ -18,6 +19,7 @@ from verifleet.schemas import (
 from verifleet.store import DEFAULT_QUEUE, JobProgress, JobStatus, ResultStore
 
 from .._export import resolve_format, scenario_errors, write_results, write_stored_parquet
+from .._export.manifest import build_manifest, write_manifest_beside
 from .broker import Broker
 from .drain import StoredResults
 from .submit import resume_job, submit_job
@@ -186,8 +188,42 @@ class Job:
                 stored result is invalid; ``path`` is then left as it was.
             redis.RedisError: Redis is unreachable.
         """
+        from ..stats import label_cells, labels_path, read_label_entries
+
         runs = self.scenario_results()
-        if resolve_format(path) == "parquet":
+        manifest = self.manifest()
+        # Labels already beside the file (a job exported again after labelling).
+        labels = label_cells(read_label_entries(labels_path(path)))
+        if resolve_format(path) == "parquet" and not labels:
             pages = StoredResults(self.store, self.job_id).json_pages()
-            return write_stored_parquet(pages, path, job_id=self.job_id, scenario_results=runs)
-        return write_results(self.iter_results(), path, job_id=self.job_id, scenario_results=runs)
+            count = write_stored_parquet(
+                pages, path, job_id=self.job_id, scenario_results=runs, manifest=manifest
+            )
+        else:
+            count = write_results(
+                self.iter_results(),
+                path,
+                job_id=self.job_id,
+                scenario_results=runs,
+                manifest=manifest,
+                labels=labels,
+            )
+        write_manifest_beside(path, manifest)
+        return count
+
+    def manifest(self) -> dict[str, Any]:
+        """The job's run manifest (benchmark digest, config, models, verifleet's
+        version), as ``verifleet run`` writes one. ``host`` is None: the units
+        ran on the fleet's workers, not on the machine that asks.
+
+        Raises:
+            KeyError: the job is gone from the store.
+        """
+        benchmark_json, config_json = self.store.load_spec(self.job_id)
+        manifest = build_manifest(
+            Benchmark.model_validate_json(benchmark_json),
+            VerificationConfig.model_validate_json(config_json),
+            job_id=self.job_id,
+        )
+        manifest["host"] = None
+        return manifest

@@ -121,6 +121,7 @@ class RunOutput:
             The number of results in the file.
         """
         from verifleet.orchestrator import write_results
+        from verifleet.orchestrator.stats import label_cells, labels_path, read_label_entries
 
         from .._export.manifest import write_manifest_beside
 
@@ -153,7 +154,12 @@ class RunOutput:
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
         try:
             count = write_results(
-                unique(), tmp, scenario_results=list(runs.values()) or None, manifest=manifest
+                unique(),
+                tmp,
+                scenario_results=list(runs.values()) or None,
+                manifest=manifest,
+                # The labels already beside the output (a resumed run, a re-judged file).
+                labels=label_cells(read_label_entries(labels_path(self.path))),
             )
             os.replace(tmp, self.path)
             if manifest is not None:

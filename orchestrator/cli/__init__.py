@@ -59,6 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compare",
         "agreement between judges and each judge's accuracy against human labels",
     ),
+    "export": ("export", "write a results file again (any format) with its human labels"),
 }
 
 _EPILOG = """\

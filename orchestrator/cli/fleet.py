@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     from verifleet.store import JobCost, JobProgress, ResultStore
 
+    from ..stats import Interval
+
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
 _FORMAT = argparse.RawDescriptionHelpFormatter
@@ -409,8 +411,14 @@ def rate_of(p: JobProgress, now: datetime | None = None) -> float | None:
     return p.done_units / max(seconds, 1.0)
 
 
-def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = None) -> Group:
-    """The job's counts line and its per-pair pass-rate table."""
+def progress_view(
+    p: JobProgress,
+    rate: float | None,
+    cost: JobCost | None = None,
+    intervals: dict[tuple[str, str], Interval | None] | None = None,
+) -> Group:
+    """The job's counts line and its per-pair pass-rate table; with
+    ``intervals`` (by answering and parsing display names) a 95 % CI column."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -443,16 +451,23 @@ def progress_view(p: JobProgress, rate: float | None, cost: JobCost | None = Non
     table = Table(title="pass rate so far")
     for col in ("answering", "parsing", "passed", "failed", "errors", "pass rate"):
         table.add_column(col)
+    if intervals is not None:
+        # Questions are the clusters, as in the end table of `verifleet run`.
+        table.add_column("95% CI")
     for pair in p.pairs:
         pair_rate = "n/a" if pair.pass_rate is None else f"{pair.pass_rate:.1%}"
-        table.add_row(
+        cells = [
             pair.answering,
             pair.parsing,
             str(pair.passed),
             str(pair.failed),
             str(pair.errors),
             pair_rate,
-        )
+        ]
+        if intervals is not None:
+            found = intervals.get((pair.answering, pair.parsing))
+            cells.append("n/a" if found is None else f"{found.low:.1%}-{found.high:.1%}")
+        table.add_row(*cells)
     return Group(line, table)
 
 
@@ -465,11 +480,14 @@ def _duration(seconds: float) -> str:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from .._fleet.intervals import pair_intervals
     from ._console import make_console
 
     store = _store(args)
     progress = _progress(store, args.job_id)
-    make_console().print(progress_view(progress, rate_of(progress), job_cost(store, args.job_id)))
+    intervals = pair_intervals(store, args.job_id)
+    cost = job_cost(store, args.job_id)
+    make_console().print(progress_view(progress, rate_of(progress), cost, intervals))
     return 0
 
 

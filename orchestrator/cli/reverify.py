@@ -36,6 +36,7 @@ examples:
   verifleet reverify results.parquet --benchmark bench.yaml --parsing openai:gpt-4.1 --out judged.parquet
   verifleet reverify results.parquet --benchmark bench-with-new-trait.yaml --config cfg.yaml --out v2.parquet
   verifleet reverify results.parquet --benchmark edited-bench.yaml --stale --out v2.parquet
+  verifleet reverify JOB_ID --redis redis://host:6379/0 --benchmark edited.yaml --stale --submit
   verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --out v2.parquet
   verifleet reverify JOB_ID --redis redis://host:6379/0 --parsing http://host:8000/v1#judge --submit
 """
@@ -72,7 +73,8 @@ def register(commands: Any) -> None:
         action="store_true",
         help="re-judge only the units whose fingerprint (question, template, rubric, judge, "
         "settings) differs from the benchmark and configuration given; the others are "
-        "copied to --out as they are",
+        "copied to --out as they are (with --submit: a fleet job of the questions with a "
+        "stale unit; the fresh results stay in the source job)",
     )
     parser.add_argument("--redis", metavar="URL", help="read the job RESULTS from this Redis")
     parser.add_argument("--trust-callables", action="store_true", help="allow pickled callables")
@@ -172,6 +174,38 @@ def changed_settings(base: VerificationConfig | None, config: VerificationConfig
     return lines
 
 
+def _stale_questions(benchmark: Any, stored: list[Any], config: Any, console: Any) -> Any:
+    """The benchmark cut to the questions with a stale unit, for a fleet
+    re-judging job (its workers take whole questions: every answering model and
+    replicate of one); None when nothing is stale. Fresh units of those
+    questions are re-judged too and counted in what is printed.
+    """
+    from .._local.stale import find_stale
+
+    report = find_stale(stored, benchmark, config)
+    console.print(f"--stale: {report.summary()}", markup=False)
+    stale = {r.metadata.question_id for r in report.stale}
+    if not stale:
+        console.print("nothing is stale: no job submitted")
+        return None
+    along = {
+        (r.metadata.question_id, r.metadata.answering.canonical_key, r.metadata.replicate)
+        for r in report.fresh
+        if r.metadata.question_id in stale
+    }
+    if along:
+        console.print(
+            f"{len(along)} fresh units share a question with stale ones and are "
+            "re-judged with them (the fleet re-judges whole questions)"
+        )
+    console.print(
+        f"the fresh results of the other {len({r.metadata.question_id for r in report.fresh} - stale)}"
+        " questions stay in the source job, untouched"
+    )
+    questions = [q for q in benchmark.questions if q.id in stale]
+    return benchmark.model_copy(update={"questions": questions, "scenarios": []})
+
+
 def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) -> int:
     """A new fleet job whose workers re-judge the source job's stored answers.
 
@@ -231,11 +265,21 @@ def _reverify(args: argparse.Namespace) -> int:
         console.print(f"setting changed from the run's: {line}", markup=False)
     if args.submit:
         if args.stale:
-            raise ConfigError("--stale re-judges locally: it cannot be combined with --submit")
+            benchmark = _stale_questions(benchmark, stored, config, console)
+            if benchmark is None:
+                return 0
         return _submit(args, benchmark, config, name)
     if args.out is None:
         raise ConfigError("--out FILE is required (or --submit, for a fleet job)")
     start_sandbox(args)
+    if Path(args.results).exists():
+        from verifleet.orchestrator.stats import carry_labels
+
+        # Labels are about the answers, which re-judging keeps: the new file has
+        # them too (and its Parquet/CSV label columns are filled from them).
+        carried_labels = carry_labels(args.results, args.out)
+        if carried_labels:
+            console.print(f"{len(carried_labels)} human labels carried over to {args.out}")
     carried: list[VerificationResult] = []
     if args.stale:
         from .._local.stale import find_stale

@@ -21,7 +21,16 @@ from ._core import (
     wilson,
     z_quantile,
 )
-from ._labels import append_label, labels_path, read_labels
+from ._labels import (
+    Label,
+    append_label,
+    carry_labels,
+    label_cells,
+    labels_path,
+    read_label_entries,
+    read_labels,
+    write_labels,
+)
 from ._paired import PairedComparison, mcnemar_exact, paired_comparison
 from ._results import (
     ComparisonReport,
@@ -53,12 +62,14 @@ __all__ = [
     "Interval",
     "JudgeReport",
     "Kappa",
+    "Label",
     "PairedComparison",
     "QuestionConsistency",
     "ReplicateStats",
     "UnitKey",
     "append_label",
     "binom_cdf_half",
+    "carry_labels",
     "classification",
     "cluster_bootstrap_mean",
     "clustered_mean",
@@ -69,6 +80,7 @@ __all__ = [
     "explain_flip",
     "fleiss_kappa",
     "judge_report",
+    "label_cells",
     "labels_path",
     "mcnemar_exact",
     "naive_mean",
@@ -76,10 +88,12 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "rate_interval",
+    "read_label_entries",
     "read_labels",
     "replicate_stats",
     "unit_key",
     "verdict",
     "wilson",
+    "write_labels",
     "z_quantile",
 ]

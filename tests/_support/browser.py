@@ -58,7 +58,7 @@ def browser() -> Iterator[WebDriver]:
             driver.quit()
 
 
-def wait_for(driver: WebDriver, check: Callable[[WebDriver], Any], timeout: float = 20) -> Any:
+def wait_for(driver: WebDriver, check: Callable[[WebDriver], Any], timeout: float = 60) -> Any:
     """Poll ``check`` until it returns something truthy (its value is returned);
     fails the test with a TimeoutException otherwise."""
     return WebDriverWait(driver, timeout, poll_frequency=0.1).until(check)

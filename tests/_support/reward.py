@@ -8,9 +8,14 @@ response (whose prompt contains it) gets the field values that response states.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from verifleet.schemas import Benchmark, LLMRubricTrait, Question, RegexTrait, Rubric
+from _support.asgi_thread import serve_in_thread
+from verifleet.orchestrator.serve import create_app
+from verifleet.reward import RewardConfig, reward_resources
+from verifleet.schemas import Benchmark, LLMRubricTrait, ModelConfig, Question, RegexTrait, Rubric
 
 GEO_TEMPLATE = textwrap.dedent(
     """
@@ -93,3 +98,22 @@ def nemo_request(response_text: str, *, question: str = QUESTION, **extra: Any) 
         },
         **extra,
     }
+
+
+#: A reward config whose judge gets one try (a failure shows at once).
+ONE_TRY = RewardConfig.build({"verification": {"retry_policy": {"max_attempts": 1}}})
+
+
+@contextmanager
+def geo_service(judge_url: str, reward: RewardConfig = ONE_TRY, **options: Any) -> Iterator[str]:
+    """The reward service of :func:`geo_benchmark` in a thread (its base URL),
+    judged by ``judge_url``; ``options`` go to ``create_app``."""
+    app = create_app(
+        geo_benchmark(),
+        [ModelConfig.parse(f"{judge_url}#judge")],
+        reward,
+        resources=reward_resources(),
+        **options,
+    )
+    with serve_in_thread(app, lifespan="off") as served:
+        yield served.url

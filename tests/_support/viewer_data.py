@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from verifleet.schemas import (
     ModelIdentity,
+    ScenarioExecutionResult,
+    ScenarioTurnRecord,
     VerificationResult,
     VerificationResultDeepJudgment,
     VerificationResultDeepJudgmentRubric,
@@ -15,7 +17,7 @@ from verifleet.schemas import (
     VerificationResultTemplate,
 )
 
-__all__ = ["ANSWERING", "PARSING", "full_run", "one_result"]
+__all__ = ["ANSWERING", "PARSING", "full_run", "handed_scenario_run", "one_result"]
 
 ANSWERING = ("alpha-7b", "beta-70b")
 PARSING = ("judge-small", "judge-large")
@@ -140,3 +142,40 @@ def full_run(count: int = 48, *, flipped: frozenset[int] = frozenset()) -> list[
     """``count`` results (4 per question: 2 answering × 2 parsing models); results
     whose index is in ``flipped`` have the opposite verdict."""
     return [one_result(i, flip=i in flipped) for i in range(count)]
+
+
+def handed_scenario_run(first_reply: str = "BCL2") -> ScenarioExecutionResult:
+    """A two-turn scenario run handed from agent ``asker`` to agent ``guard``
+    (``transcript_prepend``), with an edge whose condition raised."""
+    return ScenarioExecutionResult(
+        scenario_id="handed",
+        status="completed",
+        path=["ask", "judge"],
+        turn_count=2,
+        history=[
+            ScenarioTurnRecord(
+                turn=0,
+                node_id="ask",
+                question_id="q0",
+                question_text="Which gene?",
+                agent_id="asker",
+                raw_response=first_reply,
+                verify_result=True,
+            ),
+            ScenarioTurnRecord(
+                turn=1,
+                node_id="judge",
+                question_id="q1",
+                question_text="Was it right?",
+                agent_id="guard",
+                handover="transcript_prepend",
+                prompt="[__user__] Which gene?\n[asker:assistant:text] BCL2\n\n---\n\nWas it right?",
+                raw_response="yes",
+                verify_result=False,
+            ),
+        ],
+        outcome_results={"agreed": False},
+        answering_model="openai_endpoint:m",
+        replicate=1,
+        trace=["edge ask -> END: condition raised, edge not taken: KeyError: 'x'"],
+    )

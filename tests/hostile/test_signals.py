@@ -113,10 +113,13 @@ def _victim_harmed(results: list[VerificationResult]) -> bool:
 
 
 def _attack_then_victim(
-    stem: str, mode: str, fresh_state: str
+    stem: str, mode: str, fresh_state: str, victim_runs: int = 1
 ) -> tuple[str, list[VerificationResult], int]:
     """The attacker's report, the victim's results after it, and how many times
-    the executor had to be replaced meanwhile."""
+    the executor had to be replaced meanwhile.
+
+    With ``victim_runs`` above 1 the victim job runs again (while the attack
+    lives) until it is harmed: the results are those of the last run."""
     attacker, answers = _attacker(stem)
     answers.update(victim_benchmark()[1])
     # One executor, so that the attacker's and the victim's processes share it
@@ -128,8 +131,11 @@ def _attack_then_victim(
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
             report = _report(_run(attacker, endpoint.base_url, pool))
-            after = _run(victim_benchmark()[0], endpoint.base_url, pool)
-            replaced = pool.stats().replacements
+            for _ in range(victim_runs):
+                after = _run(victim_benchmark()[0], endpoint.base_url, pool)
+                replaced = pool.stats().replacements
+                if _victim_harmed(after) or replaced > 0:
+                    break
     finally:
         pool.close()
         _kill_escaped_clone(report)
@@ -171,8 +177,10 @@ def test_control_without_seccomp_the_same_attack_reaches_the_victim(stem: str) -
     # rlimits-only: no seccomp. The attack goes through and the victim job
     # after it is harmed, or its executor had to be replaced under it (a
     # stopped spawner: the pool retries the victim's calls on a new one):
-    # what the tests above would see.
-    report, after, replaced = _attack_then_victim(stem, "rlimits-only", "template")
+    # what the tests above would see. The clone finds its victims by scanning
+    # /proc: on a busy machine a victim job may finish before a scan reaches
+    # it, so the victim job runs again (up to 5 times) while the clone lives.
+    report, after, replaced = _attack_then_victim(stem, "rlimits-only", "template", victim_runs=5)
     assert re.search(WENT_THROUGH[stem], report), report
     assert _victim_harmed(after) or replaced > 0
 

@@ -16,8 +16,9 @@ from _support.redis_server import RedisServer
 
 import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator import read_results
+from verifleet.orchestrator import read_manifest, read_results
 from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._local.tally import PassRateTally
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig, dump_benchmark
 from verifleet.store import JobStatus, expand_units
 
@@ -79,12 +80,27 @@ def test_two_workers_complete_a_job_equal_to_a_local_run(
     status = run_cli("status", job.job_id, "--redis", redis_url)
     assert status.returncode == 0 and "[done]  done 40/40" in status.stdout, status.stderr
     assert "75.0%" in status.stdout
+    # The pass rate's interval with questions as clusters (2 replicates each),
+    # from the same code as the end table of the local run of the same job.
+    tally = PassRateTally()
+    for result in local:
+        tally.add(result)
+    (counts,) = tally.pairs.values()
+    interval = counts.interval()
+    assert interval is not None and interval.method == "clustered"
+    assert f"{interval.low:.1%}-{interval.high:.1%}" in " ".join(status.stdout.split())
     listing = run_cli("jobs", "--redis", redis_url)
     assert job.job_id in listing.stdout
     out = tmp_path / "collected.parquet"
     collected = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
     assert collected.returncode == 0 and "40 results written" in collected.stdout
     assert comparable(read_results(out)) == comparable(local)
+    # The collected file holds the job's run manifest (in its footer and beside it).
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest["job_id"] == job.job_id
+    assert manifest["config"]["replicate_count"] == 2
+    assert manifest["benchmark"]["questions"] == 20
+    assert (tmp_path / "collected.parquet.manifest.json").is_file()
     missing = run_cli("status", "no-such-job", "--redis", redis_url)
     assert missing.returncode == 2 and "no job 'no-such-job'" in missing.stderr
 

@@ -11,32 +11,20 @@ from typing import Any
 
 import httpx
 import pytest
-from _support.asgi_thread import serve_in_thread
 from _support.redis_server import free_port
-from _support.reward import CORRECT, JUDGE_ANSWERS, PARTIAL, WRONG, geo_benchmark
+from _support.reward import (
+    CORRECT,
+    JUDGE_ANSWERS,
+    PARTIAL,
+    WRONG,
+    geo_service,
+)
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.serve import create_app
-from verifleet.reward import RewardConfig, reward_resources
-from verifleet.schemas import ModelConfig
 
 pytestmark = pytest.mark.integration
 
-ONE_TRY = RewardConfig.build({"verification": {"retry_policy": {"max_attempts": 1}}})
 SLOW = "The capital is Paris, in France, said slowly."
-
-
-@contextmanager
-def _service(judge_url: str, reward: RewardConfig = ONE_TRY, **options: Any) -> Iterator[str]:
-    app = create_app(
-        geo_benchmark(),
-        [ModelConfig.parse(f"{judge_url}#judge")],
-        reward,
-        resources=reward_resources(),
-        **options,
-    )
-    with serve_in_thread(app, lifespan="off") as served:
-        yield served.url
 
 
 @contextmanager
@@ -54,7 +42,7 @@ def _post(base: str, path: str, body: Any, timeout: float = 60) -> httpx.Respons
 def test_an_unreachable_judge_gets_no_reward_but_the_failure() -> None:
     dead = f"http://127.0.0.1:{free_port()}/v1"
     body = {"question_id": "geo", "response": CORRECT}
-    with _service(dead) as base:
+    with geo_service(dead) as base:
         reply = _post(base, "/verify", body)
     assert reply.status_code == 502, reply.text
     data = reply.json()
@@ -63,7 +51,7 @@ def test_an_unreachable_judge_gets_no_reward_but_the_failure() -> None:
     assert "connect" in data["failure"]["reason"].lower()
     assert data["reward_breakdown"] == []
     assert "no reward was given" in data["message"]
-    with _service(dead, infra_errors="null") as base:
+    with geo_service(dead, infra_errors="null") as base:
         reply = _post(base, "/verify", body)
     assert reply.status_code == 200
     assert reply.json()["reward"] is None
@@ -72,18 +60,18 @@ def test_an_unreachable_judge_gets_no_reward_but_the_failure() -> None:
 
 def test_a_failing_or_refusing_judge_is_named_and_a_bad_reply_stays_a_verdict() -> None:
     body = {"question_id": "geo", "response": CORRECT}
-    with _judge(rate_5xx=1.0) as judge, _service(judge.base_url) as base:
+    with _judge(rate_5xx=1.0) as judge, geo_service(judge.base_url) as base:
         reply = _post(base, "/verify", body)
     assert reply.status_code == 502
     assert reply.json()["failure"]["kind"] == "judge_unreachable"
     assert "503" in reply.json()["failure"]["reason"]
     # A judge that refuses the prompt (400: context too long) is not a verdict either.
-    with _judge(context_chars=20) as judge, _service(judge.base_url) as base:
+    with _judge(context_chars=20) as judge, geo_service(judge.base_url) as base:
         reply = _post(base, "/verify", body)
     assert reply.status_code == 502
     assert reply.json()["failure"]["kind"] == "judge_refused"
     # A judge that answers, but with values the template rejects, is a verdict: 0.0.
-    with _judge() as judge, _service(judge.base_url) as base:
+    with _judge() as judge, geo_service(judge.base_url) as base:
         reply = _post(base, "/verify", {"question_id": "geo", "response": "no fields known"})
     assert reply.status_code == 200, reply.text
     assert reply.json()["reward"] == 0.0
@@ -91,7 +79,7 @@ def test_a_failing_or_refusing_judge_is_named_and_a_bad_reply_stays_a_verdict() 
 
 
 def test_the_deadline_is_a_timeout_failure_not_a_zero() -> None:
-    with _judge(slow_ms=4000) as judge, _service(judge.base_url, request_timeout=1.0) as base:
+    with _judge(slow_ms=4000) as judge, geo_service(judge.base_url, request_timeout=1.0) as base:
         reply = _post(base, "/verify", {"question_id": "geo", "response": SLOW})
         fast = _post(base, "/verify", {"question_id": "geo", "response": CORRECT})
     assert reply.status_code == 504, reply.text
@@ -109,7 +97,7 @@ def test_batch_scores_every_rollout_in_order_and_reports_each_problem_in_place()
         {"question_id": "geo"},
         {"question_id": "geo", "response": PARTIAL},
     ]
-    with _judge() as judge, _service(judge.base_url, max_batch=5) as base:
+    with _judge() as judge, geo_service(judge.base_url, max_batch=5) as base:
         reply = _post(base, "/verify/batch", rollouts)
         wrapped = _post(base, "/verify/batch", {"rollouts": rollouts[:2]})
         too_many = _post(base, "/verify/batch", rollouts * 2)
@@ -128,7 +116,7 @@ def test_batch_scores_every_rollout_in_order_and_reports_each_problem_in_place()
 
 def test_batch_entries_with_an_unreachable_judge_carry_the_failure() -> None:
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    with _service(dead) as base:
+    with geo_service(dead) as base:
         reply = _post(base, "/verify/batch", [{"question_id": "geo", "response": CORRECT}] * 3)
     assert reply.status_code == 200
     for entry in reply.json()["results"]:

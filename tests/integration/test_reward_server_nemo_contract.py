@@ -9,24 +9,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import httpx
 import pytest
-from _support.asgi_thread import serve_in_thread
 from _support.redis_server import free_port
-from _support.reward import CORRECT, JUDGE_ANSWERS, PARTIAL, WRONG, geo_benchmark, nemo_request
+from _support.reward import (
+    CORRECT,
+    JUDGE_ANSWERS,
+    PARTIAL,
+    WRONG,
+    geo_service,
+    nemo_request,
+)
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
 from verifleet.orchestrator._serve_access import parse_networks
-from verifleet.orchestrator.serve import create_app
-from verifleet.reward import RewardConfig, reward_resources
-from verifleet.schemas import ConfigError, ModelConfig
+from verifleet.reward import RewardConfig
+from verifleet.schemas import ConfigError
 
 pytestmark = pytest.mark.integration
 
-ONE_TRY = RewardConfig.build({"verification": {"retry_policy": {"max_attempts": 1}}})
 HYBRID = RewardConfig.build(
     {
         "mode": "hybrid",
@@ -44,19 +46,6 @@ def judge() -> Iterator[RunningEndpoint]:
         yield endpoint
 
 
-@contextmanager
-def _service(judge_url: str, reward: RewardConfig = ONE_TRY, **options: Any) -> Iterator[str]:
-    app = create_app(
-        geo_benchmark(),
-        [ModelConfig.parse(f"{judge_url}#judge")],
-        reward,
-        resources=reward_resources(),
-        **options,
-    )
-    with serve_in_thread(app, lifespan="off") as served:
-        yield served.url
-
-
 def _client(base: str, **headers: str) -> httpx.Client:
     return httpx.Client(base_url=base, timeout=60, trust_env=False, headers=headers)
 
@@ -70,7 +59,7 @@ def test_both_seed_bodies_get_a_session_cookie_and_close_is_idempotent(
         "task_id": "t-1",
         "task_data": {"question_id": "geo"},
     }
-    with _service(judge.base_url) as base, _client(base) as client:
+    with geo_service(judge.base_url) as base, _client(base) as client:
         legacy = client.post("/seed_session", json=nemo_request(CORRECT, question_id="geo"))
         session = client.post("/seed_session", json=seed)
         again = client.post("/seed_session", json=seed)
@@ -96,7 +85,7 @@ def test_hybrid_components_are_top_level_numbers_and_unknown_fields_come_back(
     judge: RunningEndpoint,
 ) -> None:
     body = nemo_request(PARTIAL, question_id="geo", _ng_task_index=3, agent_ref={"name": "a"})
-    with _service(judge.base_url, HYBRID) as base, _client(base) as client:
+    with geo_service(judge.base_url, HYBRID) as base, _client(base) as client:
         reply = client.post("/verify", json=body)
     assert reply.status_code == 200, reply.text
     data = reply.json()
@@ -107,7 +96,7 @@ def test_hybrid_components_are_top_level_numbers_and_unknown_fields_come_back(
     assert data["_ng_task_index"] == 3 and data["agent_ref"] == {"name": "a"}
     assert data["response"] == body["response"]
     # Binary rewards have no components: nothing is added.
-    with _service(judge.base_url) as base, _client(base) as client:
+    with geo_service(judge.base_url) as base, _client(base) as client:
         plain = client.post("/verify", json=body).json()
     assert "reward_components" not in plain and plain["reward"] == 0.0
 
@@ -115,7 +104,7 @@ def test_hybrid_components_are_top_level_numbers_and_unknown_fields_come_back(
 def test_a_judge_failure_in_failsafe_mode_is_a_masked_judge_failed_sample() -> None:
     dead = f"http://127.0.0.1:{free_port()}/v1"
     body = nemo_request(CORRECT, question_id="geo", instance_config={"seed": 7})
-    with _service(dead, infra_errors="failsafe") as base, _client(base) as client:
+    with geo_service(dead, infra_errors="failsafe") as base, _client(base) as client:
         reply = client.post("/verify", json=body)
     assert reply.status_code == 200, reply.text
     data = reply.json()
@@ -128,7 +117,7 @@ def test_a_judge_failure_in_failsafe_mode_is_a_masked_judge_failed_sample() -> N
     assert data["instance_config"] == {"seed": 7, "mask_sample": True}
     assert data["failure"]["kind"] == "judge_unreachable"
     # The same failure under the default setting is a 502, not a sample.
-    with _service(dead) as base, _client(base) as client:
+    with geo_service(dead) as base, _client(base) as client:
         assert client.post("/verify", json=body).status_code == 502
 
 
@@ -137,17 +126,17 @@ def test_an_allowed_network_needs_no_token_and_others_still_do(judge: RunningEnd
     loopback = parse_networks(["127.0.0.0/8"])
     elsewhere = parse_networks(["10.0.0.0/8"])
     with (
-        _service(judge.base_url, token="s3cret", allow_net=loopback) as base,
+        geo_service(judge.base_url, token="s3cret", allow_net=loopback) as base,
         _client(base) as client,
     ):
         allowed = client.post("/verify", json=body)
         seeded = client.post("/seed_session", json={})
-    with _service(judge.base_url, token="s3cret", allow_net=elsewhere) as base:
+    with geo_service(judge.base_url, token="s3cret", allow_net=elsewhere) as base:
         with _client(base) as client:
             no_token = client.post("/verify", json=body)
         with _client(base, authorization="Bearer s3cret") as client:
             with_token = client.post("/verify", json=body)
-    with _service(judge.base_url, allow_net=elsewhere) as base, _client(base) as client:
+    with geo_service(judge.base_url, allow_net=elsewhere) as base, _client(base) as client:
         refused = client.post("/verify", json=body)
         health = client.get("/health")
     assert allowed.status_code == 200 and allowed.json()["reward"] == 0.0
@@ -176,12 +165,12 @@ def test_requests_beyond_max_inflight_wait_in_the_queue_instead_of_503() -> None
     }
     config = EndpointConfig(answers=answers, latency_ms=300)
     with run_endpoint_in_thread(config) as slow:
-        with _service(slow.base_url, max_inflight=1, max_queued=8) as base:
+        with geo_service(slow.base_url, max_inflight=1, max_queued=8) as base:
             queued = asyncio.run(_burst(base, 6))
         # Control: without a queue the same burst is refused beyond the limit.
-        with _service(slow.base_url, max_inflight=1) as base:
+        with geo_service(slow.base_url, max_inflight=1) as base:
             refused = asyncio.run(_burst(base, 6))
-        with _service(slow.base_url, max_inflight=1, max_queued=1) as base:
+        with geo_service(slow.base_url, max_inflight=1, max_queued=1) as base:
             overflow = asyncio.run(_burst(base, 6))
     assert [r.status_code for r in queued] == [200] * 6
     assert [r.json()["reward"] for r in queued] == [1.0] * 6

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 from _support.browser import By, browser, wait_for
-from _support.viewer_data import full_run
+from _support.viewer_data import full_run, handed_scenario_run
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from verifleet.orchestrator import write_results
-from verifleet.schemas import ScenarioExecutionResult, ScenarioTurnRecord
 from verifleet.viewer import FileRun, write_report
 
 pytestmark = pytest.mark.integration
@@ -20,35 +19,7 @@ __all__ = ["browser"]
 
 
 def test_the_scenario_page_shows_agents_and_handovers(browser: WebDriver, tmp_path: Path) -> None:
-    run = ScenarioExecutionResult(
-        scenario_id="handed",
-        status="completed",
-        path=["ask", "judge"],
-        turn_count=2,
-        history=[
-            ScenarioTurnRecord(
-                turn=0,
-                node_id="ask",
-                question_id="q0",
-                question_text="Which gene?",
-                agent_id="asker",
-                raw_response="BCL2 <b id=pwned>x</b>",
-                verify_result=True,
-            ),
-            ScenarioTurnRecord(
-                turn=1,
-                node_id="judge",
-                question_id="q1",
-                question_text="Was it right?",
-                agent_id="guard",
-                handover="transcript_prepend",
-                raw_response="yes",
-                prompt="[__user__] Which gene?\n\n---\n\nWas it right?",
-                verify_result=False,
-            ),
-        ],
-        trace=["edge ask -> END: condition raised, edge not taken: KeyError: 'x'"],
-    )
+    run = handed_scenario_run(first_reply="BCL2 <b id=pwned>x</b>")
     results = tmp_path / "r.parquet"
     write_results(full_run(2), results, scenario_results=[run])
     report = tmp_path / "report.html"

@@ -7,52 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _support.viewer_data import full_run
+from _support.viewer_data import full_run, handed_scenario_run
 from fastapi.testclient import TestClient
 
 from verifleet.orchestrator import write_results
-from verifleet.schemas import ScenarioExecutionResult, ScenarioTurnRecord
 from verifleet.viewer import FileRun, create_app, report_html
-
-
-def _scenario_run() -> ScenarioExecutionResult:
-    return ScenarioExecutionResult(
-        scenario_id="handed",
-        status="completed",
-        path=["ask", "judge"],
-        turn_count=2,
-        history=[
-            ScenarioTurnRecord(
-                turn=0,
-                node_id="ask",
-                question_id="q0",
-                question_text="Which gene?",
-                agent_id="asker",
-                raw_response="BCL2",
-                verify_result=True,
-            ),
-            ScenarioTurnRecord(
-                turn=1,
-                node_id="judge",
-                question_id="q1",
-                question_text="Was it right?",
-                agent_id="guard",
-                handover="transcript_prepend",
-                prompt="[__user__] Which gene?\n[asker:assistant:text] BCL2\n\n---\n\nWas it right?",
-                raw_response="yes",
-                verify_result=False,
-            ),
-        ],
-        outcome_results={"agreed": False},
-        answering_model="openai_endpoint:m",
-        replicate=1,
-        trace=["edge ask -> END: condition raised, edge not taken: KeyError: 'x'"],
-    )
 
 
 def test_scenario_runs_show_each_turns_agent_and_handover(tmp_path: Path) -> None:
     path = tmp_path / "r.parquet"
-    write_results(full_run(3), path, scenario_results=[_scenario_run()])
+    write_results(full_run(3), path, scenario_results=[handed_scenario_run()])
     with TestClient(create_app([FileRun(path)])) as client:
         [shown] = client.get("/api/runs/0/scenarios").json()
     assert shown["scenario_id"] == "handed" and shown["path"] == ["ask", "judge"]

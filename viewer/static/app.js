@@ -138,7 +138,7 @@
     setNav(run, parts);
     startLive(run);
     try {
-      if (parts[0] === "compare") await renderCompare(params);
+      if (parts[0] === "compare") await judging.renderCompare(params);
       else if (parts[0] === "matrix") await renderMatrix(params);
       else if (parts[2] === "result") await renderResult(run, Number(parts[3]));
       else if (parts[2] === "table") await renderTable(run, params);
@@ -467,6 +467,7 @@
       kv([["answering", d.answering], ["parsing", d.parsing], ["replicate", show(m.replicate)], ["run", show(m.run_name)],
         ["keywords", (m.keywords || []).join(", ") || "–"], ["result id", m.result_id], ["evaluation mode", show(m.evaluation_mode)],
         m.error ? ["error", el("span", { class: "error-text", id: "result-error" }, m.error)] : null]),
+      judging.labelSection(run, row, d),
       el("h3", {}, "Question"), el("pre", { id: "question" }, m.question_text),
       el("h3", {}, "Answer", d.excerpts.length ? " (deep-judgment excerpts highlighted)" : ""),
       el("div", { class: "answer", id: "answer" }, highlighted(answer, d.excerpts)),
@@ -559,30 +560,8 @@
         last < m.total ? el("button", { onclick: () => go("matrix", Object.assign({}, params, { offset: offset + limit })) }, "next") : null));
   }
 
-  // --- comparing two runs ------------------------------------------------------------------
-  async function renderCompare(params) {
-    const a = Number(params.a || 0), b = Number(params.b !== undefined ? params.b : Math.min(1, runs.length - 1));
-    const pick = (name, value) => el("select", { id: "compare-" + name, onchange: (e) => go("compare", Object.assign({ a: a, b: b }, { [name]: e.target.value })) },
-      runs.map((r) => el("option", { value: r.id, selected: r.id === value }, r.name)));
-    const c = await api("compare", { a: a, b: b, limit: 1000 });
-    setMain(
-      el("h2", {}, "Compare runs"),
-      el("p", {}, "before ", pick("a", a), " after ", pick("b", b)),
-      el("div", { class: "cards", id: "compare-summary" },
-        [["matched", "in both runs"], ["changed", "verdict changed"], ["only_before", "only in before"], ["only_after", "only in after"]].map(([k, label]) =>
-          el("div", { class: "card", "data-compare": k }, el("b", {}, int(c[k])), el("span", {}, label)))),
-      c.matched === 0 ? el("p", { id: "compare-hint" }, "No result is in both runs with the same models and replicate. To compare different models on the same questions, see the ",
-        el("a", { href: "#/matrix?runs=" + a + "," + b }, "questions × models matrix"), ".") :
-        el("p", {}, el("a", { href: "#/matrix?runs=" + a + "," + b }, "Both runs as a questions × models matrix")),
-      el("p", { id: "transitions" }, Object.entries(c.transitions).map(([k, v]) => k + ": " + v).join(" · ")),
-      el("table", { id: "changed" },
-        el("tr", {}, ["question id", "question", "answering", "parsing", "rep", "before", "after"].map((h) => el("th", {}, h))),
-        c.rows.map((r) => el("tr", { class: "changed-row", "data-question": r.question_id },
-          el("td", {}, r.question_id), el("td", {}, short(r.question_text, 70)), el("td", {}, r.answering), el("td", {}, r.parsing), el("td", {}, show(r.replicate)),
-          el("td", {}, el("a", { href: "#/run/" + a + "/result/" + r.row_a }, badge(r.verdict_a))),
-          el("td", {}, el("a", { href: "#/run/" + b + "/result/" + r.row_b }, badge(r.verdict_b)))))),
-      c.total > c.rows.length ? el("p", { class: "muted" }, "first " + c.rows.length + " of " + c.total + " shown") : null);
-  }
+  // Labels and the paired comparison live in judging.js, loaded first; it gets these helpers.
+  const judging = window.verifleetJudging({ el, api, go, setMain, badge, pct, int, short, show, STATIC, runs: () => runs, render });
 
   // --- start -------------------------------------------------------------------------------
   async function start() {
