@@ -38,6 +38,7 @@ COPY store/ store/
 COPY reward/ reward/
 COPY viewer/ viewer/
 COPY limits/ limits/
+COPY web/ web/
 # EXTRAS="" builds a smaller image without the embedding check (no sentence-transformers).
 ARG EXTRAS=embedding
 RUN if [ -n "${EXTRAS}" ]; then pip install ".[${EXTRAS}]"; else pip install .; fi

@@ -12,7 +12,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from verifleet.pipeline import ModelCallError, PipelineResources, UsageTracker
-from verifleet.schemas import ConfigError, ModelConfig, RetryPolicy, VerificationConfig
+from verifleet.schemas import (
+    ConfigError,
+    ModelConfig,
+    RetryPolicy,
+    VerificationConfig,
+    interface_kind,
+)
 
 __all__ = ["PreflightError", "PreflightGate", "preflight_models"]
 
@@ -20,7 +26,6 @@ _PROMPT = [{"role": "user", "content": "Reply with the single word OK."}]
 # A preflight answers "is this model there at all": two quick attempts, not the
 # job's policy, whose backoff would make a dead endpoint take a minute to report.
 _POLICY = RetryPolicy(max_attempts=2, initial_delay=0.5, max_delay=2.0)
-_OPENAI_STYLE = ("openai_endpoint", "openrouter")
 
 
 class PreflightError(ConfigError):
@@ -30,7 +35,7 @@ class PreflightError(ConfigError):
 def _probe(model: ModelConfig) -> ModelConfig:
     # OpenAI-compatible servers accept a small max_tokens: the reply's content does
     # not matter and a small model would otherwise ramble up to its budget.
-    if model.interface in _OPENAI_STYLE:
+    if interface_kind(model.interface) == "openai_compatible":
         return model.model_copy(update={"max_tokens": 8, "mcp_urls_dict": None})
     return model.model_copy(update={"mcp_urls_dict": None})
 

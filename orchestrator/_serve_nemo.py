@@ -32,9 +32,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from verifleet.reward import Failure, ScoredRollout
+from verifleet.web import Receive, Scope, Send
 
 from ._nemo_metrics import aggregate_metrics
-from ._serve_guards import Receive, Scope, Send
 
 __all__ = [
     "AGGREGATE_PATH",

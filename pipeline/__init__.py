@@ -63,6 +63,7 @@ from ._bridge import (
     sandbox_failure,
     wait_for,
 )
+from ._fair import CALLER, LINGER, FairShare
 from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
 from ._answer import CachedAnswer
 from ._adapters import ManualAnswerError, ManualAnswerStore
@@ -101,6 +102,8 @@ from ._search import (
 
 __all__ = [
     "CACHE_KEY_SECRET_ENV",
+    "CALLER",
+    "LINGER",
     "MAX_ENDPOINT_PAUSE",
     "AgentDeadlineError",
     "AgentRunner",
@@ -116,6 +119,7 @@ __all__ = [
     "ChatModelCache",
     "DiskCallCache",
     "EndpointReplyError",
+    "FairShare",
     "InterfaceFactory",
     "LangchainChatCaller",
     "LocalSearch",

@@ -26,12 +26,11 @@ from ._config import (
 )
 from ._failure import FAILURE_KINDS, Failure, FailureKind
 from ._judge_cache import (
-    CachingCaller,
     JudgeCache,
+    JudgeCachingCaller,
     MemoryJudgeCache,
     RedisJudgeCache,
     caching_caller_factory,
-    judge_call_key,
 )
 from ._request import (
     AgentResponse,
@@ -67,7 +66,6 @@ __all__ = [
     "LINE_FIELD",
     "REWARD_TASK_NAME",
     "AgentResponse",
-    "CachingCaller",
     "ComponentSource",
     "EquivalenceVerdict",
     "Failure",
@@ -76,6 +74,7 @@ __all__ = [
     "InlineQuestion",
     "InvalidRequestError",
     "JudgeCache",
+    "JudgeCachingCaller",
     "LineError",
     "LoopSafeGate",
     "MemoryJudgeCache",
@@ -98,7 +97,6 @@ __all__ = [
     "VerifyRequest",
     "caching_caller_factory",
     "compose_reward",
-    "judge_call_key",
     "judge_equivalence",
     "load_reward_config",
     "load_reward_job",

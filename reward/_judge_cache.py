@@ -3,17 +3,17 @@ same reward.
 
 A temperature-0 judge is not bit-for-bit deterministic across servers, batches or
 restarts; caching its reply by (model, messages, schema) makes a re-verification
-of the same response reuse the first reply. The key covers every model setting
-that changes the reply (name, endpoint, provider, temperature, max tokens, extra
-arguments) and the credential (an HMAC of the API key's value, never the key:
-``credential_identity``), so two judges, or one judge behind a gateway called
-with two keys, never share an entry. With Redis the first reply stored
-wins fleet-wide: a process that raced another and lost adopts the stored reply.
+of the same response reuse the first reply. The key is the model-call cache's
+(:func:`~verifleet.pipeline.call_key`, the one key of a model call in verifleet):
+it covers every model setting that changes the reply and the credential (an HMAC
+of the API key's value, never the key: ``credential_identity``), so two judges,
+or one judge behind a gateway called with two keys, never share an entry. With
+Redis the first reply stored wins fleet-wide: a process that raced another and
+lost adopts the stored reply.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -31,7 +31,7 @@ from verifleet.pipeline import (
     ModelCallError,
     UsageTracker,
     bridged_sleep,
-    credential_identity,
+    call_key,
     make_chat_caller,
 )
 from verifleet.schemas import ModelConfig, VerificationConfig
@@ -39,43 +39,12 @@ from verifleet.schemas import ModelConfig, VerificationConfig
 from ._failure import classify_model_error, note
 
 __all__ = [
-    "CachingCaller",
     "JudgeCache",
+    "JudgeCachingCaller",
     "MemoryJudgeCache",
     "RedisJudgeCache",
     "caching_caller_factory",
-    "judge_call_key",
 ]
-
-_MODEL_FIELDS = (
-    "model_name",
-    "model_provider",
-    "interface",
-    "endpoint_base_url",
-    "temperature",
-    "max_tokens",
-    "extra_kwargs",
-)
-
-
-def judge_call_key(
-    model: ModelConfig,
-    messages: Sequence[Message],
-    *,
-    schema: dict[str, Any] | None = None,
-    schema_name: str | None = None,
-) -> str:
-    """A SHA-256 hex key of everything that determines a judge's reply, the
-    credential's HMAC included (never the key). Never raises for JSON inputs."""
-    payload = {
-        "model": model.model_dump(mode="json", include=set(_MODEL_FIELDS)),
-        "credential": credential_identity(model),
-        "messages": [dict(m) for m in messages],
-        "schema": schema,
-        "schema_name": schema_name,
-    }
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class JudgeCache(Protocol):
@@ -181,7 +150,7 @@ class RedisJudgeCache:
         return self.local.put(key, value)
 
 
-class CachingCaller:
+class JudgeCachingCaller:
     """A :class:`~verifleet.pipeline.ChatCaller` that answers repeated calls from
     a :class:`JudgeCache`. Cached replies cost no tokens, so usage shows only
     the calls that reached the model.
@@ -204,7 +173,7 @@ class CachingCaller:
 
     def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
         """The cached reply to ``messages``, else the model's (then cached)."""
-        key = judge_call_key(self._model, messages)
+        key = call_key(self._model, messages)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -224,7 +193,7 @@ class CachingCaller:
         schema_name: str = "response",
     ) -> dict[str, Any]:
         """The cached object for (messages, schema), else the model's (then cached)."""
-        key = judge_call_key(self._model, messages, schema=schema, schema_name=schema_name)
+        key = call_key(self._model, messages, kind="json", schema=schema, schema_name=schema_name)
         cached = self._cache.get(key)
         if cached is None:
             try:
@@ -284,6 +253,6 @@ def caching_caller_factory(
                 call_gate=call_gate,
                 sleep=bridged_sleep,
             )
-        return CachingCaller(base, model, cache)
+        return JudgeCachingCaller(base, model, cache)
 
     return factory

@@ -30,6 +30,7 @@ import os
 import resource
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
@@ -47,7 +48,6 @@ from ._pipes import (
 )
 from ._protocol import (
     CheckTraitRequest,
-    CompiledAnswer,
     DescribeRequest,
     EvaluateRequest,
     Failure,
@@ -67,6 +67,9 @@ from ._runtime import (
     trait,
 )
 from ._scenario_code import ScenarioCodeRequest, run_scenario_code
+
+if TYPE_CHECKING:
+    from ._seccomp import PreparedProgram
 
 __all__ = ["Limits", "Slot", "spawner_main"]
 
@@ -121,8 +124,13 @@ def spawner_main(control_r: int, slots: list[Slot], limits: Limits, status_w: in
     os.set_blocking(status_w, False)
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: _report_children(status_w))
     if limits.seccomp:
-        from ._seccomp import install_filter
+        global _UNIT_PROGRAM
+        from ._seccomp import PreparedProgram, install_filter, unit_program
 
+        # The unit layer, built once here: every child loads it with one
+        # system call instead of building a filter with libseccomp (which
+        # costs more than a call, most of it in pages the fork must copy).
+        _UNIT_PROGRAM = PreparedProgram(unit_program())
         install_filter("spawner")
     parent = os.getpid()
     # Objects that exist now are never collected in a child: its garbage
@@ -166,7 +174,9 @@ def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
     die_with_parent(parent)
     os.setpgid(0, 0)  # the router kills the whole group
     close_all_but({slot.request_r, slot.answer_w})
-    write_all(slot.answer_w, encode(CompiledAnswer(pid=os.getpid())))
+    # Written by hand, not by pydantic: a model here would write to (and so
+    # copy) pages of the spawner's heap in every new child.
+    write_all(slot.answer_w, b'{"pid":%d}\n' % os.getpid())
     line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
     request = decode_request(line)
     if isinstance(request, DescribeRequest | EvaluateRequest):
@@ -196,22 +206,20 @@ def _template_main(
     template of the unscoped callers): compile each template once, here (its
     class body runs in this process), and run each call in a fresh child (or
     here, in ``template`` mode), until the router kills this process."""
-    global _COMPILED, _UNIT_PROGRAM, _SLOT_ANSWER
+    global _COMPILED, _SLOT_ANSWER
     _SLOT_ANSWER = slot.answer_w
     become_subreaper()
-    if limits.seccomp:
+    if limits.seccomp and limits.fork_per_call:
         from ._seccomp import install_filter
 
-        # Class bodies run here: no clone at all unless calls are forked from
-        # here, and then only a plain fork (a CLONE_PARENT clone would leave
-        # this process's group and outlive it).
-        install_filter("template-fork" if limits.fork_per_call else "template")
-    if limits.fork_per_call and limits.seccomp:
-        from ._pipes import libc
-        from ._seccomp import unit_program
-
-        _UNIT_PROGRAM = unit_program()
-        libc()  # loaded here once, not in every call's process
+        # Class bodies run here and calls are forked from here: only a plain
+        # fork (a CLONE_PARENT clone would leave this process's group and
+        # outlive it); each call's child adds the unit layer.
+        install_filter("template-fork")
+    elif limits.seccomp:
+        # Calls run here too: the unit layer from the start, class bodies
+        # included (no process, no signal, no prctl; nothing compiling needs).
+        _load_unit_layer()
     compiled: dict[str, type[BaseAnswer]] = {}
     request: DescribeRequest | EvaluateRequest = first
     entered = False
@@ -287,8 +295,10 @@ def _compile(
 _SLOT_ANSWER = -1
 #: The compiled class of this template process (set once it compiled).
 _COMPILED: type[BaseAnswer] | None = None
-#: The call children's seccomp layer, compiled once per template process.
-_UNIT_PROGRAM: bytes | None = None
+#: The unit seccomp layer, built once by the spawner before it forks.
+_UNIT_PROGRAM: PreparedProgram | None = None
+#: Whether this process loaded the unit layer already.
+_UNIT_LOADED = False
 
 
 def _has_children() -> bool:
@@ -335,11 +345,13 @@ def _call_in_child(line: bytes, request_id: int | None, limits: Limits) -> bytes
 
 
 def _give_up_call(reply: bytes) -> None:
-    """Answer a call whose process overran, then end this process's group (the
-    call's process with it; never returns). This process may signal its own
-    group only, not a pid: the router starts a fresh one for the next call."""
+    """Answer a call whose process overran, then exit (never returns): the
+    call's process gets SIGKILL from the kernel as this one ends (its parent
+    death signal), and the router kills this process's group when it notices.
+    Exiting, not a SIGKILL to its own group, leaves an exit status: the router
+    tells this end from a kill from outside, which it reports. The router
+    starts a fresh process for the next call."""
     write_all(_SLOT_ANSWER, reply)
-    os.killpg(0, signal.SIGKILL)
     os._exit(72)
 
 
@@ -350,14 +362,26 @@ def _enter_unit(limits: Limits, *, collect: bool = False) -> None:
         gc.disable()
         _arm_cpu(limits.cpu_seconds)
     if limits.seccomp:
-        if _UNIT_PROGRAM is not None:
-            from ._seccomp import load_program
+        _load_unit_layer()
 
-            load_program(_UNIT_PROGRAM)
-        else:
-            from ._seccomp import install_filter
 
-            install_filter("unit")
+def _load_unit_layer() -> None:
+    """Add the unit seccomp layer to this process, once (the spawner's
+    prepared program; building it here only if there is none).
+
+    Raises:
+        SeccompUnavailable: the kernel refused it; no untrusted code may run.
+    """
+    global _UNIT_LOADED
+    if _UNIT_LOADED:
+        return
+    if _UNIT_PROGRAM is not None:
+        _UNIT_PROGRAM.load()
+    else:
+        from ._seccomp import install_filter
+
+        install_filter("unit")
+    _UNIT_LOADED = True
 
 
 def _arm_cpu(seconds: int, *, keep_hard: bool = False) -> None:

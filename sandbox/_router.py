@@ -53,6 +53,8 @@ class _Child:
     pid: int
     #: Template digests whose source this child was sent.
     digests: set[str] = field(default_factory=set)
+    #: Described, and no call evaluated in it yet: its units' calls are to come.
+    pending: bool = False
 
     def alive(self) -> bool:
         return not process_gone(self.pid)
@@ -164,8 +166,7 @@ class Router:
 
     def _new_keyed(self, key: tuple[str, str]) -> _Child:
         while len(self._templates) >= self._max_templates:
-            _, oldest = self._templates.popitem(last=False)
-            self._recycle(oldest)
+            self._evict()
         child = self._spawn()
         self._templates[key] = child
         return child
@@ -188,12 +189,20 @@ class Router:
         key = (request.scope, "*" if shared else request.digest)
         child = self._templates.get(key)
         if child is not None and not child.alive():
-            # It ended itself after answering (a call that overran in ``call``
-            # mode, a class body that left a process behind).
+            # It ended between two calls: by itself after answering (a call
+            # that overran in ``call`` mode, a class body that left a process
+            # behind: an exit status), which a fresh process makes good; or by
+            # a signal from outside, which this call reports (the next one gets
+            # a fresh process), so that the loss is seen as what it was.
+            kind, cause = self._ended(child.pid)
             self._drop(child, key)
             child = None
+            if kind == "internal":
+                message = f"the template's process {cause}, between two calls"
+                return encode(Reply.failure(request.id, "internal", message))
         if child is not None and request.digest in child.digests:
             self._templates.move_to_end(key)
+            child.pending = child.pending and isinstance(request, DescribeRequest)
             return self._exchange(child, request.id, line, self._call_budget(), key)
         source = self._sources.get(request.digest)
         if source is None:
@@ -208,6 +217,7 @@ class Router:
         else:
             self._templates.move_to_end(key)
         child.digests.add(request.digest)
+        child.pending = isinstance(request, DescribeRequest)
         self.compiled += 1  # the host's stats count compiles (SandboxPool.compiled_stats)
         # The class body runs first, under the same limits as a call.
         return self._exchange(child, request.id, line, 2 * self._call_budget(), key)
@@ -304,8 +314,7 @@ class Router:
         """A new child of the spawner in a free slot (stopping the least recently
         used template process when none is free)."""
         if not self._free:
-            _, oldest = self._templates.popitem(last=False)
-            self._recycle(oldest)
+            self._evict()
         slot = self._free.pop()
         try:
             write_all(self._control_w, f"{slot.index}\n".encode())
@@ -318,6 +327,19 @@ class Router:
             raise SpawnerDied(f"the executor's spawner failed: {cause}") from None
         self._statuses.pop(pid, None)  # a pid used again
         return _Child(slot, pid)
+
+    def _evict(self) -> None:
+        """Stop one kept process to free its slot: the least recently used
+        of those that evaluated a call already, else the least recently used.
+        A process only described is spared while another can go: a unit
+        describes its template as it starts and evaluates its answer once the
+        model replied, so under plain LRU a backlog of units larger than the
+        slots would evict each process just before its call (and compile every
+        template twice)."""
+        victim = next((k for k, c in self._templates.items() if not c.pending), None)
+        if victim is None:
+            victim = next(iter(self._templates))
+        self._recycle(self._templates.pop(victim))
 
     def _spawner_alive(self) -> bool:
         return not process_gone(self._spawner)

@@ -25,10 +25,16 @@ nothing in it reaches another process. What each role adds:
   itself or its own process group only (``0``, its pid, minus its pid);
   ``prctl`` for ``PR_SET_PDEATHSIG``/``PR_SET_SECCOMP``/``PR_SET_NO_NEW_PRIVS``
   and ``seccomp`` (to add the unit layer); ``clone`` with ``fork()``'s flags only
-  when calls get a process each (``fork_per_call``), none otherwise. No
-  ``setpgid``/``setsid``: what it forks stays in its group, killed with it.
-- ``unit`` (a process about to run ``verify()``, validators, traits): nothing
-  beyond the base: no processes, no signals at all, no ``prctl``/``seccomp``.
+  when calls get a process each (``fork_per_call``, profile
+  ``template-fork``), none otherwise. No ``setpgid``/``setsid``: what it forks
+  stays in its group, killed with it. A template process that runs its calls
+  itself (``template`` and ``job`` fresh state) takes the ``unit`` layer
+  instead, before its first class body: compiling needs nothing it refuses.
+- ``unit`` (a process about to run ``verify()``, validators, traits, and a
+  template process that runs its calls itself): nothing beyond the base: no
+  processes, no signals at all, no ``prctl``/``seccomp``. The spawner builds
+  it once (:func:`unit_program`, :class:`PreparedProgram`); each process
+  loads it with one system call.
 
 Refused to every role: ``tkill``, ``rt_sigqueueinfo``, ``rt_tgsigqueueinfo``,
 ``pidfd_open``/``pidfd_send_signal``/``pidfd_getfd``, ``process_vm_readv``/
@@ -52,6 +58,7 @@ from ._errors import SandboxUnavailable
 __all__ = [
     "BASE_ALLOWED",
     "PROFILES",
+    "PreparedProgram",
     "SeccompUnavailable",
     "install_filter",
     "load_program",
@@ -330,6 +337,34 @@ class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
+class PreparedProgram:
+    """A BPF program from :func:`unit_program` with every ctypes object its
+    loading needs made in advance: a process that forks children which each
+    load it (the spawner, a template process) prepares it once, so that a
+    child only makes one foreign call (and writes to few of its parent's
+    pages, each of which a fork copies on the first write)."""
+
+    def __init__(self, program: bytes) -> None:
+        from ._pipes import libc
+
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // 8, ctypes.cast(self._buffer, ctypes.c_void_p))
+        self._pointer = ctypes.pointer(self._fprog)
+        self._prctl = libc().prctl
+        self._args = (_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, self._pointer, 0, 0)
+
+    def load(self) -> None:
+        """Load the program on the calling process (no_new_privs must already
+        be set: it is, by the inherited filters).
+
+        Raises:
+            SeccompUnavailable: the kernel refused it.
+        """
+        if self._prctl(*self._args) != 0:
+            err = ctypes.get_errno()
+            raise SeccompUnavailable(f"the kernel refused the seccomp filter: {os.strerror(err)}")
+
+
 def load_program(program: bytes) -> None:
     """Load a BPF program from :func:`unit_program` on the calling process
     (no_new_privs must already be set: it is, by the inherited filters).
@@ -337,13 +372,7 @@ def load_program(program: bytes) -> None:
     Raises:
         SeccompUnavailable: the kernel refused it.
     """
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    from ._pipes import libc
-
-    if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise SeccompUnavailable(f"the kernel refused the seccomp filter: {os.strerror(err)}")
+    PreparedProgram(program).load()
 
 
 def _build(profile: str, own_pid: int | None) -> tuple[Any, int]:

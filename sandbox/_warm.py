@@ -23,7 +23,7 @@ from ._identity import ENV_UID, Separation, executor_identity, sandbox_uid
 from ._process import ExecutorProcess
 from ._settings import SandboxSettings
 
-__all__ = ["AFFINITY_WAIT", "WarmExecutors"]
+__all__ = ["AFFINITY_WAIT", "PROCESS_AFFINITY_WAIT", "WarmExecutors"]
 
 _T = TypeVar("_T")
 
@@ -31,6 +31,14 @@ _T = TypeVar("_T")
 #: taking another idle one (which then compiles it too, ~1-1.5 ms against a
 #: call's ~0.15 ms).
 AFFINITY_WAIT = 0.05
+
+#: The same wait when each template has processes of its own
+#: (``fresh_state`` ``template`` or ``call``): there another executor would
+#: fork and fill a whole template process (a fork, its copied pages, the
+#: compile: several times a compile alone), and keep it beside the first. A
+#: backlog of units that wait for their model calls (a local run) would
+#: otherwise spread each question over both executors.
+PROCESS_AFFINITY_WAIT = 2.0
 
 
 class _Spawner:
@@ -96,7 +104,8 @@ class WarmExecutors:
     def acquire(self, template_id: str | None = None) -> ExecutorProcess:
         """An executor for one call: an idle one that already compiled
         ``template_id`` (a source digest); else, while a busy one knows it, that one once it is
-        free (for at most :data:`AFFINITY_WAIT` seconds: a compile costs several
+        free (for at most :data:`AFFINITY_WAIT` seconds, or
+        :data:`PROCESS_AFFINITY_WAIT` with a process per template: a compile costs several
         times a call); else any idle one, a new one while below ``pool_size``,
         or the next to be free. Inside ``cooperative``, only an idle one.
 
@@ -109,7 +118,7 @@ class WarmExecutors:
         """
         if current_wait() is not None:
             return self._acquire_idle(template_id)
-        give_up_affinity = time.monotonic() + AFFINITY_WAIT
+        give_up_affinity = time.monotonic() + self._affinity_wait()
         with self._cond:
             while True:
                 if self._closed:
@@ -147,6 +156,12 @@ class WarmExecutors:
         with self._cond:
             self._busy.add(proc)
         return proc
+
+    def _affinity_wait(self) -> float:
+        """Seconds a call waits for the busy executor that compiled its template."""
+        if self.settings.fresh_state == "job":
+            return AFFINITY_WAIT
+        return max(AFFINITY_WAIT, PROCESS_AFFINITY_WAIT)
 
     def _acquire_idle(self, template_id: str | None) -> ExecutorProcess:
         """:meth:`acquire` inside ``cooperative``: an idle, live executor that

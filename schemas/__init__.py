@@ -31,6 +31,8 @@ from ._config import (
     RetryPolicy,
     VerificationConfig,
     declare_interface,
+    InterfaceKind,
+    interface_kind,
     interface_names,
 )
 from ._config_compat import ConfigCompatibilityWarning, unwrap_preset
@@ -139,7 +141,7 @@ from ._results import (
 )
 
 # --- the unit of work and the keys of its results ----------------------------------
-from ._unit import JobSpec, ResultIdentity, ScenarioUnit, Unit, result_template_id
+from ._unit import JobSpec, ResultIdentity, ScenarioUnit, Unit, result_template_id, scenario_key
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -178,6 +180,7 @@ __all__ = [
     "ExportError",
     "FewShotConfig",
     "FirstMatchIndex",
+    "InterfaceKind",
     "JobSpec",
     "JudgmentResults",
     "LLMRubricTrait",
@@ -246,6 +249,7 @@ __all__ = [
     "deduplicate_confusion",
     "digest_of",
     "dump_benchmark",
+    "interface_kind",
     "interface_names",
     "json_size",
     "list_aggregators",
@@ -258,6 +262,7 @@ __all__ = [
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "scenario_key",
     "template_problem",
     "token_count",
     "unwrap_preset",

@@ -33,6 +33,7 @@ __all__ = [
     "DeepJudgmentTraitConfig",
     "EvaluationMode",
     "FewShotConfig",
+    "InterfaceKind",
     "ModelConfig",
     "PromptConfig",
     "QuestionFewShotConfig",
@@ -40,27 +41,47 @@ __all__ = [
     "VerificationConfig",
     "config_error_from",
     "declare_interface",
+    "interface_kind",
     "interface_names",
 ]
 
 EvaluationMode = Literal["template_only", "template_and_rubric", "rubric_only"]
 Interface = str
-_INTERFACE_NAMES: set[str] = {"langchain", "openai_endpoint", "openrouter", "manual"}
+
+InterfaceKind = Literal["langchain", "openai_compatible", "recorded", "registered"]
+"""How an interface's models are called: langchain's ``init_chat_model``, an
+OpenAI-compatible HTTP API, recorded answers, or a factory given to
+``verifleet.pipeline.register_interface``."""
+
+#: The registry of model interfaces: every name ``ModelConfig.interface`` accepts
+#: and how its models are called. The one list: the pipeline builds callers, and
+#: the preflight and the clients pick the OpenAI-compatible ones, from it.
+_INTERFACES: dict[str, InterfaceKind] = {
+    "langchain": "langchain",
+    "openai_endpoint": "openai_compatible",
+    "openrouter": "openai_compatible",
+    "manual": "recorded",
+}
 
 
 def declare_interface(name: str) -> None:
-    """Let ``ModelConfig.interface`` take ``name``.
+    """Let ``ModelConfig.interface`` take ``name`` (a built-in keeps its kind).
 
     Called by ``verifleet.pipeline.register_interface``, which also says how such
     models are called; configurations are validated against the declared names, so
     a typo fails when the file loads, not at the first model call.
     """
-    _INTERFACE_NAMES.add(name)
+    _INTERFACES.setdefault(name, "registered")
 
 
 def interface_names() -> list[str]:
     """The interface names a ``ModelConfig`` accepts, sorted."""
-    return sorted(_INTERFACE_NAMES)
+    return sorted(_INTERFACES)
+
+
+def interface_kind(name: str) -> InterfaceKind | None:
+    """How models of interface ``name`` are called; None for an undeclared name."""
+    return _INTERFACES.get(name)
 
 
 ChatClient = Literal["auto", "http", "langchain"]
@@ -158,7 +179,7 @@ class ModelConfig(BaseModel):
     @field_validator("interface")
     @classmethod
     def _declared_interface(cls, value: str) -> str:
-        if value not in _INTERFACE_NAMES:
+        if value not in _INTERFACES:
             raise ValueError(
                 f"unknown interface '{value}' (known: {', '.join(interface_names())}; "
                 "others register with verifleet.pipeline.register_interface)"

@@ -19,15 +19,23 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from verifleet.templates import NO_TEMPLATE_ID
 
-from ._identity import compute_unit_key
+from ._identity import compute_unit_key, md5_hex
 
 if TYPE_CHECKING:
     from ._benchmark import Benchmark, Question
     from ._config import ModelConfig, VerificationConfig
+    from ._identity import ModelIdentity
     from ._results import VerificationResult
-    from ._scenario import ScenarioDefinition
+    from ._scenario import BrokenScenario, ScenarioDefinition
 
-__all__ = ["JobSpec", "ResultIdentity", "ScenarioUnit", "Unit", "result_template_id"]
+__all__ = [
+    "JobSpec",
+    "ResultIdentity",
+    "ScenarioUnit",
+    "Unit",
+    "result_template_id",
+    "scenario_key",
+]
 
 
 def result_template_id(question: Question, config: VerificationConfig) -> str:
@@ -117,6 +125,37 @@ class Unit:
         return [self.identity(parsing).key(job_id) for parsing in parsing_models]
 
 
+def scenario_key(
+    scenario: ScenarioDefinition | BrokenScenario,
+    answering: ModelIdentity,
+    replicate: int | None,
+    *,
+    job_id: str = "",
+) -> str:
+    """The deterministic key of one scenario unit: the scenario's id and a digest of
+    its definition (of a broken scenario, of its problem), the answering model and
+    the replicate. The one key of a scenario unit: the fleet stores its run under
+    it (with the job id), and every run records it without a job
+    (``ScenarioExecutionResult.unit_key``), which a local resume and a
+    re-verification compare, so a changed scenario is a different unit and runs
+    again in every mode.
+    """
+    from ._scenario import BrokenScenario  # the scenario models load after the units
+
+    if isinstance(scenario, BrokenScenario):
+        version = md5_hex(scenario.problem)
+    else:
+        version = md5_hex(scenario.model_dump_json())
+    return compute_unit_key(
+        job_id=job_id,
+        question_id=f"scenario:{scenario.id}",
+        template_id=version,  # stands in for a template id
+        answering_key=answering.canonical_key,
+        parsing_key="",
+        replicate=replicate,
+    )
+
+
 @dataclass(frozen=True)
 class ScenarioUnit:
     """One (scenario, answering model, replicate): all its turns run in one task."""
@@ -124,6 +163,10 @@ class ScenarioUnit:
     scenario: ScenarioDefinition
     answering: ModelConfig
     replicate: int
+
+    def key(self, job_id: str = "") -> str:
+        """The unit's :func:`scenario_key` in ``job_id`` (none: the key its run records)."""
+        return scenario_key(self.scenario, self.answering.identity(), self.replicate, job_id=job_id)
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,7 @@ from ._units import (
     keyed_question_id,
     result_key,
     scenario_result_keys,
-    scenario_unit_key,
-    unit_key,
     unit_messages,
-    unit_result_keys,
 )
 
 __all__ = [
@@ -86,10 +83,7 @@ __all__ = [
     "redis_client",
     "result_key",
     "scenario_result_keys",
-    "scenario_unit_key",
     "send_units",
-    "unit_key",
     "unit_messages",
     "unit_ref_at",
-    "unit_result_keys",
 ]

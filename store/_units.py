@@ -8,19 +8,16 @@ from typing import TYPE_CHECKING
 
 from verifleet.schemas import (
     JobSpec,
-    ModelConfig,
     ResultIdentity,
     ScenarioUnit,
     Unit,
     VerificationConfig,
-    compute_unit_key,
-    md5_hex,
 )
 
 from ._protocol import UnitRef
 
 if TYPE_CHECKING:
-    from verifleet.schemas import Benchmark, ScenarioDefinition, VerificationResult
+    from verifleet.schemas import Benchmark, VerificationResult
 
 __all__ = [
     "ScenarioUnit",
@@ -31,10 +28,7 @@ __all__ = [
     "keyed_question_id",
     "result_key",
     "scenario_result_keys",
-    "scenario_unit_key",
-    "unit_key",
     "unit_messages",
-    "unit_result_keys",
 ]
 
 
@@ -49,23 +43,6 @@ def expand_scenario_units(
 ) -> Iterator[ScenarioUnit]:
     """Every scenario unit of the job, scenario-major."""
     return JobSpec(benchmark, config).scenario_units()
-
-
-def _scenario_version(scenario: ScenarioDefinition) -> str:
-    """Stands in for a template id: a changed scenario is a different unit."""
-    return md5_hex(scenario.model_dump_json())
-
-
-def scenario_unit_key(unit: ScenarioUnit, *, job_id: str = "") -> str:
-    """The deterministic key of a scenario unit (where its run result is stored)."""
-    return compute_unit_key(
-        job_id=job_id,
-        question_id=f"scenario:{unit.scenario.id}",
-        template_id=_scenario_version(unit.scenario),
-        answering_key=unit.answering.identity().canonical_key,
-        parsing_key="",
-        replicate=unit.replicate,
-    )
 
 
 def keyed_question_id(
@@ -97,18 +74,6 @@ def expand_units(benchmark: Benchmark, config: VerificationConfig) -> Iterator[U
     """Yield every unit of the job lazily, question-major (a job of a million units
     never exists as a list)."""
     return JobSpec(benchmark, config).units()
-
-
-def unit_key(unit: Unit, *, job_id: str = "") -> str:
-    """The deterministic key of a unit: :meth:`Unit.key`."""
-    return unit.key(job_id)
-
-
-def unit_result_keys(
-    unit: Unit, parsing_models: Sequence[ModelConfig], *, job_id: str = ""
-) -> list[str]:
-    """The keys of the results ``unit`` produces: :meth:`Unit.result_keys`."""
-    return unit.result_keys(parsing_models, job_id)
 
 
 def result_key(result: VerificationResult, *, job_id: str = "") -> str:
@@ -165,12 +130,10 @@ def unit_messages(
     for si, scenario in enumerate(benchmark.scenarios):
         for ai, answering in enumerate(config.answering_models):
             for replicate in range(1, config.replicate_count + 1):
-                if skip is not None:
-                    key = scenario_unit_key(
-                        ScenarioUnit(scenario, answering, replicate), job_id=job_id
-                    )
-                    if key in skip:
-                        continue
+                if skip is not None and (
+                    ScenarioUnit(scenario, answering, replicate).key(job_id) in skip
+                ):
+                    continue
                 labels = {
                     "scenario_id": scenario.id,
                     "answering": answering.identity().display_string,
@@ -191,6 +154,6 @@ def _message_key(
     answering = config.answering_models[ref.answering_index]
     if ref.kind == "scenario":
         scenario = benchmark.scenarios[ref.question_index]
-        return scenario_unit_key(ScenarioUnit(scenario, answering, ref.replicate), job_id=job_id)
+        return ScenarioUnit(scenario, answering, ref.replicate).key(job_id)
     question = benchmark.questions[ref.question_index]
     return JobSpec(benchmark, config).unit(question, answering, ref.replicate).key(job_id)

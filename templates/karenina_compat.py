@@ -12,23 +12,9 @@ from typing import Any, TypeVar
 
 from .base_answer import BaseAnswer
 from .composition import AllOf, AnyOf, AtLeastN, FieldCheck, evaluate_strategy
-from .dates import DateMatch, DateRange, DateTolerance
-from .graded import NumericGraded, NumericRangeGraded, NumericThresholdGraded
 from .normalizers import Normalizer, SynonymMap, apply_normalizer, apply_normalizers
-from .numeric import NumericExact, NumericMaximum, NumericMinimum, NumericRange, NumericTolerance
-from .primitives import (
-    BooleanMatch,
-    ContainsAll,
-    ContainsAny,
-    ExactMatch,
-    LiteralMatch,
-    RegexMatch,
-    SemanticMatch,
-    TracePrimitive,
-    VerificationPrimitive,
-)
-from .sequences import OrderedMatch, SetContainment
-from .trace import TraceContains, TraceLength, TraceRegex
+from .primitives import TracePrimitive, VerificationPrimitive
+from .registry import PRIMITIVES, TRACE_PRIMITIVES
 from .verified_field import VerificationMeta, VerifiedField
 
 __all__ = ["KARENINA_ALIAS_MODULES", "KARENINA_NAMES", "capture_answer_source"]
@@ -70,47 +56,25 @@ KARENINA_ALIAS_MODULES: frozenset[str] = frozenset(
     }
 )
 
-#: What every alias module exposes.
-KARENINA_NAMES: dict[str, Any] = {
-    obj.__name__: obj
-    for obj in (
-        AllOf,
-        AnyOf,
-        AtLeastN,
-        BaseAnswer,
-        BooleanMatch,
-        ContainsAll,
-        ContainsAny,
-        DateMatch,
-        DateRange,
-        DateTolerance,
-        ExactMatch,
-        FieldCheck,
-        LiteralMatch,
-        NumericExact,
-        NumericGraded,
-        NumericMaximum,
-        NumericMinimum,
-        NumericRange,
-        NumericRangeGraded,
-        NumericThresholdGraded,
-        NumericTolerance,
-        OrderedMatch,
-        RegexMatch,
-        SemanticMatch,
-        SetContainment,
-        SynonymMap,
-        TraceContains,
-        TraceLength,
-        TracePrimitive,
-        TraceRegex,
-        VerificationMeta,
-        VerificationPrimitive,
-        VerifiedField,
-        apply_normalizer,
-        apply_normalizers,
-        capture_answer_source,
-        evaluate_strategy,
-    )
-}
+#: What every alias module exposes: every registered primitive
+#: (:mod:`verifleet.templates.registry`) and the rest of the template runtime.
+_EXPOSED: tuple[Any, ...] = (
+    *PRIMITIVES,
+    *TRACE_PRIMITIVES,
+    AllOf,
+    AnyOf,
+    AtLeastN,
+    BaseAnswer,
+    FieldCheck,
+    SynonymMap,
+    TracePrimitive,
+    VerificationMeta,
+    VerificationPrimitive,
+    VerifiedField,
+    apply_normalizer,
+    apply_normalizers,
+    capture_answer_source,
+    evaluate_strategy,
+)
+KARENINA_NAMES: dict[str, Any] = {obj.__name__: obj for obj in _EXPOSED}
 KARENINA_NAMES["Normalizer"] = Normalizer

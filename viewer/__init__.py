@@ -14,7 +14,7 @@ from ._overview import overview, template_summary, wilson_interval
 from ._report import report_html, write_report
 from ._runs import FileRun, JobRun, Run
 from ._templates import TemplateSources, template_sources
-from ._serve import DEFAULT_HOST, DEFAULT_PORT, bind_socket, check_binding, is_loopback, serve
+from ._serve import DEFAULT_HOST, DEFAULT_PORT, bind_socket, check_binding, serve
 
 __all__ = [
     "COMPARE_KEY",
@@ -32,7 +32,6 @@ __all__ = [
     "check_binding",
     "compare",
     "create_app",
-    "is_loopback",
     "overview",
     "page_html",
     "report_html",

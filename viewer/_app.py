@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from importlib import resources
 from typing import Any
@@ -11,6 +10,8 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
+
+from verifleet.web import BearerAuth, HostCheck
 
 from ._detail import compare, result_detail
 from ._errors import ViewerError
@@ -22,10 +23,8 @@ from ._runs import Run
 from ._scenarios import scenario_page
 
 __all__ = [
-    "LOOPBACK_NAMES",
     "TOKEN_COOKIE",
     "create_app",
-    "host_of",
     "page_html",
     "static_text",
 ]
@@ -87,18 +86,6 @@ def _run(runs: Sequence[Run], run: int) -> Run:
     return runs[run]
 
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-"""Host names a loopback-bound viewer answers to."""
-
-
-def host_of(header: str) -> str:
-    """The host name of a ``Host`` header: no port, no IPv6 brackets, lower case."""
-    text = header.strip().lower()
-    if text.startswith("["):
-        return text[1 : text.find("]")] if "]" in text else text[1:]
-    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
-
-
 def create_app(
     runs: Sequence[Run],
     *,
@@ -112,12 +99,15 @@ def create_app(
         runs: What to show; each keeps its own summary index.
         token: When set, every request must carry it: as ``?token=`` (the page then
             keeps it in a cookie), a ``verifleet_viewer_token`` cookie or an
-            ``Authorization: Bearer`` header; others get 401.
+            ``Authorization: Bearer`` header; others get 401
+            (:class:`verifleet.web.BearerAuth`).
         title: Shown in the page header.
-        allowed_hosts: Host names the ``Host`` header may carry (any port); other
-            requests get 421. A web page on another site that re-points its own
-            name at 127.0.0.1 (DNS rebinding) sends its own name and is refused.
-            None accepts any (a viewer bound to every address, behind its token).
+        allowed_hosts: Host names the ``Host`` header may carry besides localhost
+            and IP addresses (any port); other requests get 403
+            (:class:`verifleet.web.HostCheck`). A web page on another site that
+            re-points its own name at 127.0.0.1 (DNS rebinding) sends its own name
+            and is refused. None accepts any (a viewer bound to every address,
+            behind its token).
 
     Returns:
         A FastAPI application; serve it with uvicorn (see :func:`serve`).
@@ -126,22 +116,7 @@ def create_app(
     paired_cache = PairedCache()
 
     if token:
-
-        @app.middleware("http")
-        async def check_token(
-            request: Request, call_next: Callable[[Request], Awaitable[Response]]
-        ) -> Response:
-            given = (
-                request.query_params.get("token")
-                or request.cookies.get(TOKEN_COOKIE)
-                or request.headers.get("authorization", "").removeprefix("Bearer ")
-            )
-            if not secrets.compare_digest(given.encode(), token.encode()):
-                return JSONResponse({"detail": "a valid token is required"}, status_code=401)
-            response = await call_next(request)
-            if request.query_params.get("token"):
-                response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
-            return response
+        app.add_middleware(BearerAuth, token=token, cookie=TOKEN_COOKIE)
 
     # Registered before the token and host checks, so it runs after them: a
     # refused origin learns nothing they would not tell it.
@@ -155,19 +130,9 @@ def create_app(
         return await call_next(request)
 
     if allowed_hosts is not None:
-        allowed = frozenset(host_of(h) for h in allowed_hosts)
-
         # Added after the token check, so it runs first: a rebound page never
         # learns whether its token guess was right.
-        @app.middleware("http")
-        async def check_host(
-            request: Request, call_next: Callable[[Request], Awaitable[Response]]
-        ) -> Response:
-            if host_of(request.headers.get("host", "")) not in allowed:
-                return JSONResponse(
-                    {"detail": "this viewer does not answer to that host name"}, status_code=421
-                )
-            return await call_next(request)
+        app.add_middleware(HostCheck, allowed_hosts=allowed_hosts, option="--host")
 
     @app.exception_handler(ViewerError)
     async def viewer_error(_request: Request, exc: ViewerError) -> JSONResponse:

@@ -9,7 +9,6 @@ the command line cannot disagree.
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ from verifleet.orchestrator.stats import (
     unit_key,
 )
 from verifleet.schemas import VerificationResult
+from verifleet.web import is_loopback
 
 from ._errors import ViewerError
 from ._runs import FileRun, Run
@@ -111,13 +111,6 @@ def set_label(run: Run, row: int, body: Any) -> dict[str, Any]:
     return label_state(run, result)
 
 
-def _is_loopback(host: str | None) -> bool:
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def write_refusal(request: Request, *, token: bool) -> str | None:
     """Why a state-changing request must be refused, or None to let it through.
 
@@ -136,7 +129,7 @@ def write_refusal(request: Request, *, token: bool) -> str | None:
         return "changes are accepted from the viewer's own page only (Origin does not match)"
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         return "changes are sent as application/json"
-    if not token and not _is_loopback(request.client.host if request.client else None):
+    if not token and not (request.client and is_loopback(request.client.host)):
         return "without a token, changes are accepted from this machine only"
     return None
 

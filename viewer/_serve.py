@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Sequence
 
-from ._app import LOOPBACK_NAMES, create_app
+from verifleet.web import is_loopback
+
+from ._app import create_app
 from ._errors import ViewerError
 from ._runs import Run
 
@@ -16,22 +17,11 @@ __all__ = [
     "allowed_hosts",
     "bind_socket",
     "check_binding",
-    "is_loopback",
     "serve",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8600
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is only reachable from this machine (``localhost``, 127.x, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
 
 
 def check_binding(host: str, token: str | None) -> None:
@@ -48,11 +38,12 @@ def check_binding(host: str, token: str | None) -> None:
 
 
 def allowed_hosts(host: str) -> frozenset[str] | None:
-    """The ``Host`` names a viewer bound to ``host`` answers to: the loopback names
-    and ``host`` itself; None (any) when bound to every address (a token guards it)."""
+    """The ``Host`` names a viewer bound to ``host`` answers to besides localhost and
+    IP addresses (:func:`verifleet.web.host_allowed`): ``host`` itself; None (any)
+    when bound to every address (a token guards it)."""
     if host in ("0.0.0.0", "::", ""):
         return None
-    return LOOPBACK_NAMES | {host}
+    return frozenset({host})
 
 
 def bind_socket(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> socket.socket:

@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -45,7 +44,6 @@ from verifleet.store import (
     Unit,
     UnitWrite,
     scenario_result_keys,
-    scenario_unit_key,
 )
 
 from ._breaker import FAILED, guarded, until_redis_answers
@@ -264,21 +262,6 @@ def _take_up(
     return begun
 
 
-def _guarded(
-    state: _ProcessState,
-    job_id: str,
-    key: str,
-    suspect: bool,
-    deadline: float,
-    work: Callable[[float], str],
-    stop: Callable[[str], None],
-) -> str:
-    """:func:`._breaker.guarded` with this process's store, gate and settings."""
-    return guarded(
-        state.store, state.unit_gate, state.settings, job_id, key, suspect, deadline, work, stop
-    )
-
-
 def _admitted(state: _ProcessState, spec: JobSpec, job_id: str, key: str, deadline: float) -> bool:
     """The job's budget (``max_cost_usd``) lets the unit start; a refused unit
     stays undone for ``resume`` with a larger budget."""
@@ -463,8 +446,10 @@ def _execute(
         return "done"
 
     started = time.monotonic()
-    outcome = _guarded(
-        state,
+    outcome = guarded(
+        state.store,
+        state.unit_gate,
+        state.settings,
         job_id,
         key,
         suspect,
@@ -530,7 +515,7 @@ def _run_scenario(
     if spec is None:
         return "unknown-job"
     unit = spec.scenario_unit_at(scenario_index, answering_index, replicate)
-    key = scenario_unit_key(unit, job_id=job_id)
+    key = unit.key(job_id)
     if not _admitted(state, spec, job_id, key, deadline):
         return "over-budget"
     (begun,) = _take_up(state, job_id, [(key, None)], deadline)
@@ -545,6 +530,7 @@ def _run_scenario(
             answering_model=unit.answering.identity().display_string,
             replicate=replicate,
             run_name=spec.config.run_name,
+            unit_key=unit.key(),
         )
         _until_redis_answers(
             lambda: store.write_scenario_unit(job_id, key, failed, [], []),
@@ -572,4 +558,6 @@ def _run_scenario(
         _account(state, spec, job_id, key, run.results)
         return "done"
 
-    return _guarded(state, job_id, key, begun, deadline, work, quarantine)
+    return guarded(
+        state.store, state.unit_gate, state.settings, job_id, key, begun, deadline, work, quarantine
+    )

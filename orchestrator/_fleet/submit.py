@@ -27,8 +27,6 @@ from verifleet.schemas import (
     VerificationConfig,
     check_benchmark,
     compute_template_id,
-    compute_unit_key,
-    md5_hex,
 )
 from verifleet.store import (
     ResultStore,
@@ -183,15 +181,8 @@ def _broken_scenario_runs(
         for answering in config.answering_models:
             identity = answering.identity()
             for replicate in range(1, config.replicate_count + 1):
-                key = compute_unit_key(
-                    job_id=job_id,
-                    question_id=f"scenario:{broken.id}",
-                    template_id=md5_hex(broken.problem),
-                    answering_key=identity.canonical_key,
-                    parsing_key="",
-                    replicate=replicate,
-                )
-                run = broken.failed_run(identity.display_string, replicate, config.run_name)
+                key = broken.unit_key(identity, replicate, job_id=job_id)
+                run = broken.failed_run(identity, replicate, config.run_name)
                 runs.append((key, run))
     return runs
 

@@ -12,7 +12,6 @@ from verifleet.schemas import ExportError, ScenarioExecutionResult, Verification
 from verifleet.store import result_key
 
 from .journal import Journal, journal_path
-from .runner import scenario_done_key
 from .scenario_journal import ScenarioJournal, scenario_journal_path
 
 __all__ = ["RunOutput"]
@@ -45,12 +44,14 @@ class RunOutput:
         return [*(stored or []), *(r for r in journalled if r is not None)]
 
     def done_scenarios(self, *, retry_errors: bool = False) -> set[str]:
-        """:func:`scenario_done_key` of every scenario run already produced (with
-        ``retry_errors``, of those whose status is not ``error``)."""
+        """The unit key (:func:`~verifleet.schemas.scenario_key`) of every scenario
+        run already produced (with ``retry_errors``, of those whose status is not
+        ``error``). A run of a scenario changed since, or one without a key,
+        names no unit of the job: its unit runs again."""
         return {
-            scenario_done_key(r.scenario_id, r.answering_model or "", r.replicate)
+            r.unit_key
             for r in self._existing_scenarios()
-            if not (retry_errors and r.status == "error")
+            if r.unit_key is not None and not (retry_errors and r.status == "error")
         }
 
     def record_scenario(self, run: ScenarioRun) -> None:
@@ -127,17 +128,14 @@ class RunOutput:
 
         self.journal.close()
         self.scenario_journal.close()
-        runs: dict[str, ScenarioExecutionResult] = {}
-        for run in self._existing_scenarios():
-            key = scenario_done_key(run.scenario_id, run.answering_model or "", run.replicate)
-            # A retried run (--retry-errors) replaces the errored one it re-ran.
-            if key not in runs or runs[key].status == "error":
-                runs[key] = run
+        runs, replaced = _latest_runs(self._existing_scenarios())
         # Each key once: the first result, unless a later one replaces an error
         # (a --retry-errors run journals the new result after the old one).
         winner: dict[str, int] = {}
         errored: set[str] = set()
         for position, result in enumerate(self._existing()):
+            if _replaced_turn(result, runs, replaced):
+                continue
             key = result_key(result)
             if key not in winner or key in errored:
                 winner[key] = position
@@ -148,7 +146,7 @@ class RunOutput:
 
         def unique() -> Iterator[VerificationResult]:
             for position, result in enumerate(self._existing()):
-                if winner[result_key(result)] == position:
+                if winner.get(result_key(result)) == position:
                     yield result
 
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
@@ -169,3 +167,45 @@ class RunOutput:
         self.journal.remove()
         self.scenario_journal.remove()
         return count
+
+
+_Slot = tuple[str, str, int | None]
+
+
+def _slot(scenario_id: str, answering: str | None, replicate: int | None) -> _Slot:
+    """Scenario, answering model and replicate: the place in a run one run fills."""
+    return scenario_id, answering or "", replicate
+
+
+def _latest_runs(
+    found: Iterator[ScenarioExecutionResult] | list[ScenarioExecutionResult],
+) -> tuple[dict[_Slot, ScenarioExecutionResult], set[_Slot]]:
+    """The run kept for each slot, and the slots where a later run replaced an
+    earlier one. A later run replaces an errored one (``--retry-errors``) and one
+    of another unit key (the scenario changed, so the unit ran again)."""
+    runs: dict[_Slot, ScenarioExecutionResult] = {}
+    replaced: set[_Slot] = set()
+    for run in found:
+        slot = _slot(run.scenario_id, run.answering_model, run.replicate)
+        kept = runs.get(slot)
+        if kept is None or kept.status == "error" or kept.unit_key != run.unit_key:
+            if kept is not None:
+                replaced.add(slot)
+            runs[slot] = run
+    return runs, replaced
+
+
+def _replaced_turn(
+    result: VerificationResult, runs: dict[_Slot, ScenarioExecutionResult], replaced: set[_Slot]
+) -> bool:
+    """Whether ``result`` is a turn of a run another replaced: the kept run's
+    history names its own turn results, and a replaced run's turns (of the old
+    scenario, or of the errored attempt) must not stand beside them."""
+    meta = result.metadata
+    if meta.scenario_id is None:
+        return False
+    slot = _slot(meta.scenario_id, meta.answering.display_string, meta.replicate)
+    if slot not in replaced:
+        return False
+    kept = runs[slot]
+    return not any(meta.result_id in turn.result_ids for turn in kept.history)

@@ -27,7 +27,7 @@ from verifleet.schemas import (
 )
 from verifleet.store import ScenarioUnit, Unit
 
-from .runner import LocalRunner, failed_unit_results, scenario_done_key
+from .runner import LocalRunner, failed_unit_results
 
 __all__ = ["ReverifyRunner"]
 
@@ -107,25 +107,17 @@ class ReverifyRunner(LocalRunner):
         """How many stored scenario runs are re-judged."""
         return len(self._scenario_units)
 
-    def run_scenarios(
+    def scenario_units(self) -> Iterator[ScenarioUnit]:
+        """The stored scenario runs' units, judged again by :meth:`run_scenarios`
+        (a resumed re-verification skips those it wrote)."""
+        return (unit for unit, _ in self._scenario_units)
+
+    def _broken_runs(
         self,
-        *,
-        done: set[str] | frozenset[str] = frozenset(),
-        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
-    ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
-        """Judge every stored scenario run again whose :func:`scenario_done_key`
-        is not in ``done`` (a resumed re-verification skips those it wrote)."""
-
-        def todo() -> Iterator[ScenarioUnit]:
-            for unit, _ in self._scenario_units:
-                model = unit.answering.identity().display_string
-                if scenario_done_key(unit.scenario.id, model, unit.replicate) in done:
-                    if on_skip is not None:
-                        on_skip(unit)
-                    continue
-                yield unit
-
-        yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
+        done: set[str] | frozenset[str],
+        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None,
+    ) -> Iterator[tuple[BrokenScenario, ScenarioRun]]:
+        return iter(())  # a broken scenario has no stored run to judge again
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
         replay = ScenarioReplay(turns=self._runs[self._run_keys[id(unit)]], source=self.source)

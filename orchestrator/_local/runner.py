@@ -40,7 +40,7 @@ from verifleet.store import ScenarioUnit, Unit, expand_scenario_units
 
 from .threads import UnitThreads
 
-__all__ = ["OVERRUN_GRACE", "LocalRunner", "failed_unit_results", "scenario_done_key"]
+__all__ = ["OVERRUN_GRACE", "LocalRunner", "failed_unit_results"]
 
 log = logging.getLogger(__name__)
 
@@ -116,30 +116,19 @@ class LocalRunner:
         done: set[str] | frozenset[str] = frozenset(),
         on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None = None,
     ) -> Iterator[tuple[ScenarioUnit | BrokenScenario, ScenarioRun]]:
-        """Run every scenario unit whose :func:`scenario_done_key` is not in ``done``.
+        """Run every scenario unit whose key (:func:`~verifleet.schemas.scenario_key`,
+        without a job) is not in ``done``: a changed scenario runs again.
 
         Yields ``(unit, run)`` in completion order; a scenario that fails has its
         failure in ``run.scenario_result`` (status ``error``), never raised. A
         broken scenario (one that failed validation) yields one such failed run
         per answering model and replicate, first, and runs nothing.
         """
-        for broken in self.benchmark.broken_scenarios:
-            for answering in self.config.answering_models:
-                model = answering.identity().display_string
-                for replicate in range(1, self.config.replicate_count + 1):
-                    if scenario_done_key(broken.id, model, replicate) in done:
-                        if on_skip is not None:
-                            on_skip(broken)
-                        continue
-                    failed = broken.failed_run(model, replicate, self.config.run_name)
-                    yield broken, ScenarioRun(results=[], scenario_result=failed)
+        yield from self._broken_runs(done, on_skip)
 
         def todo() -> Iterator[ScenarioUnit]:
-            for unit in expand_scenario_units(self.benchmark, self.config):
-                key = scenario_done_key(
-                    unit.scenario.id, unit.answering.identity().display_string, unit.replicate
-                )
-                if key in done:
+            for unit in self.scenario_units():
+                if unit.key() in done:
                     if on_skip is not None:
                         on_skip(unit)
                     continue
@@ -147,6 +136,27 @@ class LocalRunner:
 
         # as for units: the endpoints' windows decide how many run
         yield from self._pooled("verifleet-scn", todo(), self._run_scenario)
+
+    def scenario_units(self) -> Iterator[ScenarioUnit]:
+        """The scenario units :meth:`run_scenarios` runs: the job's."""
+        return expand_scenario_units(self.benchmark, self.config)
+
+    def _broken_runs(
+        self,
+        done: set[str] | frozenset[str],
+        on_skip: Callable[[ScenarioUnit | BrokenScenario], None] | None,
+    ) -> Iterator[tuple[BrokenScenario, ScenarioRun]]:
+        """The failed run of each broken scenario's unit not in ``done``."""
+        for broken in self.benchmark.broken_scenarios:
+            for answering in self.config.answering_models:
+                identity = answering.identity()
+                for replicate in range(1, self.config.replicate_count + 1):
+                    if broken.unit_key(identity, replicate) in done:
+                        if on_skip is not None:
+                            on_skip(broken)
+                        continue
+                    failed = broken.failed_run(identity, replicate, self.config.run_name)
+                    yield broken, ScenarioRun(results=[], scenario_result=failed)
 
     def _run_scenario(self, unit: ScenarioUnit) -> ScenarioRun:
         return run_scenario_unit(unit, self.spec, self.resources)
@@ -375,8 +385,3 @@ def failed_unit_results(
         replicate=unit.replicate,
         error=f"unit failed: {type(exc).__name__}: {exc}",
     )
-
-
-def scenario_done_key(scenario_id: str, answering: str, replicate: int | None) -> str:
-    """Names a finished scenario run in a local output (scenario, model, replicate)."""
-    return f"{scenario_id}\t{answering}\t{replicate}"

@@ -156,7 +156,8 @@ def _template_sources(path: Path) -> dict[str, str]:
 
 def _view(args: argparse.Namespace) -> int:
     from verifleet.schemas import ConfigError
-    from verifleet.viewer import bind_socket, check_binding, is_loopback, serve
+    from verifleet.viewer import bind_socket, check_binding, serve
+    from verifleet.web import is_loopback
 
     if args.compare and len(args.sources) != 2:
         raise ConfigError(

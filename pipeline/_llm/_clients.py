@@ -21,7 +21,7 @@ from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 
-from verifleet.schemas import ModelConfig
+from verifleet.schemas import ModelConfig, interface_kind
 
 from .._llm_protocol import ModelCallError
 
@@ -95,7 +95,7 @@ def _build(model: ModelConfig, request_timeout: float) -> BaseChatModel:
     common.update(model.extra_kwargs)
     api_key = resolve_api_key(model)
     try:
-        if model.interface in ("openai_endpoint", "openrouter"):
+        if interface_kind(model.interface) == "openai_compatible":
             from langchain_openai import ChatOpenAI
 
             base_url = model.endpoint_base_url or OPENROUTER_BASE_URL

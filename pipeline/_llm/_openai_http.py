@@ -49,7 +49,7 @@ from typing import Any
 import httpx
 
 from verifleet.errors import VerifleetError
-from verifleet.schemas import ModelConfig, token_count
+from verifleet.schemas import ModelConfig, interface_kind, token_count
 
 from .._llm_protocol import Message, ModelCallError
 from ._bound import BoundCaller
@@ -164,7 +164,7 @@ _ROLES = {"human": "user", "ai": "assistant"}
 def direct_http_applies(model: ModelConfig) -> bool:
     """Whether ``model`` goes through :class:`OpenAIHttpChatCaller` (see the module
     docstring for when it does not)."""
-    if model.interface not in ("openai_endpoint", "openrouter"):
+    if interface_kind(model.interface) != "openai_compatible":
         return False
     if model.chat_client != "auto":
         return model.chat_client == "http"

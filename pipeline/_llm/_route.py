@@ -1,6 +1,10 @@
 """Model interfaces registered by name, and the caller each one builds.
 
-``ModelConfig.interface`` names an entry of this registry. The built-in entries:
+``ModelConfig.interface`` names an interface of the registry in
+``verifleet.schemas`` (:func:`~verifleet.schemas.interface_names`), which says how
+its models are called (:data:`~verifleet.schemas.InterfaceKind`); here each kind
+has its caller factory, and :func:`register_interface` adds a name with a factory
+of its own. The built-in interfaces:
 ``langchain`` (any provider langchain's ``init_chat_model`` knows),
 ``openai_endpoint`` and ``openrouter`` (verifleet's direct HTTP client, or
 langchain's ``ChatOpenAI`` when ``ModelConfig.chat_client`` says so or the model
@@ -17,7 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from verifleet.schemas import ModelConfig, RetryPolicy, declare_interface
+from verifleet.schemas import (
+    InterfaceKind,
+    ModelConfig,
+    RetryPolicy,
+    declare_interface,
+    interface_kind,
+    interface_names,
+)
 
 from .._llm_protocol import ChatCaller
 from ._bound import CallGate
@@ -64,14 +75,16 @@ def _openai_compatible(model: ModelConfig, options: CallerOptions) -> ChatCaller
     return kind(model, **vars(options))
 
 
-_REGISTRY: dict[str, InterfaceFactory] = {
+#: The caller factory of each kind of interface (every kind but ``registered``,
+#: whose names bring their own factory).
+FACTORIES: dict[InterfaceKind, InterfaceFactory] = {
     "langchain": _langchain,
-    "openai_endpoint": _openai_compatible,
-    "openrouter": _openai_compatible,
+    "openai_compatible": _openai_compatible,
     # Recorded answers have no chat client: as a judge, langchain's builder
     # reports "interface 'manual' has no chat client" at the first call.
-    "manual": _langchain,
+    "recorded": _langchain,
 }
+_REGISTERED: dict[str, InterfaceFactory] = {}
 _LOCK = threading.Lock()
 
 
@@ -91,16 +104,15 @@ def register_interface(name: str, factory: InterfaceFactory, *, replace: bool = 
     if not name.strip():
         raise ValueError("an interface needs a name")
     with _LOCK:
-        if name in _REGISTRY and not replace:
+        if not replace and (name in _REGISTERED or interface_kind(name) is not None):
             raise ValueError(f"interface '{name}' is already registered (pass replace=True)")
-        _REGISTRY[name] = factory
-    declare_interface(name)
+        _REGISTERED[name] = factory
+        declare_interface(name)
 
 
 def registered_interfaces() -> list[str]:
-    """The names :func:`make_chat_caller` knows, sorted."""
-    with _LOCK:
-        return sorted(_REGISTRY)
+    """The names :func:`make_chat_caller` knows, sorted: the schemas' registry."""
+    return interface_names()
 
 
 def make_chat_caller(
@@ -122,6 +134,8 @@ def make_chat_caller(
     :class:`~verifleet.pipeline.ModelCallError` from the first call.
     """
     with _LOCK:
-        factory = _REGISTRY.get(model.interface, _langchain)
+        factory = _REGISTERED.get(model.interface)
+    if factory is None:
+        factory = FACTORIES.get(interface_kind(model.interface) or "langchain", _langchain)
     options = CallerOptions(tracker, clients, policy, request_timeout, deadline, call_gate, sleep)
     return factory(model, options)

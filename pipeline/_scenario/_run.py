@@ -32,6 +32,7 @@ from verifleet.schemas import (
     VerificationResult,
     merge_dynamic_rubrics,
     merge_rubrics,
+    scenario_key,
 )
 
 from .._llm_protocol import Message
@@ -445,6 +446,7 @@ def run_scenario(
         answering_model=answering.identity().display_string,
         replicate=replicate,
         run_name=config.run_name,
+        unit_key=scenario_key(scenario, answering.identity(), replicate),
     )
     outcome.outcome_results = evaluate_outcomes(list(scenario.outcome_criteria), outcome, code)
     outcome.trace = code.trace

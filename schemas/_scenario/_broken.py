@@ -3,9 +3,15 @@ fails alone (its runs record the problem) while the others run."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._unit import scenario_key
 from ._result import ScenarioExecutionResult, ScenarioTerminalFailure
+
+if TYPE_CHECKING:
+    from .._identity import ModelIdentity
 
 __all__ = ["BrokenScenario"]
 
@@ -40,18 +46,24 @@ class BrokenScenario(BaseModel):
         """How every report words it: ``scenario 'id': problem``."""
         return f"scenario {self.id!r}: {self.problem}"
 
+    def unit_key(self, answering: ModelIdentity, replicate: int | None, job_id: str = "") -> str:
+        """The key of this scenario's unit with ``answering`` and ``replicate``
+        (:func:`~verifleet.schemas.scenario_key`, over the problem's digest)."""
+        return scenario_key(self, answering, replicate, job_id=job_id)
+
     def failed_run(
-        self, answering_model: str | None, replicate: int | None, run_name: str | None = None
+        self, answering: ModelIdentity, replicate: int | None, run_name: str | None = None
     ) -> ScenarioExecutionResult:
-        """The run of this scenario with ``answering_model`` and ``replicate``: no
-        turns, status ``error``, the problem as its terminal failure."""
+        """The run of this scenario with ``answering`` and ``replicate``: no turns,
+        status ``error``, the problem as its terminal failure."""
         return ScenarioExecutionResult(
             scenario_id=self.id,
             status="error",
             terminal_failure=ScenarioTerminalFailure(
                 node_id=None, stage=VALIDATION_STAGE, reason=self.message
             ),
-            answering_model=answering_model,
+            answering_model=answering.display_string,
             replicate=replicate,
             run_name=run_name,
+            unit_key=self.unit_key(answering, replicate),
         )

@@ -19,28 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
-from verifleet.templates import (
-    BooleanMatch,
-    ContainsAll,
-    ContainsAny,
-    DateMatch,
-    DateRange,
-    DateTolerance,
-    ExactMatch,
-    LiteralMatch,
-    NumericExact,
-    NumericGraded,
-    NumericMaximum,
-    NumericMinimum,
-    NumericRange,
-    NumericRangeGraded,
-    NumericThresholdGraded,
-    NumericTolerance,
-    OrderedMatch,
-    RegexMatch,
-    SetContainment,
-    VerificationPrimitive,
-)
+from verifleet.templates import VerificationPrimitive
+from verifleet.templates.registry import CONDITION_PRIMITIVES, by_name
 
 __all__ = ["Condition", "Operator", "primitive_from", "resolve_path"]
 
@@ -48,32 +28,8 @@ Operator = Literal[
     "eq", "ne", "gt", "ge", "lt", "le", "in", "contains", "exists", "truthy", "falsy"
 ]
 
-# The primitives a condition may name. SemanticMatch is left out on purpose: it
-# loads an embedding model, which routing between turns should never do.
-_PRIMITIVES: dict[str, type[VerificationPrimitive]] = {
-    cls.__name__: cls
-    for cls in (
-        BooleanMatch,
-        ContainsAll,
-        ContainsAny,
-        DateMatch,
-        DateRange,
-        DateTolerance,
-        ExactMatch,
-        LiteralMatch,
-        NumericExact,
-        NumericGraded,
-        NumericMaximum,
-        NumericMinimum,
-        NumericRange,
-        NumericRangeGraded,
-        NumericThresholdGraded,
-        NumericTolerance,
-        OrderedMatch,
-        RegexMatch,
-        SetContainment,
-    )
-}
+# The primitives a condition may name (the registry says which and why).
+_PRIMITIVES = by_name(CONDITION_PRIMITIVES)
 
 
 def primitive_from(value: Any) -> VerificationPrimitive:

@@ -83,6 +83,11 @@ class ScenarioExecutionResult(BaseModel):
     answering_model: str | None = None
     replicate: int | None = None
     run_name: str | None = None
+    #: The unit's ``scenario_key`` (scenario and a digest of its definition,
+    #: answering model, replicate; no job): a resume counts the run done only
+    #: while the scenario is unchanged. None in runs that predate it or were
+    #: read from the original's export (they run again on a resume).
+    unit_key: str | None = None
     #: What the scenario's code did that the turns do not show (a condition or
     #: state update that raised, outcome code that failed), in order.
     trace: list[str] = Field(default_factory=list)

@@ -22,8 +22,7 @@ from _support.gateway import Gateway
 from bench._harness import capitals
 from bench.endpoint import EndpointConfig
 from verifleet.orchestrator import read_results
-from verifleet.pipeline import credential_identity
-from verifleet.reward import judge_call_key
+from verifleet.pipeline import call_key, credential_identity
 from verifleet.schemas import ModelConfig, dump_benchmark
 
 pytestmark = pytest.mark.integration
@@ -97,7 +96,7 @@ def test_the_judge_cache_key_follows_the_key_value(monkeypatch: pytest.MonkeyPat
 
     def key(env_name: str) -> str:
         model = ModelConfig.parse("http://127.0.0.1:9/v1#judge", api_key_env=env_name)
-        return judge_call_key(model, messages, schema={"type": "object"}, schema_name="r")
+        return call_key(model, messages, kind="json", schema={"type": "object"}, schema_name="r")
 
     monkeypatch.setenv("JUDGE_KEY_1", KEY_A)
     monkeypatch.setenv("JUDGE_KEY_2", KEY_B)

@@ -25,7 +25,7 @@ from _support.jobs import capitals_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.schemas import Benchmark, ModelConfig, VerificationConfig
-from verifleet.store import JobStatus, expand_units, unit_key, unit_result_keys
+from verifleet.store import JobStatus, expand_units
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def _expected_keys(bench: Benchmark, config: VerificationConfig, job_id: str) ->
     return {
         key
         for unit in expand_units(bench, config)
-        for key in unit_result_keys(unit, config.parsing_models, job_id=job_id)
+        for key in unit.result_keys(config.parsing_models, job_id)
     }
 
 
@@ -119,9 +119,7 @@ def test_units_that_freeze_or_kill_their_worker_are_quarantined_after_three_trie
     # (Its plain start count can be higher: a death while it waited to run alone
     # counts a start, never a lone run.)
     attempts = first.store.client.hgetall(first.store.keys(first.job_id).attempts)
-    units = {
-        u.question.id: unit_key(u, job_id=first.job_id) for u in expand_units(poisoned, config)
-    }
+    units = {u.question.id: u.key(first.job_id) for u in expand_units(poisoned, config)}
     for poison in ("freezes", "kills"):
         assert int(attempts[f"{units[poison]}#alone".encode()]) == 3
         assert int(attempts[units[poison].encode()]) >= 3

@@ -1,7 +1,8 @@
 """Scenarios on the fleet: real redis-server, two real ``verifleet worker``
 processes, one SIGKILLed mid-job, the scripted endpoint answering every turn.
 A scenario unit is one task that stores its run and its turns at once, so the
-killed worker's scenarios come back whole, exactly once."""
+killed worker's scenarios come back whole, exactly once; a changed scenario is
+another unit, on the fleet and on a local resume of its export."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from _support.fleet import Fleet, run_cli
 from _support.scenarios import ANSWERS, DANGLING_PROBLEM, scenario_benchmark, scenario_config
 
+import verifleet
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.schemas import BrokenScenario
-from verifleet.store import JobStatus, result_key
+from verifleet.schemas import Benchmark, BrokenScenario, ScenarioUnit
+from verifleet.store import JobStatus, result_key, unit_messages
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +96,50 @@ def test_scenarios_survive_a_killed_worker_exactly_once(
 
 def _run_key(run):  # type: ignore[no-untyped-def]
     return (run.scenario_id, run.replicate)
+
+
+def _with_loop_turns(max_turns: int) -> Benchmark:
+    """The working scenarios, the loop scenario ending after ``max_turns``."""
+    document = scenario_benchmark(broken=False, questions=False).model_dump(mode="json")
+    for scenario in document["scenarios"]:
+        if scenario["id"] == "loop":
+            scenario["max_turns"] = max_turns
+    return Benchmark.model_validate(document)
+
+
+def test_a_changed_scenario_runs_again_on_the_fleet_and_on_a_local_resume_of_its_export(
+    fleet: Fleet, redis_url: str, tmp_path: Path
+) -> None:
+    before, after = _with_loop_turns(3), _with_loop_turns(2)
+    with run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as endpoint:
+        config = scenario_config(endpoint.base_url)
+        fleet.start_worker("worker", concurrency=4)
+        fleet.wait_ready(["worker"])
+        job = Job.submit(before, config, redis_url)
+        assert job.wait(timeout=150).status == JobStatus.DONE
+        done = job.store.done_units(job.job_id)
+        # What a resume sends: nothing of the same benchmark, the changed scenario's
+        # unit of the changed one.
+        assert list(unit_messages(job.job_id, before, config, skip=done)) == []
+        again = unit_messages(job.job_id, after, config, skip=done)
+        assert [labels["scenario_id"] for _ref, labels in again] == ["loop"]
+        # Each run a worker stored records the key its unit has without a job.
+        answering = config.answering_models[0]
+        scenarios = {s.id: s for s in before.scenarios}
+        runs = job.scenario_results() or []
+        assert len(runs) == 4
+        for run in runs:
+            unit = ScenarioUnit(scenarios[run.scenario_id], answering, run.replicate or 1)
+            assert run.unit_key == unit.key()
+
+        # The job's export, resumed by a local run of the changed benchmark:
+        # only the changed scenario runs again.
+        out = tmp_path / "fleet.parquet"
+        exported = run_cli("results", job.job_id, "--redis", redis_url, "--out", str(out))
+        assert exported.returncode == 0, exported.stderr
+        calls = endpoint.stats().calls
+        result_set = verifleet.run(after, config, out=out)
+        assert endpoint.stats().calls - calls == 2 * 2  # two turns: an answer and a judge call
+    runs = result_set.scenario_results or []
+    assert sorted(r.scenario_id for r in runs) == ["branch_fail", "branch_pass", "loop", "tally"]
+    assert next(r for r in runs if r.scenario_id == "loop").path == ["again"] * 2

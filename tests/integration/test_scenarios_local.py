@@ -1,7 +1,8 @@
 """``verifleet run`` on a benchmark with scenarios, as a user runs it (a real
 process against the scripted endpoint): every scenario outcome, a broken
 scenario and one that fails validation in ``errors`` while the others finish,
-resume, and the Parquet / JSON files reading back equal."""
+resume (a changed scenario runs again), and the Parquet / JSON files reading
+back equal."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from pathlib import Path
 
 import yaml
 from _support.fleet import run_cli
-from _support.scenarios import ANSWERS, DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
+from _support.scenarios import (
+    ANSWERS,
+    DANGLING_PROBLEM,
+    dangling_scenario,
+    scenario_benchmark,
+)
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_results, write_results
-from verifleet.schemas import ScenarioExecutionError, dump_benchmark
+from verifleet.schemas import Benchmark, ScenarioExecutionError, dump_benchmark, scenario_key
 
 EXPECTED = {
     "branch_pass": ("completed", ["start", "praise"], {"praised": True, "all_correct": True}),
@@ -94,3 +100,49 @@ def _turn(result):  # type: ignore[no-untyped-def]
 
 def _key(result):  # type: ignore[no-untyped-def]
     return result.metadata.result_id
+
+
+def _with_loop_turns(max_turns: int) -> Benchmark:
+    """The working scenarios, the loop scenario ending after ``max_turns``."""
+    document = scenario_benchmark(broken=False, questions=False).model_dump(mode="json")
+    for scenario in document["scenarios"]:
+        if scenario["id"] == "loop":
+            scenario["max_turns"] = max_turns
+    return Benchmark.model_validate(document)
+
+
+def test_a_changed_scenario_runs_again_on_a_local_resume(tmp_path: Path) -> None:
+    bench = tmp_path / "bench.yaml"
+    out = tmp_path / "out.parquet"
+    with run_endpoint_in_thread(EndpointConfig(answers=ANSWERS)) as endpoint:
+        model = f"{endpoint.base_url}#scripted"
+        args = ["run", str(bench), "--answering", model, "--parsing", model]
+        args += ["--out", str(out), "--no-preflight"]
+        dump_benchmark(_with_loop_turns(3), bench)
+        first = run_cli(*args)
+        assert first.returncode == 0, first.stderr[-3000:]
+        calls = endpoint.stats().calls
+        # The loop scenario now ends after two turns: a different unit. The others
+        # are unchanged and stay done.
+        dump_benchmark(_with_loop_turns(2), bench)
+        second = run_cli(*args)
+        assert second.returncode == 0, second.stderr[-3000:]
+        rerun = endpoint.stats().calls - calls
+        third = run_cli(*args)
+        assert third.returncode == 0, third.stderr[-3000:]
+        assert endpoint.stats().calls == calls + rerun  # the new run counts as done
+    assert "resumed: 3 of 4 units" in second.stderr
+    assert "resumed: 4 of 4 units" in third.stderr
+    assert rerun == 2 * 2  # two turns, one answer and one judge call each
+
+    result_set = read_results(out)
+    runs = {r.scenario_id: r for r in result_set.scenario_results or []}
+    assert len(result_set.scenario_results or []) == len(runs) == 4
+    assert runs["loop"].path == ["again"] * 2
+    # The old run's three turns are gone: every turn kept belongs to a kept run.
+    turns = [r for r in result_set.results if r.metadata.scenario_id == "loop"]
+    loop = next(s for s in _with_loop_turns(2).scenarios if s.id == "loop")
+    assert runs["loop"].unit_key == scenario_key(loop, turns[0].metadata.answering, 1)
+    ids = {i for turn in runs["loop"].history for i in turn.result_ids}
+    assert sorted(r.metadata.result_id for r in turns) == sorted(ids)
+    assert len(turns) == 2

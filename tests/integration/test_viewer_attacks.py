@@ -88,9 +88,9 @@ def _get(port: int, host: str, path: str = "/api/runs") -> int:
 
 def test_a_rebound_host_name_is_refused(viewer: ViewerProcess) -> None:
     port = viewer.port
-    assert _get(port, f"attacker.example:{port}") == 421
-    assert _get(port, "attacker.example") == 421
-    assert _get(port, f"127.0.0.1.attacker.example:{port}", "/") == 421
+    assert _get(port, f"attacker.example:{port}") == 403
+    assert _get(port, "attacker.example") == 403
+    assert _get(port, f"127.0.0.1.attacker.example:{port}", "/") == 403
     assert _get(port, f"127.0.0.1:{port}") == 200
     assert _get(port, f"localhost:{port}") == 200
     assert _get(port, f"[::1]:{port}") == 200

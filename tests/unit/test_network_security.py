@@ -11,7 +11,7 @@ from celery import Celery
 
 from verifleet.orchestrator._fleet.broker import Broker
 from verifleet.orchestrator.cli import main
-from verifleet.orchestrator.cli.serve import check_exposure, is_loopback
+from verifleet.orchestrator.cli.serve import check_exposure
 from verifleet.orchestrator.cli.worker import flower_command
 from verifleet.schemas import ConfigError
 from verifleet.store import RedisTarget, mask_password
@@ -163,24 +163,6 @@ def test_cli_flower_without_auth_is_one_clear_error(
         monkeypatch.delenv(name, raising=False)
     assert main(["flower", "--redis", "redis://127.0.0.1:1/0"]) == 2
     assert "pass --no-auth to run it open on purpose" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("host", "loopback"),
-    [
-        ("127.0.0.1", True),
-        ("127.0.0.2", True),
-        ("::1", True),
-        ("[::1]", True),
-        ("localhost", True),
-        ("0.0.0.0", False),
-        ("::", False),
-        ("10.1.2.3", False),
-        ("reward.internal", False),
-    ],
-)
-def test_loopback_hosts(host: str, loopback: bool) -> None:
-    assert is_loopback(host) is loopback
 
 
 def test_serve_refuses_open_non_loopback_binds() -> None:

@@ -14,7 +14,6 @@ from verifleet.store import (
     expand_scenario_units,
     result_key,
     scenario_result_keys,
-    scenario_unit_key,
     unit_messages,
 )
 
@@ -29,19 +28,19 @@ def test_scenario_units_are_sent_to_their_task_and_skipped_when_done() -> None:
     assert len(scenario_refs) == 10 and all(r.kind == "scenario" for r in scenario_refs)
     assert scenario_refs[0].task_args() == ["job", 0, 0, 1]
     units = list(expand_scenario_units(benchmark, config))
-    done = {scenario_unit_key(u, job_id="job") for u in units[:3]}
+    done = {u.key("job") for u in units[:3]}
     left = [ref for ref, _ in unit_messages("job", benchmark, config, skip=done)]
     assert len(left) == 12 - 3
 
 
-def test_scenario_unit_key_changes_with_the_scenario_not_with_time() -> None:
+def test_a_scenario_units_key_changes_with_the_scenario_not_with_time() -> None:
     benchmark = scenario_benchmark()
     config = scenario_config("http://127.0.0.1:1/v1")
     unit = next(expand_scenario_units(benchmark, config))
-    assert scenario_unit_key(unit, job_id="j") == scenario_unit_key(unit, job_id="j")
+    assert unit.key("j") == unit.key("j")
     changed = unit.scenario.model_copy(update={"max_turns": 9})
     other = ScenarioUnit(changed, unit.answering, unit.replicate)
-    assert scenario_unit_key(other, job_id="j") != scenario_unit_key(unit, job_id="j")
+    assert other.key("j") != unit.key("j")
 
 
 def _turn(turn: int, node: str, timestamp: str) -> VerificationResult:

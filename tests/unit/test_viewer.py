@@ -20,7 +20,6 @@ from verifleet.viewer import (
     ViewerError,
     check_binding,
     create_app,
-    is_loopback,
     overview,
     report_html,
     template_summary,
@@ -142,8 +141,6 @@ def test_report_embeds_data_that_cannot_close_its_script(tmp_path: Path) -> None
 
 
 def test_binding_beyond_loopback_needs_a_token() -> None:
-    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
-    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
     check_binding("127.0.0.1", None)
     check_binding("0.0.0.0", "s3cret")
     with pytest.raises(ViewerError, match="give a token"):

@@ -51,7 +51,7 @@
     const qs = new URLSearchParams(params || {}).toString();
     const res = await fetch("api/" + path + (qs ? "?" + qs : ""), { credentials: "same-origin" });
     const body = await res.json();
-    if (!res.ok) throw new Error(body.detail || res.statusText);
+    if (!res.ok) throw new Error(body.message || body.detail || res.statusText);
     return body;
   }
 
