@@ -7,7 +7,7 @@ registered only the command it runs; the modules themselves now import lazily to
 
 Prints the median wall time per command and how many modules it loaded. The
 behaviour that must hold (no heavy library imported for help) is tested in
-tests/unit/test_cli_help.py by counting modules, not by a clock.
+tests/integration/test_cli_help.py by counting modules, not by a clock.
 """
 
 from __future__ import annotations

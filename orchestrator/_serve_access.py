@@ -13,13 +13,17 @@ admits nobody else.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
+import secrets
 from collections.abc import Sequence
+from typing import Literal
 
 from verifleet.errors import ConfigError
-from verifleet.web import ASGIApp, Receive, Scope, Send, send_json_error
+from verifleet.web import ASGIApp, Receive, Scope, Send, presented_token, send_json_error
 
-__all__ = ["ClientNetworks", "Network", "parse_networks"]
+__all__ = ["FAIR_BY", "CallerIdentity", "ClientNetworks", "FairBy", "Network", "parse_networks"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -113,3 +117,86 @@ class ClientNetworks:
                 403,
                 "this client's address is not in the server's allowed networks (--allow-net)",
             )
+
+
+#: How ``/verify`` tells its callers apart for their fair shares
+#: (``verifleet serve --fair-share``).
+FairBy = Literal["address", "connection", "forwarded-for", "off"]
+
+FAIR_BY: tuple[FairBy, ...] = ("address", "connection", "forwarded-for", "off")
+
+
+def _forwarded_for(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The address the nearest proxy put last in ``X-Forwarded-For`` (what the
+    client itself wrote before it can be anything), None without one."""
+    last: bytes | None = None
+    for name, value in headers:
+        if name.lower() == b"x-forwarded-for":
+            last = value  # several headers: the last is the nearest proxy's
+    if last is None:
+        return None
+    entry = last.rsplit(b",", 1)[-1].strip()
+    return entry.decode("latin-1") if entry else None
+
+
+class CallerIdentity:
+    """Who sent a request, as the fair shares of ``/verify`` count it.
+
+    With several bearer tokens (``--tokens-file``: one per tenant), a request
+    that carries one of them is that token's caller, whatever its address: a
+    keyed hash of the token (the key made at random per process), never the
+    token. Otherwise, by ``by``: ``address``: the TCP peer's IP address (every
+    connection from one host is one caller, however many it opens);
+    ``connection``: the peer's address and port (each connection a caller: a
+    batch is what one connection can hold many places with);
+    ``forwarded-for``: the last address of ``X-Forwarded-For`` (the one the
+    reverse proxy in front appended), else the peer's; only behind a proxy
+    that sets it, since a client that reaches the server directly writes what
+    it likes there. ``off``: everyone is one caller (first come, first served),
+    tokens or not.
+
+    Args:
+        by: One of :data:`FAIR_BY`.
+        tokens: The server's bearer tokens; with two or more, each is a caller.
+
+    Raises:
+        ConfigError: ``by`` is not one of them.
+    """
+
+    def __init__(self, by: FairBy, tokens: Sequence[str] = ()) -> None:
+        if by not in FAIR_BY:
+            raise ConfigError(f"fair share by {by!r}: expected one of {', '.join(FAIR_BY)}")
+        self.by = by
+        self._key = secrets.token_bytes(32)
+        self._callers = (
+            {self._digest(t.encode()) for t in tokens} if len(set(tokens)) > 1 else set()
+        )
+
+    def _digest(self, token: bytes) -> str:
+        return "token:" + hmac.new(self._key, token, hashlib.sha256).hexdigest()[:24]
+
+    @property
+    def fair(self) -> bool:
+        """Whether callers get shares of their own."""
+        return self.by != "off"
+
+    def __call__(self, scope: Scope) -> str | None:
+        """The caller of ``scope`` (a keyed hash of its token or an address,
+        never a credential); None when off."""
+        if self.by == "off":
+            return None
+        if self._callers:
+            given = presented_token(scope.get("headers") or [])
+            if given is not None:
+                caller = self._digest(given)
+                if caller in self._callers:
+                    return caller
+        client = scope.get("client")
+        host = str(client[0]) if client else ""
+        if self.by == "connection":
+            return f"{host}:{client[1]}" if client else host
+        if self.by == "forwarded-for":
+            forwarded = _forwarded_for(scope.get("headers") or [])
+            if forwarded:
+                return forwarded
+        return host

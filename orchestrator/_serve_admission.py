@@ -17,32 +17,48 @@ wait runs out, is answered 503.
 from __future__ import annotations
 
 import asyncio
-import collections
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
+from verifleet.pipeline import CALLER, FairShare
 from verifleet.web import ASGIApp, Receive, Scope, Send, send_json_error
 
 __all__ = ["Admission", "AdmissionGate"]
 
 
 class Admission:
-    """Counts the rollouts being scored against a limit (one event loop: no lock).
+    """Counts the rollouts being scored against a limit, per caller (one event
+    loop: no lock).
+
+    With ``fair`` (the default) the places are shared between callers
+    (:class:`~verifleet.pipeline.FairShare`): an active caller holds at most
+    ``max(1, max_inflight // active callers)``, a caller alone all of them; a
+    caller under its share whom a full server keeps out waits for the next
+    place to free up (which is handed to it before any of a caller over its
+    share), up to ``queue_timeout``, whatever ``max_queued`` says; a caller
+    over its share is refused, or waits in the queue when it has room.
 
     Args:
         max_inflight: Rollouts scored at once at most.
         max_queued: Requests that may wait for a place beyond that (0: none;
             a request that does not fit is refused at once).
         queue_timeout: Seconds a queued request waits at most.
+        fair: False: one queue for everyone, first come first served, any
+            caller may take every place (the behaviour before per-caller shares).
     """
 
     #: Seconds over which the completion rate is averaged.
     RATE_WINDOW = 10.0
 
     def __init__(
-        self, max_inflight: int, *, max_queued: int = 0, queue_timeout: float = 300.0
+        self,
+        max_inflight: int,
+        *,
+        max_queued: int = 0,
+        queue_timeout: float = 300.0,
+        fair: bool = True,
     ) -> None:
         if max_inflight <= 0:
             raise ValueError("max_inflight must be positive")
@@ -51,42 +67,55 @@ class Admission:
         self.max_inflight = max_inflight
         self.max_queued = max_queued
         self.queue_timeout = queue_timeout
-        self.inflight = 0
         self.rejected = 0
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.places = FairShare(max_inflight, fair=fair)
         self._rate = 0.0
         self._rate_at = time.monotonic()
+
+    @property
+    def inflight(self) -> int:
+        """Rollouts being scored."""
+        return self.places.used
 
     @property
     def saturated(self) -> bool:
         """Whether a new rollout would be refused now."""
         return self.inflight >= self.max_inflight
 
-    def try_enter(self, count: int = 1) -> bool:
-        """Take ``count`` places; False (and nothing taken) when they do not fit."""
-        if self.inflight + count > self.max_inflight:
-            self.rejected += 1
-            return False
-        self.inflight += count
-        return True
+    def try_enter(self, count: int = 1, caller: Hashable | None = None) -> bool:
+        """Take ``count`` places for ``caller`` (the request's :data:`CALLER`
+        when None); False (and nothing taken) when they do not fit under the
+        limit or within the caller's share."""
+        caller = CALLER.get() if caller is None else caller
+        if self.places.try_take(caller, count):
+            return True
+        self.rejected += 1
+        return False
 
     @property
     def queued(self) -> int:
         """Requests waiting for a place."""
-        return sum(1 for w in self._waiting if not w.done())
+        return self.places.queued
 
-    async def enter(self) -> bool:
-        """Take one place, waiting in the queue (when it has room) up to
-        ``queue_timeout`` seconds for one to free up; False (nothing taken)
-        when the queue is full or the wait ran out."""
-        if self.inflight < self.max_inflight and not self.queued:
-            self.inflight += 1
+    def _may_wait(self, caller: Hashable | None) -> bool:
+        places = self.places
+        if places.fair and places.held(caller) + places.waiting(caller) < places.share(caller):
+            return True  # under its share: the next free place is its
+        return places.queued < self.max_queued
+
+    async def enter(self, caller: Hashable | None = None) -> bool:
+        """Take one place for ``caller`` (the request's :data:`CALLER` when
+        None), waiting (see the class) up to ``queue_timeout`` seconds for one
+        to free up; False (nothing taken) when it may not wait or the wait ran
+        out."""
+        caller = CALLER.get() if caller is None else caller
+        places = self.places
+        if places.try_take(caller):
             return True
-        if self.queued >= self.max_queued:
+        if not self._may_wait(caller):
             self.rejected += 1
             return False
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(turn)
+        turn = places.join(caller)
         try:
             async with asyncio.timeout(self.queue_timeout):
                 await turn
@@ -94,27 +123,18 @@ class Admission:
         except TimeoutError:
             if turn.done() and not turn.cancelled():
                 return True  # handed a place as the wait ran out
+            places.abandon(caller, turn)
             self.rejected += 1
             return False
         except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
-                self.leave()  # handed a place as the request was cancelled
+            places.abandon(caller, turn)  # gives back a place handed meanwhile
             raise
-        finally:
-            turn.cancel()  # no-op once handed a place; else no one hands it one
 
-    def _hand_over(self) -> None:
-        """Give free places to the requests queued first."""
-        while self._waiting and self.inflight < self.max_inflight:
-            turn = self._waiting.popleft()
-            if not turn.done():
-                self.inflight += 1
-                turn.set_result(None)
-
-    def leave(self, count: int = 1) -> None:
-        """Give back ``count`` places of finished (or abandoned) rollouts."""
-        self.inflight -= count
-        self._hand_over()
+    def leave(self, count: int = 1, caller: Hashable | None = None) -> None:
+        """Give back ``count`` places of ``caller``'s (the request's
+        :data:`CALLER` when None) finished or abandoned rollouts."""
+        caller = CALLER.get() if caller is None else caller
+        self.places.give(caller, count)
         now = time.monotonic()
         # An exponentially decaying count of completions: completions per second.
         decay = math.exp(-(now - self._rate_at) / self.RATE_WINDOW)
@@ -137,6 +157,7 @@ class Admission:
             "max_inflight": self.max_inflight,
             "queued": self.queued,
             "rejected": self.rejected,
+            "callers": self.places.callers,
         }
         if ready:
             return 200, payload, {}
@@ -154,47 +175,80 @@ class Admission:
 class AdmissionGate:
     """ASGI middleware: a POST to one of ``paths`` takes one place of ``admission``
     for as long as the app handles it (after a wait in its queue, when it has
-    one), or is answered 503 with ``Retry-After`` before a byte of its body is read. Batches take their places in the app,
-    once their size is known.
+    one), or is answered 503 with ``Retry-After`` before a byte of its body is
+    read. Batches take their places in the app, once their size is known.
+
+    Every request's caller (``identify``) is set as :data:`CALLER` for the
+    request's task: its places, here and in the batch routes, and the sandbox
+    executors its scoring asks for are counted against that caller.
 
     Args:
         app: The wrapped app.
         admission: The shared counter.
         paths: Paths whose POSTs are admitted one place each.
+        identify: Who sent a request (None: nobody in particular, every
+            request the same caller).
     """
 
-    def __init__(self, app: ASGIApp, admission: Admission, paths: Collection[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        admission: Admission,
+        paths: Collection[str],
+        identify: Callable[[Scope], Hashable | None] | None = None,
+    ) -> None:
         self.app = app
         self.admission = admission
         self.paths = frozenset(paths)
+        self.identify = identify
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") != "POST"
-            or scope.get("path") not in self.paths
-        ):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        caller = self.identify(scope) if self.identify is not None else None
+        # The request's own task (a task per request): the value goes nowhere else.
+        CALLER.set(caller)
+        if scope.get("method") != "POST" or scope.get("path") not in self.paths:
             await self.app(scope, receive, send)
             return
         admission = self.admission
-        if not await admission.enter():
-            await refuse(send, admission)
+        if not await admission.enter(caller):
+            await refuse(send, admission, caller=caller)
             return
         try:
             await self.app(scope, receive, send)
         finally:
-            admission.leave()
+            admission.leave(1, caller)
 
 
-async def refuse(send: Send, admission: Admission, count: int = 1) -> None:
+async def refuse(
+    send: Send, admission: Admission, count: int = 1, caller: Hashable | None = None
+) -> None:
     """Answer 503 with ``Retry-After`` for ``count`` rollouts that do not fit."""
+    await send_json_error(send, 503, *refusal(admission, count, caller))
+
+
+def refusal(
+    admission: Admission, count: int = 1, caller: Hashable | None = None
+) -> tuple[str, list[tuple[bytes, bytes]]]:
+    """The message and headers (``Retry-After``) of a 503 for ``count``
+    rollouts of ``caller`` that do not fit: under the server's limit, or
+    within the caller's share of it."""
     wait = admission.retry_after()
     what = "a rollout" if count == 1 else f"{count} rollouts"
-    await send_json_error(
-        send,
-        503,
-        f"the server is scoring {admission.inflight} rollouts, its limit "
-        f"(--max-inflight {admission.max_inflight}); {what} more would not fit: "
-        f"retry in {wait}s",
-        [(b"retry-after", str(wait).encode())],
-    )
+    places = admission.places
+    if admission.inflight + count <= admission.max_inflight:
+        message = (
+            f"this client holds {places.held(caller)} of the server's "
+            f"{admission.max_inflight} places (--max-inflight), its fair share while "
+            f"{places.active(caller)} clients are active; {what} more would pass it: "
+            f"retry in {wait}s"
+        )
+    else:
+        message = (
+            f"the server is scoring {admission.inflight} rollouts, its limit "
+            f"(--max-inflight {admission.max_inflight}); {what} more would not fit: "
+            f"retry in {wait}s"
+        )
+    return message, [(b"retry-after", str(wait).encode())]

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from verifleet.pipeline import CALLER
 from verifleet.reward import (
     Failure,
     InvalidRequestError,
@@ -29,7 +30,7 @@ from verifleet.reward import (
     VerifyRequest,
 )
 
-from ._serve_admission import Admission
+from ._serve_admission import Admission, refusal
 from ._serve_protocol import OnDisconnect
 from ._serve_scoring import DisconnectWatch, Receive, score_on_loop
 
@@ -165,12 +166,8 @@ async def score_rollouts(
         )
         return 413, {"message": message}, {}
     if not admission.try_enter(count):
-        wait = admission.retry_after()
-        message = (
-            f"the server is scoring {admission.inflight} rollouts; {count} more would pass "
-            f"its limit (--max-inflight {admission.max_inflight}): retry in {wait}s"
-        )
-        return 503, {"message": message}, {"retry-after": str(wait)}
+        message, headers = refusal(admission, count, CALLER.get())
+        return 503, {"message": message}, {k.decode(): v.decode() for k, v in headers}
     task = asyncio.current_task()
     assert task is not None
     # One watch for the whole batch: its entries are scored in tasks of their

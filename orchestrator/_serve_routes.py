@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import orjson
@@ -144,7 +144,8 @@ class ServiceRoutes:
         max_batch: Rollouts one batch may carry.
         infra_errors: How ``/verify`` answers an infrastructure failure
             (``failsafe``: NeMo Gym's judge-failure shape, :mod:`._serve_nemo`).
-        token: The bearer token (``/health`` details need it), if any.
+        token: The bearer token (``/health`` details need it, or one of the
+            tokens when several), if any.
     """
 
     def __init__(
@@ -155,14 +156,15 @@ class ServiceRoutes:
         timeout: float,
         max_batch: int,
         infra_errors: InfraErrors,
-        token: str | None,
+        token: str | Sequence[str] | None,
     ) -> None:
         self.scorer = scorer
         self.admission = admission
         self.timeout = timeout
         self.max_batch = max_batch
         self.infra_errors = infra_errors
-        self._secret = token.encode() if token is not None else None
+        tokens = [token] if isinstance(token, str) else list(token or ())
+        self._secret = tuple(t.encode() for t in tokens) or None
         self._routes = {
             ("POST", VERIFY_PATH): self.verify,
             ("POST", BATCH_PATH): self.verify_batch,

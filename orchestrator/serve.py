@@ -7,7 +7,8 @@ the bearer token (when the service has one; ``/health`` and ``/ready`` never nee
 it); 403 for a ``Host`` the server does not answer to (DNS rebinding); 404 for an
 unknown question id; 413 for a body over the size limit; 422 for a body of the
 wrong shape or a response with nothing to verify; 503 with ``Retry-After`` when
-``max_inflight`` rollouts are being scored already; 500 only for faults of the
+``max_inflight`` rollouts are being scored already, or the caller holds its fair
+share of them while others are active (:mod:`._serve_admission`); 500 only for faults of the
 server itself. A request that could not be verified for an infrastructure reason
 (judge unreachable or refusing, a sandbox executor failure, the deadline) is never
 answered as a score: 502/503/504 with ``reward: null`` and the failure, or (with
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from verifleet import __version__
 from verifleet.pipeline import PipelineResources, close_async_senders
@@ -46,7 +47,7 @@ from verifleet.reward import (
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 from verifleet.web import ASGIApp, BearerAuth, BodyLimit, HostCheck, Receive, Scope, Send
 
-from ._serve_access import ClientNetworks, Network
+from ._serve_access import CallerIdentity, ClientNetworks, FairBy, Network
 from ._serve_admission import Admission, AdmissionGate
 from ._serve_batch import BATCH_PATH
 from ._serve_defaults import (
@@ -114,7 +115,9 @@ class ReadyResponse(BaseModel):
     ready: bool
     inflight: int
     max_inflight: int
+    queued: int
     rejected: int
+    callers: int = Field(description="callers active for the fair shares (--fair-share)")
 
 
 class BatchResponse(BaseModel):
@@ -132,16 +135,17 @@ def _guarded(
     *,
     admission: Admission,
     max_body_bytes: int,
-    token: str | None,
+    token: Sequence[str] | None,
     allowed_hosts: Sequence[str],
     allow_net: Sequence[Network] = (),
+    identify: CallerIdentity | None = None,
 ) -> ASGIApp:
     """``app`` behind the guards, outermost first: the Host check, the client
     network allow-list (peers in it need no token), the bearer token (401 before
-    any body is read), admission (503, or a wait in its queue, before any body
-    is read), the body limit."""
+    any body is read), admission (the caller identified; 503, or a wait in its
+    queue, before any body is read), the body limit."""
     guarded: ASGIApp = BodyLimit(app, max_bytes=max_body_bytes)
-    guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH])
+    guarded = AdmissionGate(guarded, admission=admission, paths=[VERIFY_PATH], identify=identify)
     open_paths = [HEALTH_PATH, READY_PATH]
     checked: ASGIApp = guarded
     if token is not None:
@@ -227,7 +231,7 @@ def create_app(
     *,
     resources: PipelineResources | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    token: str | None = None,
+    token: str | Sequence[str] | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     max_inflight: int = DEFAULT_MAX_INFLIGHT,
     max_batch: int = DEFAULT_MAX_BATCH,
@@ -237,6 +241,7 @@ def create_app(
     allow_net: Sequence[Network] = (),
     max_queued: int = 0,
     inline_executors: int = 0,
+    fair_share: FairBy = "address",
 ) -> RewardService:
     """The reward service for ``benchmark``.
 
@@ -248,7 +253,9 @@ def create_app(
             to share the judge-call cache through Redis).
         max_body_bytes: Larger request bodies get 413.
         token: When set, every route but ``/health`` and ``/ready`` needs
-            ``Authorization: Bearer <token>`` (else 401).
+            ``Authorization: Bearer <token>`` (else 401); several tokens (one
+            per tenant): any of them, and each is a caller of its own for
+            ``fair_share``.
         request_timeout: Seconds one rollout may take; a longer ``/verify`` gets
             504 (or its batch entry a ``timeout`` failure), its scoring cancelled.
         max_inflight: Rollouts scored at once; more get 503 with ``Retry-After``.
@@ -268,6 +275,10 @@ def create_app(
         max_queued: Requests beyond ``max_inflight`` that wait for a place.
         inline_executors: Executors of their own for inline questions (0: they
             share the benchmark's; see :class:`~verifleet.reward.RewardScorer`).
+        fair_share: How callers are told apart for their fair shares of the
+            in-flight places and the sandbox executors
+            (:class:`~._serve_access.CallerIdentity`; ``off``: first come,
+            first served).
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -292,6 +303,7 @@ def create_app(
         allowed_hosts=allowed_hosts,
         allow_net=allow_net,
         max_queued=max_queued,
+        fair_share=fair_share,
     )
 
 
@@ -299,7 +311,7 @@ def service_for(
     scorer: RewardScorer,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    token: str | None = None,
+    token: str | Sequence[str] | None = None,
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     max_inflight: int = DEFAULT_MAX_INFLIGHT,
     max_batch: int = DEFAULT_MAX_BATCH,
@@ -307,6 +319,7 @@ def service_for(
     allowed_hosts: Sequence[str] = (),
     allow_net: Sequence[Network] = (),
     max_queued: int = 0,
+    fair_share: FairBy = "address",
 ) -> RewardService:
     """The reward service around a scorer built already (``verifleet serve``
     builds one with its cache, pricing and sandbox scope); the options are
@@ -317,13 +330,19 @@ def service_for(
             agents send none); without a token, other peers get 403.
         max_queued: Requests beyond ``max_inflight`` that wait for a place (at
             most ``request_timeout`` seconds) instead of getting 503 at once.
+        fair_share: How callers are told apart (``address``, ``connection``,
+            ``forwarded-for``; ``off``: no shares): each active caller holds at
+            most its share of the in-flight places and of the sandbox
+            executors, a caller alone all of them.
 
     Raises:
-        ConfigError: an empty token, a limit that is not positive or an unknown
-            ``infra_errors``.
+        ConfigError: an empty token, a limit that is not positive, an unknown
+            ``infra_errors`` or ``fair_share``.
     """
-    if token is not None and not token.strip():
+    tokens = [token] if isinstance(token, str) else list(token or ())
+    if any(not t.strip() for t in tokens):
         raise ConfigError("the bearer token is empty")
+    token = tokens or None
     if min(max_body_bytes, request_timeout, max_inflight, max_batch) <= 0:
         raise ConfigError(
             "max_body_bytes, request_timeout, max_inflight and max_batch must be positive"
@@ -334,7 +353,10 @@ def service_for(
         )
     if max_queued < 0:
         raise ConfigError("max_queued must be 0 or more")
-    admission = Admission(max_inflight, max_queued=max_queued, queue_timeout=request_timeout)
+    identify = CallerIdentity(fair_share, tokens)
+    admission = Admission(
+        max_inflight, max_queued=max_queued, queue_timeout=request_timeout, fair=identify.fair
+    )
     app = RewardService(
         title="verifleet reward service",
         version=__version__,
@@ -359,6 +381,7 @@ def service_for(
         "token": token,
         "allowed_hosts": allowed_hosts,
         "allow_net": allow_net,
+        "identify": identify,
     }
     app.guarded_fast = _guarded(routes, **guards)
     # The rest (/openapi.json, /docs) behind the same guards; without a token

@@ -71,6 +71,7 @@ if typing.TYPE_CHECKING:
         sandbox_failure,
         wait_for,
     )
+    from ._fair import CALLER, LINGER, FairShare
     from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
     from ._answer import CachedAnswer
     from ._adapters import ManualAnswerError, ManualAnswerStore
@@ -146,6 +147,9 @@ _LAZY: dict[str, str] = {
     "run_bridged": "._bridge",
     "sandbox_failure": "._bridge",
     "wait_for": "._bridge",
+    "CALLER": "._fair",
+    "LINGER": "._fair",
+    "FairShare": "._fair",
     "AgentDeadlineError": "._agents",
     "McpAgentRunner": "._agents",
     "McpServerError": "._agents",
@@ -184,6 +188,8 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "CACHE_KEY_SECRET_ENV",
+    "CALLER",
+    "LINGER",
     "MAX_ENDPOINT_PAUSE",
     "AgentDeadlineError",
     "AgentRunner",
@@ -199,6 +205,7 @@ __all__ = [
     "ChatModelCache",
     "DiskCallCache",
     "EndpointReplyError",
+    "FairShare",
     "InterfaceFactory",
     "LangchainChatCaller",
     "LocalSearch",

@@ -20,11 +20,10 @@ and makes no further model call.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextvars
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, ParamSpec, TypeVar, cast
 
 import anyio
@@ -41,6 +40,8 @@ from verifleet.sandbox import (
     cooperative,
     default_pool,
 )
+
+from ._fair import CALLER, FairShare
 
 __all__ = [
     "BridgedSandbox",
@@ -92,7 +93,16 @@ async def run_bridged(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) 
             thrown into ``fn`` at its current wait and re-raised here once it
             has unwound.
     """
-    glet = _Bridged(lambda: fn(*args, **kwargs), parent=greenlet.getcurrent())
+    caller = CALLER.get()
+
+    def call() -> T:
+        # A greenlet starts with an empty context: the request's caller is
+        # carried in, so the executors it asks for are counted against it.
+        if caller is not None:
+            CALLER.set(caller)
+        return fn(*args, **kwargs)
+
+    glet = _Bridged(call, parent=greenlet.getcurrent())
     step: Any = glet.switch()
     while not glet.dead:
         try:
@@ -197,36 +207,34 @@ class _ReplyWait:
 class _LoopSlots:
     """How many of the pool's executors one loop's bridged calls hold at once
     (its size): a call beyond waits on the loop for one to be given back, so it
-    finds an executor idle rather than going to a thread to wait for one."""
+    finds an executor idle rather than going to a thread to wait for one.
 
-    __slots__ = ("free", "waiters")
+    Shared fairly between the callers of the bridged work (:data:`CALLER`,
+    :class:`FairShare`): one caller's slow templates hold at most its share of
+    the executors while another caller is active, and a freed executor goes to
+    the callers waiting round-robin, not to the first of one caller's queue.
+    """
+
+    __slots__ = ("share",)
 
     def __init__(self, size: int) -> None:
-        self.free = size
-        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.share = FairShare(size)
 
-    def take(self) -> None:
-        """Take a slot, waiting on the loop (from bridged code) while none is free."""
-        if self.free > 0:
-            self.free -= 1
+    def take(self, caller: Hashable | None) -> None:
+        """Take a slot for ``caller``, waiting on the loop (from bridged code)
+        while none is free to it."""
+        if self.share.try_take(caller):
             return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiters.append(turn)
+        turn = self.share.join(caller)
         try:
             wait_for(turn)
         except BaseException:
-            if turn.done() and not turn.cancelled():
-                self.give()  # handed a slot as the cancellation came
+            self.share.abandon(caller, turn)  # gives back a slot handed meanwhile
             raise
 
-    def give(self) -> None:
-        """Give a slot back: to the first caller still waiting, else to the free ones."""
-        while self.waiters:
-            turn = self.waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
-        self.free += 1
+    def give(self, caller: Hashable | None) -> None:
+        """Give ``caller``'s slot back; a waiting caller is handed it."""
+        self.share.give(caller)
 
 
 class BridgedSandbox:
@@ -277,15 +285,27 @@ class BridgedSandbox:
         try:
             if not in_bridge():
                 return fn(*args, **kwargs)
-            done, outcome = self._on_loop(fn, *args, **kwargs)
-            if done:
-                return cast(T, outcome)
-            # The thread runs in the bridged code's context, not the loop
-            # task's: the pool reads its scope (SandboxPool.scoped, set by the
-            # caller in its greenlet) there. Without it a served benchmark's
-            # templates ran unscoped, a process and a compile per call.
-            context = contextvars.copy_context()
-            return call_blocking(lambda: context.run(fn, *args, **kwargs), limiter=self._limiter())
+            # The slot is held for the threaded call too: a call that went to
+            # a thread without one waited in the pool beside the fair queue,
+            # and another caller's queued call took the executor it was after.
+            slots = self._slots()
+            caller = CALLER.get()
+            slots.take(caller)
+            try:
+                done, outcome = self._on_loop(fn, *args, **kwargs)
+                if done:
+                    return cast(T, outcome)
+                # The thread runs in the bridged code's context, not the loop
+                # task's: the pool reads its scope (SandboxPool.scoped, set by
+                # the caller in its greenlet) there. Without it a served
+                # benchmark's templates ran unscoped, a process and a compile
+                # per call.
+                context = contextvars.copy_context()
+                return call_blocking(
+                    lambda: context.run(fn, *args, **kwargs), limiter=self._limiter()
+                )
+            finally:
+                slots.give(caller)
         except Exception as exc:
             failure = sandbox_failure(exc)
             if failure is not None and self.on_failure is not None:
@@ -295,12 +315,11 @@ class BridgedSandbox:
     def _on_loop(
         self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
     ) -> tuple[bool, T | None]:
-        """Make the call on this thread, its reply awaited on the loop: (True,
-        its outcome); (False, None) when it needs an executor that is not idle
-        (nothing was sent). A cancellation meanwhile is raised once the reply
-        is in, as the threaded call does: the executor stays usable."""
-        slots = self._slots()
-        slots.take()
+        """Make the call on this thread (which holds a slot), its reply awaited
+        on the loop: (True, its outcome); (False, None) when it needs an
+        executor that is not idle (nothing was sent). A cancellation meanwhile
+        is raised once the reply is in, as the threaded call does: the
+        executor stays usable."""
         waiter = _ReplyWait()
         try:
             with cooperative(waiter):
@@ -311,8 +330,6 @@ class BridgedSandbox:
             if waiter.cancelled is not None:
                 raise waiter.cancelled from None
             raise
-        finally:
-            slots.give()
         if waiter.cancelled is not None:
             raise waiter.cancelled
         return True, outcome

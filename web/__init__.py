@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -25,6 +25,7 @@ __all__ = [
     "host_allowed",
     "host_name",
     "is_loopback",
+    "presented_token",
     "send_json_error",
 ]
 
@@ -49,18 +50,34 @@ async def send_json_error(
     await send({"type": "http.response.body", "body": body})
 
 
-def bearer_token_ok(headers: Collection[tuple[bytes, bytes]], token: bytes) -> bool:
-    """Whether ``headers`` carry ``Authorization: Bearer <token>``.
-
-    The comparison takes the same time wherever the given token first differs
-    (``hmac.compare_digest``), so response times do not leak the token.
-    """
+def presented_token(headers: Collection[tuple[bytes, bytes]]) -> bytes | None:
+    """The token of a request's ``Authorization: Bearer <token>``, None without one."""
     for name, value in headers:
         if name.lower() == b"authorization":
             scheme, _, given = value.partition(b" ")
             if scheme.lower() == b"bearer":
-                return hmac.compare_digest(given.strip(), token)
-    return False
+                return given.strip()
+    return None
+
+
+def bearer_token_ok(
+    headers: Collection[tuple[bytes, bytes]], token: bytes | Collection[bytes]
+) -> bool:
+    """Whether ``headers`` carry ``Authorization: Bearer <token>`` (one of the
+    tokens, when given several).
+
+    Each comparison takes the same time wherever the given token first differs
+    (``hmac.compare_digest``), and every token is compared, so response times
+    do not leak a token or which one matched.
+    """
+    given = presented_token(headers)
+    if given is None:
+        return False
+    tokens = (token,) if isinstance(token, bytes) else token
+    matched = False
+    for candidate in tokens:
+        matched |= hmac.compare_digest(given, candidate)
+    return matched
 
 
 def _cookie(headers: Collection[tuple[bytes, bytes]], name: bytes) -> bytes | None:
@@ -85,7 +102,8 @@ class BearerAuth:
 
     Args:
         app: The wrapped app.
-        token: The shared secret.
+        token: The shared secret callers send, or several (``--tokens-file``:
+            one per caller), any of which passes.
         open_paths: Paths served without the token.
         cookie: The cookie that keeps the token in a browser; None accepts the
             header only.
@@ -95,14 +113,15 @@ class BearerAuth:
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        token: str | Sequence[str],
         open_paths: Collection[str] = (),
         *,
         cookie: str | None = None,
         option: str = "--token",
     ) -> None:
         self.app = app
-        self.token = token.encode()
+        tokens = [token] if isinstance(token, str) else list(token)
+        self.tokens = tuple(t.encode() for t in tokens)
         self.open_paths = frozenset(open_paths)
         self.cookie = cookie.encode() if cookie else None
         self.message = (
@@ -124,12 +143,13 @@ class BearerAuth:
         headers = scope.get("headers") or []
         queried = self._from_query(scope)
         if queried is not None:
-            if hmac.compare_digest(queried, self.token):
-                await self.app(scope, receive, self._setting_cookie(send))
+            matched = self._matching(queried)
+            if matched is not None:
+                await self.app(scope, receive, self._setting_cookie(send, matched))
                 return
-        elif bearer_token_ok(headers, self.token) or (
+        elif bearer_token_ok(headers, self.tokens) or (
             self.cookie is not None
-            and hmac.compare_digest(_cookie(headers, self.cookie) or b"", self.token)
+            and self._matching(_cookie(headers, self.cookie) or b"") is not None
         ):
             await self.app(scope, receive, send)
             return
@@ -137,10 +157,18 @@ class BearerAuth:
             send, 401, self.message, [(b"www-authenticate", b'Bearer realm="verifleet"')]
         )
 
-    def _setting_cookie(self, send: Send) -> Send:
+    def _matching(self, given: bytes) -> bytes | None:
+        """The token ``given`` equals (every token compared, in constant time each)."""
+        matched = None
+        for candidate in self.tokens:
+            if hmac.compare_digest(given, candidate):
+                matched = candidate
+        return matched
+
+    def _setting_cookie(self, send: Send, token: bytes) -> Send:
         """``send`` with the token cookie added to the response's headers."""
         assert self.cookie is not None
-        value = self.cookie + b"=" + self.token + b"; HttpOnly; Path=/; SameSite=strict"
+        value = self.cookie + b"=" + token + b"; HttpOnly; Path=/; SameSite=strict"
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -27,7 +27,7 @@ from verifleet import __version__
 __all__ = ["COMMANDS", "Terminated", "build_parser", "main"]
 
 #: command -> (the module under this package that registers it, its one-line help).
-#: ``tests/unit/test_cli_help.py`` checks these against what the modules register.
+#: ``tests/integration/test_cli_help.py`` checks these against what the modules register.
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a verification job in this process (no servers needed)"),
     "submit": ("fleet", "validate a job and enqueue it for the workers"),

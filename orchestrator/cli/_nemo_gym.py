@@ -126,6 +126,18 @@ def add_nemo_gym_arguments(parser: argparse.ArgumentParser) -> None:
         "VERIFLEET_SANDBOX_POOL or 2; 0: share them)",
     )
     parser.add_argument(
+        "--fair-share",
+        choices=["address", "connection", "forwarded-for", "off"],
+        default="address",
+        help="how /verify tells callers apart to share the in-flight places (--max-inflight) "
+        "and the sandbox executors fairly: each active caller holds at most "
+        "max(1, places / active callers), a caller alone all of them, and a freed place goes "
+        "to the waiting callers in turn. 'address': the client's IP address; 'connection': "
+        "its address and port; 'forwarded-for': the last X-Forwarded-For address (only "
+        "behind a reverse proxy that sets it); 'off': first come, first served "
+        "(default address)",
+    )
+    parser.add_argument(
         "--nemo-gym-dir",
         type=Path,
         metavar="DIR",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["SANDBOX_MODES", "add_sandbox_argument", "start_sandbox", "start_sandbox_soon"]
 
 #: ``SandboxMode``'s values, spelled out so that building the parser (``--help``)
-#: does not import the sandbox and the schemas; tests/unit/test_cli_help.py checks them.
+#: does not import the sandbox and the schemas; tests/integration/test_cli_help.py checks them.
 SANDBOX_MODES = ("strict", "seccomp", "rlimits-only")
 
 

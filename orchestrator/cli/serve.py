@@ -314,6 +314,13 @@ def register(commands: Any) -> None:
         "prefer the variable: command lines are visible to other local users)",
     )
     parser.add_argument(
+        "--tokens-file",
+        type=Path,
+        metavar="FILE",
+        help="bearer tokens, one per line, one per tenant: any of them is accepted (with "
+        "--token's), and each is a caller of its own for --fair-share",
+    )
+    parser.add_argument(
         "--insecure-no-auth",
         action="store_true",
         help="allow binding a non-loopback address without a token (anyone who reaches the "
@@ -437,7 +444,7 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
     return service_for(
         scorer,
         max_body_bytes=args.max_body_bytes,
-        token=args.token,
+        token=_tokens(args),
         request_timeout=args.request_timeout,
         max_inflight=args.max_inflight,
         max_batch=args.max_batch,
@@ -445,7 +452,29 @@ def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
         allowed_hosts=args.allowed_host,
         allow_net=parse_networks(args.allow_net),
         max_queued=args.max_queued,
+        fair_share=getattr(args, "fair_share", "address"),
     )
+
+
+def _tokens(args: argparse.Namespace) -> list[str]:
+    """``--token`` and the lines of ``--tokens-file`` (blank lines and ``#``
+    comments skipped).
+
+    Raises:
+        ConfigError: the file cannot be read or holds no token.
+    """
+    tokens = [args.token] if args.token is not None else []
+    path = getattr(args, "tokens_file", None)
+    if path is not None:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--tokens-file {path}: cannot read it ({exc})") from None
+        found = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        if not found:
+            raise ConfigError(f"--tokens-file {path}: no token in it")
+        tokens += found
+    return tokens
 
 
 def _state(args: argparse.Namespace, models: list[ModelConfig]) -> str:
@@ -515,14 +544,18 @@ def _serve(args: argparse.Namespace) -> int:
     from .._serve_access import parse_networks
 
     networks = parse_networks(args.allow_net)  # a bad CIDR fails here, not in the app
+    tokens = _tokens(args)  # an unreadable or empty --tokens-file fails here
     check_exposure(
-        args.host, args.token, insecure_no_auth=args.insecure_no_auth, allow_net=bool(networks)
+        args.host,
+        tokens[0] if tokens else None,
+        insecure_no_auth=args.insecure_no_auth,
+        allow_net=bool(networks),
     )
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
         scorer = reward_setup(args, stack, redis_url=args.redis, shared_limits=args.request_timeout)
         benchmark, reward = scorer.benchmark, scorer.reward_config
-        auth = "bearer token required" if args.token else "NO authentication"
+        auth = "bearer token required" if tokens else "NO authentication"
         if args.allow_net:
             auth += ", none from " + ", ".join(args.allow_net)
         processes = f", {args.workers} processes" if args.workers > 1 else ""

@@ -25,6 +25,7 @@ if typing.TYPE_CHECKING:
         clustered_mean_from_sums,
         naive_mean,
         rate_interval,
+        rate_interval_from_sums,
         wilson,
         z_quantile,
     )
@@ -77,6 +78,7 @@ _LAZY: dict[str, str] = {
     "clustered_mean_from_sums": "._core",
     "naive_mean": "._core",
     "rate_interval": "._core",
+    "rate_interval_from_sums": "._core",
     "wilson": "._core",
     "z_quantile": "._core",
     "Label": "._labels",
@@ -143,6 +145,7 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "rate_interval",
+    "rate_interval_from_sums",
     "read_label_entries",
     "read_labels",
     "replicate_stats",

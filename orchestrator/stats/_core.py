@@ -31,6 +31,7 @@ __all__ = [
     "clustered_mean_from_sums",
     "naive_mean",
     "rate_interval",
+    "rate_interval_from_sums",
     "wilson",
     "z_quantile",
 ]
@@ -274,7 +275,8 @@ def rate_interval(
     With one observation per cluster (no replicates) the clustered estimator
     adds nothing and Wilson's is better, so that is used; with several
     observations in some cluster and at least two clusters, the clustered
-    interval (clipped to [0, 1]).
+    interval (clipped to [0, 1]). :func:`rate_interval_from_sums` is the same
+    from per-cluster counts.
 
     Raises:
         StatisticsError: mismatched lengths.
@@ -283,10 +285,40 @@ def rate_interval(
         raise StatisticsError(
             f"{len(passed)} verdicts but {len(clusters)} cluster labels: they must pair up"
         )
-    distinct = len(set(clusters))
-    if distinct < 2 or distinct == len(passed):
-        return wilson(sum(1 for p in passed if p), len(passed), level)
-    return clustered_mean([1.0 if p else 0.0 for p in passed], clusters, level, (0.0, 1.0))
+    if not passed:
+        return wilson(0, 0, level)
+    sums, counts = _cluster_sums([1.0 if p else 0.0 for p in passed], clusters)
+    return rate_interval_from_sums(sums, counts, level)
+
+
+def rate_interval_from_sums(
+    passed: Sequence[float] | np.ndarray,
+    judged: Sequence[float] | np.ndarray,
+    level: float = DEFAULT_LEVEL,
+) -> Interval:
+    """:func:`rate_interval` from each cluster's passes and verdicts (what a
+    streaming tally or a grouped table keeps): Wilson's interval when fewer
+    than two clusters have a verdict or every one has exactly one, the
+    clustered interval clipped to [0, 1] otherwise. Clusters with no verdict
+    are ignored.
+
+    Raises:
+        StatisticsError: mismatched lengths, negative counts or more passes
+            than verdicts in a cluster.
+    """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
+    passes = np.asarray(passed, dtype=float)
+    counts = np.asarray(judged, dtype=float)
+    if passes.shape != counts.shape:
+        raise StatisticsError("need one verdict count per cluster's passes")
+    if np.any(passes < 0) or np.any(passes > counts):
+        raise StatisticsError("need 0 <= passes <= verdicts in every cluster")
+    keep = counts > 0
+    passes, counts = passes[keep], counts[keep]
+    if len(counts) < 2 or np.all(counts == 1):
+        return wilson(round(float(passes.sum())), round(float(counts.sum())), level)
+    return clustered_mean_from_sums(passes, counts, level, (0.0, 1.0))
 
 
 def binom_cdf_half(k: int, n: int) -> float:

@@ -1,4 +1,4 @@
-"""Reading the deploy files the way their runtimes do, for tests/unit/test_deploy_files.py.
+"""Reading the deploy files the way their runtimes do, for tests/integration/test_deploy_files.py.
 
 Each ``*_launches`` function yields every command one kind of file runs, as a
 :class:`Launch` with the environment it runs in: compose interpolation defaults,

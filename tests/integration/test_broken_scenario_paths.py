@@ -32,7 +32,7 @@ from verifleet.store import JobStatus
 
 pytestmark = pytest.mark.integration
 
-ORIGINAL = Path(__file__).parents[1] / "unit" / "fixtures" / "karenina_results" / "scenarios.jsonld"
+ORIGINAL = Path(__file__).parents[1] / "fixtures" / "karenina_results" / "scenarios.jsonld"
 
 #: The one wording every path must use.
 PROBLEM = (

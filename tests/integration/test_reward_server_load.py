@@ -199,7 +199,11 @@ def test_over_max_inflight_is_503_with_retry_after_and_health_answers_while_satu
     assert [r.status_code for r in replies] == [200] * 4
     assert all(r.json()["reward"] == 1.0 for r in replies)
     assert ready_after.status_code == 200
-    assert ready_after.json() == {
+    payload = ready_after.json()
+    # The one client, still counted for its fair share while it lingers after
+    # its last reply (LINGER seconds), or no longer.
+    assert payload.pop("callers") in (0, 1)
+    assert payload == {
         "ready": True,
         "inflight": 0,
         "max_inflight": 4,

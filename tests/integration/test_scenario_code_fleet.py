@@ -1,5 +1,5 @@
 """The original's scenario features on the fleet: the side-by-side checkpoint
-(tests/unit/fixtures/karenina_scenarios/: code state updates and conditions,
+(tests/fixtures/karenina_scenarios/: code state updates and conditions,
 transcript handovers between agents, outcome code, CrossTurnChecks) on a real
 redis-server and two real ``verifleet worker`` processes, one SIGKILLed mid-job:
 every run is stored exactly once and equals the original's own results; the
@@ -23,7 +23,7 @@ from verifleet.store import JobStatus, result_key
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).parents[1] / "unit" / "fixtures" / "karenina_scenarios"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "karenina_scenarios"
 
 
 def test_the_originals_features_run_exactly_once_on_the_fleet(

@@ -1,7 +1,7 @@
 """``verifleet reverify`` of scenario runs that use the original's code features
 (state updates, conditions, outcome code, handovers, CrossTurnChecks): a results
 file written by ``verifleet run`` from the original's own checkpoint
-(tests/unit/fixtures/karenina_scenarios/) is judged again by another judge with
+(tests/fixtures/karenina_scenarios/) is judged again by another judge with
 no answering call, and routes, turn counts, final states and outcomes stay
 those of the original's own run (expected.json). The endpoints are
 ``bench/endpoint.py`` serving the same scripted answers, one per role so that
@@ -21,7 +21,7 @@ from verifleet.orchestrator import read_results
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).parent.parent / "unit" / "fixtures" / "karenina_scenarios"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "karenina_scenarios"
 
 
 def _runs(results: object) -> dict[str, dict[str, object]]:

@@ -22,7 +22,7 @@ from verifleet.orchestrator import read_results, write_results
 from verifleet.schemas import VerificationResultSet
 from verifleet.schemas._results.frames_rubric import rubric_frame
 
-HERE = Path(__file__).parent / "fixtures" / "karenina_results"
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "karenina_results"
 ORIGINAL = json.loads((HERE / "frames.json").read_text())
 
 

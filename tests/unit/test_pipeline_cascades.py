@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import pytest
-from test_pipeline_fakes import (
+from _support.pipeline_fakes import (
     ANSWERING,
     JUDGE,
     ScriptedModels,

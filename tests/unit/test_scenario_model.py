@@ -290,7 +290,7 @@ def test_duplicate_ids_and_unknown_primitive_are_refused() -> None:
 
 def test_a_tool_filter_is_kept_to_be_applied(tmp_path: Path) -> None:
     """The original saves a node's toolFilter and never applies it: verifleet
-    keeps it and applies it at the node's turn (tests/unit/test_scenario_tools.py)."""
+    keeps it and applies it at the node's turn (tests/integration/test_scenario_tools.py)."""
     scenario = _karenina_scenario()
     scenario["nodes"]["follow"]["toolFilter"] = {"remove": [{"server": "pubmed", "tool": None}]}
     path = tmp_path / "bench.jsonld"

@@ -1,0 +1,56 @@
+"""The folder-per-subpackage layout is declared once, in pyproject.toml's package-dir;
+these tests keep the other places that must follow it in step."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def package_dirs() -> dict[str, str]:
+    """pyproject.toml's package-dir table: import name -> folder."""
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        mapping: dict[str, str] = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
+    return mapping
+
+
+def test_every_subpackage_is_type_checked() -> None:
+    # mypy cannot follow setuptools' editable-install finder; it reads the package
+    # through the .typecheck/ link farm, and silently skips a folder missing there.
+    farm = ROOT / ".typecheck" / "verifleet"
+    for name, folder in package_dirs().items():
+        if name == "verifleet":
+            continue
+        link = farm / name.split(".", 1)[1]
+        assert link.is_symlink(), f".typecheck/verifleet lacks a link for {name}"
+        assert link.resolve() == (ROOT / folder).resolve()
+
+
+def test_every_subpackage_is_under_an_import_contract() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        contracts = tomllib.load(handle)["tool"]["importlinter"]["contracts"]
+    named = {m for c in contracts for m in c["source_modules"] + c.get("forbidden_modules", [])}
+    for name in package_dirs():
+        if name != "verifleet":
+            assert name in named, f"{name} appears in no import contract"
+
+
+def test_a_sandbox_executor_loads_no_dataframe_or_fleet_libraries() -> None:
+    # Every worker process keeps executors warm: what they import is paid in memory
+    # and start-up per executor. Data frames are built lazily by the result views.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, verifleet.sandbox._runtime\n"
+        "heavy = {'pandas', 'pyarrow', 'celery', 'redis', 'langchain', 'httpx', 'fastapi'}\n"
+        "loaded = sorted(heavy & set(sys.modules))\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
