@@ -10,6 +10,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 _HEAVY = (
     "aiohttp",
     "celery",
