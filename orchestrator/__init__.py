@@ -9,9 +9,10 @@ builder it never touches.
 
 from __future__ import annotations
 
-import importlib
 import typing
 from typing import Any
+
+from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
     from ._export import (
@@ -88,13 +89,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return _lazy.load(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return _lazy.names(__name__, _LAZY)

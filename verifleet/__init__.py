@@ -24,10 +24,11 @@ Everything here is imported on first use, so ``import verifleet`` stays cheap
 
 from __future__ import annotations
 
-import importlib
 import typing
 
-__version__ = "0.1.0"
+from verifleet import _lazy
+
+from verifleet._version import __version__
 
 if typing.TYPE_CHECKING:
     from verifleet._api import run, submit
@@ -68,13 +69,8 @@ def __getattr__(name: str) -> typing.Any:
     Raises:
         AttributeError: ``name`` is not part of the API.
     """
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'verifleet' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return _lazy.load(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return _lazy.names(__name__, _LAZY)
