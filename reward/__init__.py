@@ -53,9 +53,7 @@ if typing.TYPE_CHECKING:
         request_kind,
     )
     from ._fleet import (
-        REWARD_TASK_NAME,
         FleetStalledError,
-        RewardJobKeys,
         RewardJobSpec,
         load_reward_job,
         reward_job_id,
@@ -99,9 +97,7 @@ _LAZY: dict[str, str] = {
     "VerifyRequest": "._request",
     "request_answer": "._request",
     "request_kind": "._request",
-    "REWARD_TASK_NAME": "._fleet",
     "FleetStalledError": "._fleet",
-    "RewardJobKeys": "._fleet",
     "RewardJobSpec": "._fleet",
     "load_reward_job": "._fleet",
     "reward_job_id": "._fleet",
@@ -129,7 +125,6 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "FAILURE_KINDS",
     "LINE_FIELD",
-    "REWARD_TASK_NAME",
     "AgentResponse",
     "ComponentSource",
     "EquivalenceVerdict",
@@ -150,7 +145,6 @@ __all__ = [
     "RewardBreakdown",
     "RewardComponent",
     "RewardConfig",
-    "RewardJobKeys",
     "RewardJobSpec",
     "RewardMode",
     "RewardScorer",

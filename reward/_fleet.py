@@ -26,7 +26,13 @@ import zstandard
 from celery import Celery
 
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
-from verifleet.store import DEFAULT_QUEUE, RedisTarget, redis_client
+from verifleet.store import (
+    DEFAULT_QUEUE,
+    REWARD_TASK_NAME,
+    RedisTarget,
+    RewardJobKeys,
+    redis_client,
+)
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError
@@ -43,9 +49,7 @@ from ._rollouts import (
 from ._scorer import RewardScorer
 
 __all__ = [
-    "REWARD_TASK_NAME",
     "FleetStalledError",
-    "RewardJobKeys",
     "RewardJobSpec",
     "load_reward_job",
     "reward_job_id",
@@ -54,39 +58,11 @@ __all__ = [
     "store_reward_job",
 ]
 
-REWARD_TASK_NAME = "verifleet.score_rollout"
-
 _INVALID = "invalid_request"
 
 
 class FleetStalledError(VerifleetError, TimeoutError):
     """No verdict arrived from the fleet for the stall timeout (no worker running?)."""
-
-
-@dataclass(frozen=True)
-class RewardJobKeys:
-    """Redis keys of one reward job (all under ``<prefix>:reward:<id>:``)."""
-
-    job_id: str
-    prefix: str = "vf"
-
-    def _k(self, name: str) -> str:
-        return f"{self.prefix}:reward:{self.job_id}:{name}"
-
-    @property
-    def spec(self) -> str:
-        """Hash: compressed benchmark, judges and reward config JSON."""
-        return self._k("spec")
-
-    @property
-    def rollouts(self) -> str:
-        """Hash: rollout key → compressed rollout JSON."""
-        return self._k("rollouts")
-
-    @property
-    def scores(self) -> str:
-        """Hash: rollout key → verdict fields JSON (written once)."""
-        return self._k("scores")
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,13 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 """
 
 from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
-from ._keys import MAX_JOB_ID_LENGTH, JobKeys, job_id_problem, job_id_taken
+from ._keys import MAX_JOB_ID_LENGTH, JobKeys, RewardJobKeys, job_id_problem, job_id_taken
 from ._ledger import CostLedger, JobCost
 from ._liveness import Liveness
 from ._protocol import (
     BATCH_TASK_NAME,
     DEFAULT_QUEUE,
+    REWARD_TASK_NAME,
     SCENARIO_TASK_NAME,
     TASK_NAME,
     TASK_NAMES,
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
     "MAX_JOB_ID_LENGTH",
+    "REWARD_TASK_NAME",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
@@ -65,6 +67,7 @@ __all__ = [
     "RedisCallCache",
     "RedisTarget",
     "ResultStore",
+    "RewardJobKeys",
     "ScenarioUnit",
     "Schedule",
     "UnfinishedJob",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "BATCH_TASK_NAME",
     "DEFAULT_QUEUE",
+    "REWARD_TASK_NAME",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
@@ -20,6 +21,9 @@ __all__ = [
 TASK_NAME = "verifleet.run_unit"
 SCENARIO_TASK_NAME = "verifleet.run_scenario"
 BATCH_TASK_NAME = "verifleet.run_units"
+#: The task that scores one rollout of a reward job (not a unit: the reaper and
+#: the feeders never see it).
+REWARD_TASK_NAME = "verifleet.score_rollout"
 TASK_NAMES = frozenset({TASK_NAME, SCENARIO_TASK_NAME, BATCH_TASK_NAME})
 """Every task that runs a unit of a job (its first argument is the job id)."""
 DEFAULT_QUEUE = "verifleet"
