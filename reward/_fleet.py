@@ -23,14 +23,13 @@ from typing import Any
 
 import redis
 import zstandard
-from celery import Celery
 
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
 from verifleet.store import (
     DEFAULT_QUEUE,
     REWARD_TASK_NAME,
-    RedisTarget,
     RewardJobKeys,
+    client_app,
     redis_client,
 )
 
@@ -145,14 +144,7 @@ class _Sender:
     """Sends score tasks by name through one producer, in batches."""
 
     def __init__(self, redis_url: str, queue: str, batch: int = 200) -> None:
-        self._app = Celery("verifleet-reward-client")
-        self._app.conf.update(
-            **RedisTarget.parse(redis_url).celery_settings(),
-            task_serializer="json",
-            accept_content=["json"],
-            task_ignore_result=True,
-            broker_connection_retry_on_startup=True,
-        )
+        self._app = client_app("verifleet-reward-client", redis_url)
         self._queue = queue
         self._batch = batch
         self._pending: list[tuple[str, str]] = []

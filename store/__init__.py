@@ -13,6 +13,7 @@ written once under their deterministic key and stored zstd-compressed; progress 
 counted from sets of keys, never from counters a redelivered task would bump twice.
 """
 
+from ._celery import CLIENT_SETTINGS, celery_app, client_app
 from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
 from ._keys import MAX_JOB_ID_LENGTH, JobKeys, RewardJobKeys, job_id_problem, job_id_taken
 from ._ledger import CostLedger, JobCost
@@ -47,6 +48,7 @@ from ._units import (
 
 __all__ = [
     "BATCH_TASK_NAME",
+    "CLIENT_SETTINGS",
     "DEFAULT_CACHE_MAX_ENTRIES",
     "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
@@ -76,6 +78,8 @@ __all__ = [
     "UnitRef",
     "UnitStart",
     "UnitWrite",
+    "celery_app",
+    "client_app",
     "count_units",
     "expand_scenario_units",
     "expand_units",

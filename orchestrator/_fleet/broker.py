@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from celery import Celery
-
-from verifleet.store import DEFAULT_QUEUE, RedisTarget, UnitRef, send_units
+from verifleet.store import DEFAULT_QUEUE, UnitRef, client_app, send_units
 
 __all__ = ["Broker"]
 
@@ -26,18 +24,7 @@ class Broker:
 
     def __init__(self, redis_url: str, *, queue: str = DEFAULT_QUEUE) -> None:
         self.queue = queue
-        self.app = Celery("verifleet-client")
-        self.app.conf.update(
-            **RedisTarget.parse(redis_url).celery_settings(),
-            task_serializer="json",
-            accept_content=["json"],
-            task_ignore_result=True,
-            broker_connection_retry_on_startup=True,
-            # No "task-sent" events: each doubled the publishes of a submit (a
-            # fan-out message per task), and Flower learns of every task from the
-            # workers' own received/started/succeeded events anyway.
-            task_send_sent_event=False,
-        )
+        self.app = client_app("verifleet-client", redis_url)
 
     def send(
         self,
