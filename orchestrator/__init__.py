@@ -10,7 +10,6 @@ builder it never touches.
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from verifleet import _lazy
 
@@ -88,9 +87,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    return _lazy.load(__name__, _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return _lazy.names(__name__, _LAZY)
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

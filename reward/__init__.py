@@ -19,7 +19,6 @@ in process).
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from verifleet import _lazy
 
@@ -68,59 +67,22 @@ if typing.TYPE_CHECKING:
     from ._swap import EquivalenceVerdict, judge_equivalence
     from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
 
-# name -> the submodule that defines it, imported on first use: a worker loads
-# the scoring core it uses, `verifleet serve --help` none of it.
-_LAZY: dict[str, str] = {
-    "RewardBreakdown": "._compose",
-    "compose_reward": "._compose",
-    "normalise_trait": "._compose",
-    "ComponentSource": "._config",
-    "RewardComponent": "._config",
-    "RewardConfig": "._config",
-    "RewardMode": "._config",
-    "load_reward_config": "._config",
-    "FAILURE_KINDS": "._failure",
-    "Failure": "._failure",
-    "FailureKind": "._failure",
-    "JudgeCache": "._judge_cache",
-    "JudgeCachingCaller": "._judge_cache",
-    "MemoryJudgeCache": "._judge_cache",
-    "RedisJudgeCache": "._judge_cache",
-    "caching_caller_factory": "._judge_cache",
-    "AgentResponse": "._request",
-    "InlineQuestion": "._request",
-    "InvalidRequestError": "._request",
-    "PlainVerifyRequest": "._request",
-    "ResponseCreateParams": "._request",
-    "ResponsesVerifyRequest": "._request",
-    "UnknownQuestionError": "._request",
-    "VerifyRequest": "._request",
-    "request_answer": "._request",
-    "request_kind": "._request",
-    "FleetStalledError": "._fleet",
-    "RewardJobSpec": "._fleet",
-    "load_reward_job": "._fleet",
-    "reward_job_id": "._fleet",
-    "rollout_key": "._fleet",
-    "score_rollouts_fleet": "._fleet",
-    "store_reward_job": "._fleet",
-    "LoopSafeGate": "._loop_gate",
-    "LINE_FIELD": "._rollouts",
-    "LineError": "._rollouts",
-    "RolloutReport": "._rollouts",
-    "score_rollouts_local": "._rollouts",
-    "RewardScorer": "._scorer",
-    "ScoredRollout": "._scorer",
-    "reward_resources": "._scorer",
-    "build_scorer": "._setup",
-    "reward_config_for": "._setup",
-    "EquivalenceVerdict": "._swap",
-    "judge_equivalence": "._swap",
-    "TRLReward": "._trl",
-    "VerifleetRewardError": "._trl",
-    "trl_reward": "._trl",
-    "trl_reward_local": "._trl",
-}
+# The submodules a name of __all__ is looked for in: a worker loads the scoring
+# core, `verifleet serve --help` none of it.
+_LAZY = (
+    "._compose",
+    "._config",
+    "._failure",
+    "._judge_cache",
+    "._request",
+    "._fleet",
+    "._loop_gate",
+    "._rollouts",
+    "._scorer",
+    "._setup",
+    "._swap",
+    "._trl",
+)
 
 __all__ = [
     "FAILURE_KINDS",
@@ -175,9 +137,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    return _lazy.load(__name__, _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return _lazy.names(__name__, _LAZY)
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -25,13 +25,7 @@ import redis
 import zstandard
 
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
-from verifleet.store import (
-    DEFAULT_QUEUE,
-    REWARD_TASK_NAME,
-    RewardJobKeys,
-    client_app,
-    redis_client,
-)
+from verifleet.store import DEFAULT_QUEUE, Broker, RewardJobKeys, RolloutRef, redis_client
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError
@@ -140,34 +134,6 @@ def load_reward_job(client: redis.Redis, job_id: str, *, prefix: str = "vf") -> 
     )
 
 
-class _Sender:
-    """Sends score tasks by name through one producer, in batches."""
-
-    def __init__(self, redis_url: str, queue: str, batch: int = 200) -> None:
-        self._app = client_app("verifleet-reward-client", redis_url)
-        self._queue = queue
-        self._batch = batch
-        self._pending: list[tuple[str, str]] = []
-
-    def add(self, job_id: str, key: str) -> None:
-        self._pending.append((job_id, key))
-        if len(self._pending) >= self._batch:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        with self._app.producer_or_acquire() as producer:
-            for job_id, key in self._pending:
-                self._app.send_task(
-                    REWARD_TASK_NAME, args=[job_id, key], queue=self._queue, producer=producer
-                )
-        self._pending = []
-
-    def close(self) -> None:
-        self._app.close()
-
-
 @dataclass
 class _Pending:
     line: int
@@ -213,7 +179,7 @@ def score_rollouts_fleet(
     report = RolloutReport()
     done = done_lines(out)
     writer = RolloutWriter(out, report, on_error)
-    sender = _Sender(redis_url, queue)
+    broker = Broker(redis_url, queue=queue)
     pending: deque[_Pending] = deque()
     last_progress = time.monotonic()
 
@@ -253,10 +219,14 @@ def score_rollouts_fleet(
             pipe.hsetnx(keys.rollouts, item.key, zc.compress(_canonical(item.rollout).encode()))
         pipe.hmget(keys.scores, [item.key for item in batch])
         *_, verdicts = pipe.execute()
-        for item, verdict in zip(batch, verdicts, strict=True):
-            if verdict is None:
-                sender.add(job_id, item.key)
-        sender.flush()
+        broker.send(
+            (
+                (RolloutRef(job_id=job_id, key=item.key), {})
+                for item, verdict in zip(batch, verdicts, strict=True)
+                if verdict is None
+            ),
+            batch_size=batch_size,
+        )
         pending.extend(batch)
         batch.clear()
 
@@ -281,7 +251,7 @@ def score_rollouts_fleet(
     finally:
         for key in (keys.spec, keys.rollouts, keys.scores):
             client.expire(key, ttl_seconds)
-        sender.close()
+        broker.close()
         writer.close()
         client.close()
     return report

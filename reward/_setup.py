@@ -53,23 +53,12 @@ def build_scorer(
     config_update: Mapping[str, Any] | None = None,
     call_cache: CallCache | None = None,
 ) -> RewardScorer:
-    """The scorer for ``benchmark`` and its judges.
-
-    Args:
-        benchmark: The operator's benchmark: the scorer's one job, whose
-            templates share one warm template process per executor.
-        models: The judges.
-        reward: How results become rewards.
-        redis_url: Share the judge-call cache through this Redis (else an
-            in-process one).
-        shared_limits: With ``redis_url``, the seconds one request may take:
-            the judges' endpoint limits are then the fleet's call gate, shared
-            by every server process and the fleet's workers on that Redis.
-        inline_executors: Executors of their own for inline questions.
-        config_update: Verification config fields to set (``pricing``,
-            ``cache``, ``max_cost_usd``).
-        call_cache: Where cached model replies live when ``config_update``
-            turns the cache on.
+    """The scorer for ``benchmark`` (the service's one job: its templates share a
+    warm template process per executor) and its judges; its judge-call cache is
+    shared through ``redis_url`` when given, and with ``shared_limits`` (the
+    seconds one request may take) so are the judges' endpoint limits (the fleet's
+    call gate). ``config_update`` sets verification config fields (``pricing``,
+    ``cache``, ``max_cost_usd``); ``call_cache`` serves the cache it turns on.
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, or a

@@ -25,13 +25,14 @@ from ._protocol import (
     SCENARIO_TASK_NAME,
     TASK_NAME,
     TASK_NAMES,
+    RolloutRef,
     UnitBatchRef,
     UnitRef,
 )
 from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
 from ._feeding import QueueFeeder
 from ._schedule import Schedule, unit_ref_at
-from ._sending import send_units
+from ._sending import Broker, send_units
 from ._progress import UnitWrite
 from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
 from ._units import (
@@ -58,6 +59,7 @@ __all__ = [
     "TASK_NAME",
     "TASK_NAMES",
     "TLS_ENV",
+    "Broker",
     "CostLedger",
     "JobCost",
     "JobKeys",
@@ -70,6 +72,7 @@ __all__ = [
     "RedisTarget",
     "ResultStore",
     "RewardJobKeys",
+    "RolloutRef",
     "ScenarioUnit",
     "Schedule",
     "UnfinishedJob",

@@ -63,14 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> typing.Any:
-    """Import a public name on first use.
-
-    Raises:
-        AttributeError: ``name`` is not part of the API.
-    """
-    return _lazy.load(__name__, _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return _lazy.names(__name__, _LAZY)
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

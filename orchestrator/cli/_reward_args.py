@@ -1,10 +1,5 @@
-"""The flags ``serve`` and ``reward`` share, and the scorer they name.
-
-The scorer itself is built by :func:`verifleet.reward.build_scorer`; here the flags
-are read: the benchmark (its failing templates warned about, or refused with
-``--strict``), the judges (``local`` starts the bundled model), the reward config
-and the cost options.
-"""
+"""The flags ``serve`` and ``reward`` share, and the scorer they name (built by
+:func:`verifleet.reward.build_scorer`)."""
 
 from __future__ import annotations
 

@@ -12,23 +12,12 @@ defaults without importing FastAPI or the scoring core.
 from __future__ import annotations
 
 import typing
-from typing import Any
 
 from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
     from ._access import parse_networks
-    from ._app import (
-        FAILURE_STATUS,
-        HEALTH_PATH,
-        READY_PATH,
-        HealthResponse,
-        InfraErrors,
-        RewardService,
-        VerifyResponse,
-        create_app,
-        service_for,
-    )
+    from ._app import HealthResponse, RewardService, VerifyResponse, create_app, service_for
     from ._defaults import (
         DEFAULT_MAX_BATCH,
         DEFAULT_MAX_BODY_BYTES,
@@ -38,27 +27,18 @@ if typing.TYPE_CHECKING:
     from ._health import HealthListener
     from ._heap import settle_heap
     from ._protocol import CoalescingHttpToolsProtocol
+    from ._routes import FAILURE_STATUS, HEALTH_PATH, READY_PATH, InfraErrors
 
-# name -> the submodule that defines it
-_LAZY: dict[str, str] = {
-    "parse_networks": "._access",
-    "FAILURE_STATUS": "._app",
-    "HEALTH_PATH": "._app",
-    "READY_PATH": "._app",
-    "HealthResponse": "._app",
-    "InfraErrors": "._app",
-    "RewardService": "._app",
-    "VerifyResponse": "._app",
-    "create_app": "._app",
-    "service_for": "._app",
-    "DEFAULT_MAX_BATCH": "._defaults",
-    "DEFAULT_MAX_BODY_BYTES": "._defaults",
-    "DEFAULT_MAX_INFLIGHT": "._defaults",
-    "DEFAULT_REQUEST_TIMEOUT": "._defaults",
-    "HealthListener": "._health",
-    "settle_heap": "._heap",
-    "CoalescingHttpToolsProtocol": "._protocol",
-}
+# The submodules a name of __all__ is looked for in, cheapest first.
+_LAZY = (
+    "._defaults",
+    "._access",
+    "._heap",
+    "._health",
+    "._protocol",
+    "._routes",
+    "._app",
+)
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -81,9 +61,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    return _lazy.load(__name__, _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return _lazy.names(__name__, _LAZY)
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -58,7 +58,6 @@ from ._defaults import (
 )
 from ._openrlhf import OPENRLHF_PATH, declare_openrlhf, openrlhf_route
 from ._routes import (
-    FAILURE_STATUS,
     HEALTH_PATH,
     READY_PATH,
     VERIFY_PATH,
@@ -66,15 +65,9 @@ from ._routes import (
     ServiceRoutes,
 )
 
+# The package's __init__ is the public API; this module defines the app.
 __all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_INFLIGHT",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "FAILURE_STATUS",
-    "HEALTH_PATH",
-    "READY_PATH",
     "HealthResponse",
-    "InfraErrors",
     "RewardService",
     "VerifyResponse",
     "create_app",

@@ -1,6 +1,6 @@
 """Every Celery app of verifleet comes from one factory (``store/_celery.py``) and
 keeps its role's settings: the workers', the task senders' (submit and ``reward
---redis``) and Flower's."""
+--redis``, through one :class:`~verifleet.store.Broker`) and Flower's."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from verifleet.orchestrator._fleet.broker import Broker
-from verifleet.reward._fleet import _Sender
+from verifleet.store import Broker
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers.app import make_app
 
@@ -32,18 +31,13 @@ def _settings(conf: Any, names: list[str]) -> dict[str, Any]:
 
 
 def test_the_task_senders_send_json_without_results_or_sent_events() -> None:
+    """Submit, resume, reverify and ``reward --redis`` send through one client."""
     broker = Broker(URL)
-    sender = _Sender(URL, "q")
     try:
-        for app, name in (
-            (broker.app, "verifleet-client"),
-            (sender._app, "verifleet-reward-client"),
-        ):
-            assert app.main == name
-            assert _settings(app.conf, list(_SENDER)) == _SENDER
+        assert broker.app.main == "verifleet-client"
+        assert _settings(broker.app.conf, list(_SENDER)) == _SENDER
     finally:
         broker.close()
-        sender.close()
 
 
 def test_the_workers_app_keeps_its_settings() -> None:
