@@ -24,6 +24,11 @@ question costs (other answering models, replicates). Fleet figures are the
 worker processes' CPU, their sandbox executors' included (from /proc), the
 submitting process's CPU and Redis's CPU, each per unit.
 
+Mode ``cli`` (in the default modes) is the whole ``verifleet run`` command on
+the same questions (``bench/startup.py``'s run, at its defaults, in a process of
+its own): its wall time and CPU per unit (start-up, its sandbox executors and
+finalize included) beside the job phase it reports.
+
 Nothing is asserted; the script prints figures.
 """
 
@@ -101,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=500, help="units per run (default 500)")
     parser.add_argument("--threads", type=int, default=16, help="threads per runner/worker")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--modes", default="local,fleet", help="comma-separated")
+    parser.add_argument(
+        "--modes", default="local,fleet,cli", help="comma-separated (cli: verifleet run)"
+    )
     parser.add_argument(
         "--warmup",
         type=int,
@@ -151,6 +158,16 @@ def main(argv: list[str] | None = None) -> int:
                 _fleet(bench, config, redis_proc, workers, "warm")
                 rss = ", ".join(f"{mb:.0f} MB" for mb in workers.rss_mb())
                 print(f"fleet  worker resident memory after both runs: {rss}")
+        if "cli" in modes:
+            from bench.throughput import run_command
+
+            got = run_command(bench, endpoint.base_url)
+            print(
+                f"cli    whole command: {got['wall']:.1f}s wall, CPU "
+                f"{1000 * got['cpu'] / args.n:.2f} ms/unit (start-up, executors and finalize "
+                f"included); job phase {got['job']:.1f}s, first unit done at {got['first']:.1f}s",
+                flush=True,
+            )
         print(f"endpoint CPU (not counted above): {endpoint.cpu_seconds():.1f}s")
     return 0
 

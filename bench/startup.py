@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python bench/startup.py --n 600 --latency-ms 500 --cap 64 --before 55b9e18
+    .venv/bin/python bench/startup.py --n 100000 --first-only --before main   # start-up alone
 
 Writes an N-question benchmark (each question its own template), starts the
 endpoint double (``bench/endpoint.py``: latency L, C calls in flight) in its own
@@ -13,7 +14,10 @@ run: the whole command's wall time and CPU (the command and every process it
 started: sandbox executors included, the endpoint not), when the first unit
 finished (its journal line appeared; it started one answer and one parse
 earlier, ~2 L), the job phase the command reports, and the whole command's
-units/s as a share of the endpoint's limit C / L / 2 units/s. Each run has a
+units/s as a share of the endpoint's limit C / L / 2 units/s, and the command's
+phases (start-up before the job, the job, finalize, summary and exit).
+``--first-only`` interrupts each command once its first unit is done: the
+start-up of a 100,000-question benchmark without running it. Each run has a
 cache folder of its own (``VERIFLEET_CACHE_DIR``); this checkout's executor
 bytecode is prepared once before the first run, as any earlier run leaves it.
 """
@@ -25,6 +29,7 @@ import json
 import os
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,10 +59,35 @@ def _site_paths(python: Path) -> None:
     Path(purelib, "c_site_paths.pth").write_text("\n".join(extra) + "\n")
 
 
-def _one(python: Path, bench: Path, url: str, work: Path, label: str) -> dict[str, float]:
+def run_command(
+    python: Path,
+    bench: Path,
+    url: str,
+    work: Path,
+    label: str,
+    *,
+    own_cache: bool = True,
+    first_only: bool = False,
+) -> dict[str, float]:
+    """One ``verifleet run`` of ``bench`` against ``url``'s model ``m``, timed;
+    ``own_cache``: with a cache folder of this label's under ``work`` (else the
+    user's, as any earlier run left it); ``first_only``: interrupt the command
+    (SIGINT, as Ctrl-C) once its first unit is done.
+
+    Returns:
+        Seconds from the start: ``wall`` (exit), ``first`` (first unit's journal
+        line), ``finalize`` (its temporary output appeared), ``written`` (the
+        output file appeared); ``job`` (the phase the command reports) and
+        ``cpu`` (the command and the processes it started).
+
+    Raises:
+        SystemExit: the command failed (its stderr's tail printed).
+    """
     out = work / f"{label}-{time.monotonic_ns()}.parquet"
     journal = out.with_name(out.name + ".journal.jsonl")
-    env = {**os.environ, "VERIFLEET_CACHE_DIR": str(work / f"cache-{label}")}
+    env = dict(os.environ)
+    if own_cache:
+        env["VERIFLEET_CACHE_DIR"] = str(work / f"cache-{label}")
     env.setdefault("VERIFLEET_SANDBOX", "seccomp")
     model = f"{url}#m"
     argv = [str(python), "-m", "verifleet", "run", str(bench), "--answering", model]
@@ -66,16 +96,23 @@ def _one(python: Path, bench: Path, url: str, work: Path, label: str) -> dict[st
     started = time.monotonic()
     # Not from a checkout's root: its top-level folders would shadow the install.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
-    first = None
+    first = finalize = written = None
     while proc.poll() is None:
+        now = time.monotonic() - started
         if first is None and (journal.exists() or out.exists()):
-            first = time.monotonic() - started
+            first = now
+            if first_only:
+                proc.send_signal(signal.SIGINT)
+        if finalize is None and any(out.parent.glob(f"*.{out.name}.tmp-*")):
+            finalize = now
+        if written is None and out.exists():
+            written = now
         time.sleep(0.02)
     wall = time.monotonic() - started
     stdout, stderr = proc.communicate()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and not (first_only and proc.returncode == 130):
         sys.stderr.write(stderr.decode()[-3000:])
         raise SystemExit(f"{label}: verifleet run failed (exit {proc.returncode})")
     text = " ".join((stdout + stderr).decode().split())
@@ -84,6 +121,8 @@ def _one(python: Path, bench: Path, url: str, work: Path, label: str) -> dict[st
         "wall": wall,
         "cpu": cpu,
         "first": first if first is not None else wall,
+        "finalize": finalize if finalize is not None else float("nan"),
+        "written": written if written is not None else float("nan"),
         "job": float(job.group(2)) if job else float("nan"),
     }
 
@@ -95,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=64)
     parser.add_argument("--before", action="append", default=[], help="a commit to compare")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--first-only",
+        action="store_true",
+        help="interrupt each command once its first unit is done (start-up of large N)",
+    )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "vf-ab")
     args = parser.parse_args(argv)
 
@@ -132,14 +176,33 @@ def main(argv: list[str] | None = None) -> int:
                 order = sides if round_ % 2 == 0 else list(reversed(sides))
                 for label, python in order:
                     load = os.getloadavg()[0]
-                    got = _one(python, path, endpoint.base_url, work, label)
+                    got = run_command(
+                        python, path, endpoint.base_url, work, label, first_only=args.first_only
+                    )
                     rows[label].append(got)
+                    if args.first_only:
+                        print(
+                            f"load {load:4.1f} {label:>8}: first unit done at "
+                            f"{got['first']:5.1f} s (interrupted, exit at {got['wall']:5.1f} s), "
+                            f"CPU {got['cpu']:5.1f} s",
+                            flush=True,
+                        )
+                        continue
                     rate = args.n / got["wall"]
                     print(
                         f"load {load:4.1f} {label:>8}: whole {got['wall']:6.1f} s "
                         f"({rate:5.1f} units/s = {rate / limit:.2f} of the limit), "
                         f"CPU {got['cpu']:6.1f} s ({1000 * got['cpu'] / args.n:5.1f} ms/unit), "
                         f"first unit done at {got['first']:5.1f} s, job phase {got['job']:5.1f} s",
+                        flush=True,
+                    )
+                    # Phases: before the job (start-up), the job, finalize
+                    # (temporary output to the file), the summary and exit.
+                    before_job = got["finalize"] - got["job"]
+                    print(
+                        f"{'':>23}phases: start-up {before_job:5.1f} s, job {got['job']:5.1f} s, "
+                        f"finalize {got['written'] - got['finalize']:4.1f} s, "
+                        f"summary and exit {got['wall'] - got['written']:4.1f} s",
                         flush=True,
                     )
     return 0

@@ -31,6 +31,13 @@ CPU-bound ceiling (units/s per core of verifleet CPU, with an instant endpoint)
 and a profile summary of one local unit stream: where the CPU time goes, by
 package and by function.
 
+Mode ``cli`` (in the default modes) is what a user waits for: one ``verifleet
+run`` command at its defaults (``bench/startup.py``'s run) on the same questions
+against the same endpoint, in a process of its own, timed from its start to its
+exit: the whole command's units/s and ratio, its CPU (with its sandbox
+executors) per unit, and beside them the job phase it reports and when its first
+unit finished.
+
 Nothing is asserted; the script prints figures. The endpoint runs in its own
 process, so its CPU is not counted as verifleet's.
 """
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -80,6 +88,23 @@ def run_local(bench: Benchmark, config: VerificationConfig) -> tuple[float, floa
     gate = runner.resources.call_gate
     window = gate.window(config.parsing_models[0]) if isinstance(gate, LocalCallGate) else None
     return wall, self_cpu_seconds() - cpu, window
+
+
+def run_command(bench: Benchmark, base_url: str) -> dict[str, float]:
+    """One ``verifleet run`` of ``bench`` at its defaults, as a user starts it
+    (``bench/startup.py``): wall, CPU (with its executors), first unit, job phase.
+
+    Raises:
+        SystemExit: the command failed.
+    """
+    from bench.startup import run_command as startup_run
+    from verifleet.schemas import dump_benchmark
+
+    with tempfile.TemporaryDirectory(prefix="vf-throughput-") as tmp:
+        work = Path(tmp)
+        dump_benchmark(bench, work / "bench.json")
+        python = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+        return startup_run(python, work / "bench.json", base_url, work, "cli", own_cache=False)
 
 
 def _window_text(window: Window | None) -> str:
@@ -152,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=600, help="units per mode (default 600)")
     parser.add_argument("--latency-ms", type=float, default=100.0, help="endpoint latency L")
     parser.add_argument("--cap", type=int, default=16, help="concurrency cap C of the model")
-    parser.add_argument("--modes", default="local,fleet1,fleet2", help="comma-separated")
+    parser.add_argument(
+        "--modes", default="local,fleet1,fleet2,cli", help="comma-separated (cli: verifleet run)"
+    )
     parser.add_argument(
         "--replicates",
         type=int,
@@ -212,6 +239,18 @@ def main(argv: list[str] | None = None) -> int:
                 stats = endpoint.stats()
                 extra = f"  CPU {cpu / args.n * 1000:.1f} ms/unit" + _window_text(window)
                 _report(mode, args.n, wall, stats["calls"], limit, stats["peak_in_flight"], extra)
+            elif mode == "cli":
+                endpoint.reset()
+                got = run_command(bench, endpoint.base_url)
+                stats = endpoint.stats()
+                extra = (
+                    f"  whole command, CPU {got['cpu'] / args.n * 1000:.1f} ms/unit; job phase "
+                    f"{got['job']:.1f}s ({args.n / got['job']:.1f} units/s), first unit done at "
+                    f"{got['first']:.1f}s"
+                )
+                _report(
+                    mode, args.n, got["wall"], stats["calls"], limit, stats["peak_in_flight"], extra
+                )
             elif mode.startswith("fleet"):
                 count = int(mode.removeprefix("fleet") or 1)
                 with (

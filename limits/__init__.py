@@ -15,18 +15,45 @@
 Imports only :mod:`verifleet.schemas` and ``redis``.
 """
 
-from ._protocol import CallGate, NoCapacityError, Slot, no_gate
-from ._policy import (
-    DEFAULT_MAX_CONCURRENCY,
-    POLICY,
-    AdaptivePolicy,
-    EndpointLimits,
-    Window,
-    endpoint_id,
-)
-from ._local import LocalCallGate
-from ._redis import RedisCallGate, Spend, lease_owner
-from ._reclaim import reclaim_leases
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._protocol import CallGate, NoCapacityError, Slot, no_gate
+    from ._policy import (
+        DEFAULT_MAX_CONCURRENCY,
+        POLICY,
+        AdaptivePolicy,
+        EndpointLimits,
+        Window,
+        endpoint_id,
+    )
+    from ._local import LocalCallGate
+    from ._redis import RedisCallGate, Spend, lease_owner
+    from ._reclaim import reclaim_leases
+
+# name -> the submodule that defines it, loaded on first use: a local run's
+# gate needs neither redis nor the fleet's lease scripts
+_LAZY: dict[str, str] = {
+    "CallGate": "._protocol",
+    "NoCapacityError": "._protocol",
+    "Slot": "._protocol",
+    "no_gate": "._protocol",
+    "DEFAULT_MAX_CONCURRENCY": "._policy",
+    "POLICY": "._policy",
+    "AdaptivePolicy": "._policy",
+    "EndpointLimits": "._policy",
+    "Window": "._policy",
+    "endpoint_id": "._policy",
+    "LocalCallGate": "._local",
+    "RedisCallGate": "._redis",
+    "Spend": "._redis",
+    "lease_owner": "._redis",
+    "reclaim_leases": "._reclaim",
+}
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -45,3 +72,16 @@ __all__ = [
     "no_gate",
     "reclaim_leases",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -25,80 +25,166 @@ through its interface.
 """
 
 # --- the model-call interface and its langchain implementation -------------------
-from ._llm import (
-    CACHE_KEY_SECRET_ENV,
-    MAX_ENDPOINT_PAUSE,
-    CachingCaller,
-    CallCache,
-    CallerOptions,
-    CallGate,
-    CallLog,
-    ChatModelCache,
-    EndpointReplyError,
-    DiskCallCache,
-    InterfaceFactory,
-    LangchainChatCaller,
-    OpenAIHttpChatCaller,
-    RecordingCaller,
-    UsageTracker,
-    close_async_senders,
-    call_key,
-    credential_identity,
-    default_cache_dir,
-    endpoint_pause,
-    get_chat_model,
-    make_chat_caller,
-    register_interface,
-    registered_interfaces,
-)
-from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
 
-# --- running a unit ---------------------------------------------------------------
-from ._bridge import (
-    BridgedSandbox,
-    bridged_sleep,
-    call_blocking,
-    in_bridge,
-    run_bridged,
-    sandbox_failure,
-    wait_for,
-)
-from ._fair import CALLER, LINGER, FairShare
-from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
-from ._answer import CachedAnswer
-from ._adapters import ManualAnswerError, ManualAnswerStore
-from ._context import VerificationContext
-from ._failed import failed_results
-from ._orchestrator import StageOrchestrator
-from ._resources import AgentRunner, CallerFactory, PipelineResources
-from ._reverify import (
-    answering_model_of,
-    group_stored,
-    group_stored_scenarios,
-    reverify_unit,
-    stored_answer,
-)
-from ._run import run_unit, verify_question
-from ._scenario import (
-    ScenarioReplay,
-    ScenarioRun,
-    evaluate_outcomes,
-    next_edge,
-    run_scenario,
-    run_scenario_unit,
-)
-from ._stage import Stage, StageFailure
+from __future__ import annotations
 
-# --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
-from ._search import (
-    LocalSearch,
-    SearchError,
-    SearchHit,
-    SearchProvider,
-    TavilySearch,
-    build_search_provider,
-    search_function,
-)
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._llm import (
+        CACHE_KEY_SECRET_ENV,
+        MAX_ENDPOINT_PAUSE,
+        CachingCaller,
+        CallCache,
+        CallerOptions,
+        CallGate,
+        CallLog,
+        ChatModelCache,
+        EndpointReplyError,
+        DiskCallCache,
+        InterfaceFactory,
+        LangchainChatCaller,
+        OpenAIHttpChatCaller,
+        RecordingCaller,
+        UsageTracker,
+        close_async_senders,
+        call_key,
+        credential_identity,
+        default_cache_dir,
+        endpoint_pause,
+        get_chat_model,
+        make_chat_caller,
+        register_interface,
+        registered_interfaces,
+    )
+    from ._llm_protocol import ChatCaller, Message, ModelCallError, StructuredOutputError
+
+    # --- running a unit ---------------------------------------------------------------
+    from ._bridge import (
+        BridgedSandbox,
+        bridged_sleep,
+        call_blocking,
+        in_bridge,
+        run_bridged,
+        sandbox_failure,
+        wait_for,
+    )
+    from ._fair import CALLER, LINGER, FairShare
+    from ._agents import AgentDeadlineError, McpAgentRunner, McpServerError
+    from ._answer import CachedAnswer
+    from ._adapters import ManualAnswerError, ManualAnswerStore
+    from ._context import VerificationContext
+    from ._failed import failed_results
+    from ._orchestrator import StageOrchestrator
+    from ._resources import AgentRunner, CallerFactory, PipelineResources
+    from ._reverify import (
+        answering_model_of,
+        group_stored,
+        group_stored_scenarios,
+        reverify_unit,
+        stored_answer,
+    )
+    from ._run import run_unit, verify_question
+    from ._scenario import (
+        ScenarioReplay,
+        ScenarioRun,
+        evaluate_outcomes,
+        next_edge,
+        run_scenario,
+        run_scenario_unit,
+    )
+    from ._stage import Stage, StageFailure
+
+    # --- search providers for deep judgment (Tavily on the web, BM25 offline) --------
+    from ._search import (
+        LocalSearch,
+        SearchError,
+        SearchHit,
+        SearchProvider,
+        TavilySearch,
+        build_search_provider,
+        search_function,
+    )
+
+# name -> the submodule that defines it (loaded on first use: a process that
+# calls one OpenAI-compatible endpoint over HTTP never imports langchain,
+# openai or aiohttp)
+_LAZY: dict[str, str] = {
+    "CACHE_KEY_SECRET_ENV": "._llm",
+    "MAX_ENDPOINT_PAUSE": "._llm",
+    "CachingCaller": "._llm",
+    "CallCache": "._llm",
+    "CallerOptions": "._llm",
+    "CallGate": "._llm",
+    "CallLog": "._llm",
+    "ChatModelCache": "._llm",
+    "EndpointReplyError": "._llm",
+    "DiskCallCache": "._llm",
+    "InterfaceFactory": "._llm",
+    "LangchainChatCaller": "._llm",
+    "OpenAIHttpChatCaller": "._llm",
+    "RecordingCaller": "._llm",
+    "UsageTracker": "._llm",
+    "close_async_senders": "._llm",
+    "call_key": "._llm",
+    "credential_identity": "._llm",
+    "default_cache_dir": "._llm",
+    "endpoint_pause": "._llm",
+    "get_chat_model": "._llm",
+    "make_chat_caller": "._llm",
+    "register_interface": "._llm",
+    "registered_interfaces": "._llm",
+    "ChatCaller": "._llm_protocol",
+    "Message": "._llm_protocol",
+    "ModelCallError": "._llm_protocol",
+    "StructuredOutputError": "._llm_protocol",
+    "BridgedSandbox": "._bridge",
+    "bridged_sleep": "._bridge",
+    "call_blocking": "._bridge",
+    "in_bridge": "._bridge",
+    "run_bridged": "._bridge",
+    "sandbox_failure": "._bridge",
+    "wait_for": "._bridge",
+    "CALLER": "._fair",
+    "LINGER": "._fair",
+    "FairShare": "._fair",
+    "AgentDeadlineError": "._agents",
+    "McpAgentRunner": "._agents",
+    "McpServerError": "._agents",
+    "CachedAnswer": "._answer",
+    "ManualAnswerError": "._adapters",
+    "ManualAnswerStore": "._adapters",
+    "VerificationContext": "._context",
+    "failed_results": "._failed",
+    "StageOrchestrator": "._orchestrator",
+    "AgentRunner": "._resources",
+    "CallerFactory": "._resources",
+    "PipelineResources": "._resources",
+    "answering_model_of": "._reverify",
+    "group_stored": "._reverify",
+    "group_stored_scenarios": "._reverify",
+    "reverify_unit": "._reverify",
+    "stored_answer": "._reverify",
+    "run_unit": "._run",
+    "verify_question": "._run",
+    "ScenarioReplay": "._scenario",
+    "ScenarioRun": "._scenario",
+    "evaluate_outcomes": "._scenario",
+    "next_edge": "._scenario",
+    "run_scenario": "._scenario",
+    "run_scenario_unit": "._scenario",
+    "Stage": "._stage",
+    "StageFailure": "._stage",
+    "LocalSearch": "._search",
+    "SearchError": "._search",
+    "SearchHit": "._search",
+    "SearchProvider": "._search",
+    "TavilySearch": "._search",
+    "build_search_provider": "._search",
+    "search_function": "._search",
+}
 
 __all__ = [
     "CACHE_KEY_SECRET_ENV",
@@ -174,3 +260,16 @@ __all__ = [
     "verify_question",
     "wait_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

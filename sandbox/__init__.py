@@ -13,13 +13,43 @@ Imports only :mod:`verifleet.schemas`, :mod:`verifleet.templates`, pydantic and
 the standard library.
 """
 
-from ._checkers import SandboxChecker, sandbox_checker
-from ._cooperative import ReadWait, cooperative
-from ._errors import ExecutorBusy, ExecutorCrashed, SandboxError, SandboxUnavailable
-from ._identity import isolation_warning
-from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
-from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
-from ._settings import SandboxMode, SandboxSettings
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._checkers import SandboxChecker, sandbox_checker
+    from ._cooperative import ReadWait, cooperative
+    from ._errors import ExecutorBusy, ExecutorCrashed, SandboxError, SandboxUnavailable
+    from ._identity import isolation_warning
+    from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
+    from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
+    from ._settings import SandboxMode, SandboxSettings
+
+# name -> the submodule that defines it, loaded on first use: the CLI finds the
+# executors' bytecode folder (_bytecode) before it imports pydantic
+_LAZY: dict[str, str] = {
+    "SandboxChecker": "._checkers",
+    "sandbox_checker": "._checkers",
+    "ReadWait": "._cooperative",
+    "cooperative": "._cooperative",
+    "ExecutorBusy": "._errors",
+    "ExecutorCrashed": "._errors",
+    "SandboxError": "._errors",
+    "SandboxUnavailable": "._errors",
+    "isolation_warning": "._identity",
+    "TemplateEvaluation": "._handle",
+    "TemplateHandle": "._handle",
+    "TemplateVerification": "._handle",
+    "SandboxPool": "._pool",
+    "SandboxStats": "._pool",
+    "default_pool": "._pool",
+    "reset_default_pool": "._pool",
+    "SandboxMode": "._settings",
+    "SandboxSettings": "._settings",
+}
 
 __all__ = [
     "ExecutorBusy",
@@ -41,3 +71,16 @@ __all__ = [
     "reset_default_pool",
     "sandbox_checker",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -31,12 +31,17 @@ __all__ = [
 
 TOKEN_COOKIE = "verifleet_viewer_token"
 
-_STATIC = {"app.js": "text/javascript", "judging.js": "text/javascript", "style.css": "text/css"}
+_STATIC = {
+    "app.js": "text/javascript",
+    "figures.js": "text/javascript",
+    "judging.js": "text/javascript",
+    "style.css": "text/css",
+}
 
 
 def static_text(name: str) -> str:
     """The text of a bundled static asset (``index.html``, ``app.js``, ``judging.js``,
-    ``style.css``).
+    ``figures.js``, ``style.css``).
 
     Raises:
         FileNotFoundError: the package was installed without its static files.
@@ -60,12 +65,15 @@ def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
     data = json.dumps(boot, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     if inline:
         head = "<style>\n" + static_text("style.css").replace("</", "<\\/") + "</style>"
-        # One element for both scripts (judging.js first: app.js calls into it).
-        script = "\n".join(static_text(name) for name in ("judging.js", "app.js"))
+        # One element for every script (app.js last: it calls into the others).
+        script = "\n".join(static_text(name) for name in ("judging.js", "figures.js", "app.js"))
         body = "<script>\n" + script.replace("</", "<\\/").replace("<!--", "<\\!--") + "</script>"
     else:
         head = '<link rel="stylesheet" href="static/style.css">'
-        body = '<script src="static/judging.js"></script><script src="static/app.js"></script>'
+        body = (
+            '<script src="static/judging.js"></script><script src="static/figures.js"></script>'
+            '<script src="static/app.js"></script>'
+        )
     page = static_text("index.html").replace("<!--ASSETS_HEAD-->", head)
     # The data goes in last, so that no value can be mistaken for a placeholder.
     page = page.replace("<!--ASSETS_BODY-->", body)

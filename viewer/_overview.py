@@ -1,16 +1,40 @@
-"""The overview of a run: the numbers and chart data behind the viewer's first page."""
+"""The overview of a run: the numbers and chart data behind the viewer's first page.
+
+Every interval and replicate figure comes from :mod:`verifleet.orchestrator.stats`
+(the functions the CLI's end table, ``status`` and ``compare`` use), fed with
+per-question counts: questions are the clusters (docs/results.md).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import pandas as pd
 
-from verifleet.orchestrator.stats import wilson
+from verifleet.errors import StatisticsError
+from verifleet.orchestrator.stats import (
+    Interval,
+    clustered_mean_from_sums,
+    rate_interval_from_sums,
+    replicate_stats,
+    wilson,
+)
 
 from ._index import ResultIndex
 
-__all__ = ["GRANULAR_BINS", "overview", "template_summary", "wilson_interval"]
+__all__ = [
+    "FLAKIEST",
+    "GRANULAR_BINS",
+    "overview",
+    "pass_rate_interval",
+    "replicate_figures",
+    "template_summary",
+    "wilson_interval",
+]
+
+FLAKIEST = 10
+"""How many of the flakiest questions the overview lists."""
 
 GRANULAR_BINS = 10
 """Bins of the granular score histograms (equal width over [0, 1], or over the
@@ -44,13 +68,48 @@ def template_summary(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _verdicts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows with a boolean verdict (what the CLI's tally counts), with a 0/1
+    ``passed`` column."""
+    judged = frame[frame["verify_result"].isin([True, False])]
+    return judged.assign(passed=(judged["verify_result"] == True).astype(float))  # noqa: E712
+
+
+def pass_rate_interval(judged: pd.DataFrame) -> Interval | None:
+    """The 95 % interval of the pass rate of ``judged`` (rows of :func:`_verdicts`)
+    with questions as clusters: :func:`stats.rate_interval_from_sums` on each
+    question's passes and verdicts, the very call of the CLI's end table (so
+    Wilson's interval when every question has one verdict).
+
+    Returns:
+        None when no row has a verdict.
+    """
+    if judged.empty:
+        return None
+    per_question = judged.groupby("question_id", sort=False)["passed"].agg(["sum", "count"])
+    return rate_interval_from_sums(per_question["sum"].to_numpy(), per_question["count"].to_numpy())
+
+
+def _interval_fields(interval: Interval | None) -> dict[str, Any]:
+    if interval is None:
+        return {"low": 0.0, "high": 1.0, "method": None, "questions": 0}
+    return {
+        "low": interval.low,
+        "high": interval.high,
+        "method": interval.method,
+        "questions": interval.clusters,
+    }
+
+
 def _pass_rates(frame: pd.DataFrame) -> list[dict[str, Any]]:
     done = frame[frame["template"]]
+    judged = dict(iter(_verdicts(frame).groupby(["answering", "parsing"], sort=False)))
     out = []
     for (answering, parsing), group in done.groupby(["answering", "parsing"], sort=True):
         total = len(group)
         passed = int((group["verify_result"] == True).sum())  # noqa: E712
-        low, high = wilson_interval(passed, total)
+        pair = judged.get((answering, parsing), group.iloc[0:0].assign(passed=0.0))
+        naive = wilson(int(pair["passed"].sum()), len(pair))
         out.append(
             {
                 "answering": answering,
@@ -59,11 +118,69 @@ def _pass_rates(frame: pd.DataFrame) -> list[dict[str, Any]]:
                 "passed": passed,
                 "failed": int((group["verify_result"] == False).sum()),  # noqa: E712
                 "pass_rate": passed / total,
-                "low": low,
-                "high": high,
+                **_interval_fields(pass_rate_interval(pair)),
+                # Shown beside the clustered interval: how much clustering matters.
+                "wilson_low": naive.low,
+                "wilson_high": naive.high,
             }
         )
     return out
+
+
+def replicate_figures(frame: pd.DataFrame, top: int = FLAKIEST) -> dict[str, Any] | None:
+    """pass@k, pass^k, consistency and the flakiest questions of each answering x
+    parsing pair (:func:`stats.replicate_stats`, questions' replicate verdicts).
+
+    ``k`` is the most verdicts any question of any pair has (the run's replicates);
+    a question with fewer (a replicate errored) is left out of pass@k and pass^k
+    and counted in ``questions_with_k``.
+
+    Returns:
+        ``{"k", "pairs": [...], "flaky", "flakiest": [...]}`` where each pair has
+        :meth:`ReplicateStats.as_dict`'s figures (without its list) and
+        ``flakiest`` lists the ``top`` flakiest (question, pair)s of the run; None
+        when no question of a pair has two verdicts (no replicates).
+    """
+    judged = _verdicts(frame)
+    if judged.empty:
+        return None
+    counted = judged.groupby(["answering", "parsing", "question_id"], sort=True)["passed"].agg(
+        ["sum", "count"]
+    )
+    # replicate_stats counts passes per question; the replicates' order plays no part.
+    verdicts: dict[Hashable, list[bool]] = {}
+    pairs: dict[tuple[str, str], dict[Hashable, list[bool]]] = {}
+    for (answering, parsing, question), passed, n in counted.itertuples(name=None):
+        values = [True] * int(passed) + [False] * (int(n) - int(passed))
+        verdicts[(answering, parsing, question)] = values
+        pairs.setdefault((answering, parsing), {})[question] = values
+    k = max(len(v) for v in verdicts.values())
+    if k < 2:
+        return None
+    rows = []
+    for (answering, parsing), questions in pairs.items():
+        figures = replicate_stats(questions, k=k, top=0).as_dict()
+        del figures["flakiest"]
+        rows.append({"answering": answering, "parsing": parsing, **figures})
+    overall = replicate_stats(verdicts, k=k, top=top)
+    return {
+        "k": k,
+        "pairs": rows,
+        "flaky": overall.flaky,
+        "flakiest": [
+            {
+                "question_id": q.key[2],
+                "answering": q.key[0],
+                "parsing": q.key[1],
+                "replicates": q.replicates,
+                "passed": q.passed,
+                "rate": q.rate,
+                "consistency": q.consistency,
+            }
+            for q in overall.flakiest
+            if isinstance(q.key, tuple)
+        ],
+    }
 
 
 def _granular(frame: pd.DataFrame) -> dict[str, Any]:
@@ -90,23 +207,43 @@ def _granular(frame: pd.DataFrame) -> dict[str, Any]:
     return {"edges": edges, "series": series}
 
 
-def _rubric(traits: pd.DataFrame) -> dict[str, Any]:
+def _trait_interval(scores: pd.DataFrame) -> dict[str, Any] | None:
+    """The clustered 95 % interval of a trait's mean (questions as clusters:
+    :func:`stats.clustered_mean_from_sums`); None with fewer than two questions."""
+    per_question = scores.groupby("question_id", sort=False)["score"].agg(["sum", "count"])
+    try:
+        interval = clustered_mean_from_sums(
+            per_question["sum"].to_numpy(), per_question["count"].to_numpy()
+        )
+    except StatisticsError:
+        return None
+    return {"low": interval.low, "high": interval.high, "questions": interval.clusters}
+
+
+def _rubric(traits: pd.DataFrame, frame: pd.DataFrame) -> dict[str, Any]:
     if traits.empty:
-        return {"traits": [], "models": [], "means": [], "counts": []}
-    table = traits.groupby(["answering", "trait"])["score"].agg(["mean", "count"])
+        return {"traits": [], "models": [], "means": [], "counts": [], "intervals": []}
+    # A trait row knows its result's row; the question (the cluster) is on the result.
+    question_of = frame.drop_duplicates("row", keep="last").set_index("row")["question_id"]
+    traits = traits.assign(question_id=traits["row"].map(question_of))
     models = sorted(traits["answering"].unique().tolist())
     names = sorted(traits["trait"].unique().tolist())
     kinds = traits.drop_duplicates("trait").set_index("trait")["trait_type"].to_dict()
-    stats: dict[tuple[str, str], tuple[float, int]] = {
-        key: (float(mean), int(count)) for key, mean, count in table.itertuples(name=None)
-    }
-    means = [[stats[(m, n)][0] if (m, n) in stats else None for n in names] for m in models]
-    counts = [[stats[(m, n)][1] if (m, n) in stats else 0 for n in names] for m in models]
+    cells = {key: group for key, group in traits.groupby(["answering", "trait"], sort=False)}
+    means = [
+        [float(cells[(m, n)]["score"].mean()) if (m, n) in cells else None for n in names]
+        for m in models
+    ]
+    counts = [[len(cells[(m, n)]) if (m, n) in cells else 0 for n in names] for m in models]
+    intervals = [
+        [_trait_interval(cells[(m, n)]) if (m, n) in cells else None for n in names] for m in models
+    ]
     return {
         "traits": [{"name": n, "type": kinds[n]} for n in names],
         "models": models,
         "means": means,
         "counts": counts,
+        "intervals": intervals,
     }
 
 
@@ -160,15 +297,21 @@ def overview(index: ResultIndex) -> dict[str, Any]:
     """Everything the overview page shows about the results in ``index``.
 
     Returns:
-        ``summary`` (:func:`template_summary`), ``totals`` (results, questions,
-        errors, tokens, time), ``pass_rates`` (per answering × parsing pair with
-        its Wilson interval), ``granular`` (histograms per answering model),
-        ``rubric`` (mean trait score per answering model), ``counts`` (errors and
+        ``summary`` (:func:`template_summary`), ``pass_rate_interval`` (the
+        overall pass rate's interval, :func:`pass_rate_interval`), ``totals``
+        (results, questions, errors, tokens, time), ``pass_rates`` (per answering
+        × parsing pair with its clustered interval and, for comparison, the
+        Wilson interval that treats every verdict as independent), ``replicates``
+        (:func:`replicate_figures`, None without replicates), ``granular``
+        (histograms per answering model), ``rubric`` (mean trait score per
+        answering model with its clustered interval), ``counts`` (errors and
         check overrides per answering model) and ``top_errors``.
     """
     frame = index.frame
+    overall = pass_rate_interval(_verdicts(frame))
     return {
         "summary": template_summary(frame),
+        "pass_rate_interval": None if overall is None else overall.as_dict(),
         "totals": {
             "num_results": len(frame),
             "num_questions": int(frame["question_id"].nunique()),
@@ -179,8 +322,9 @@ def overview(index: ResultIndex) -> dict[str, Any]:
             "execution_time": float(frame["execution_time"].sum()),
         },
         "pass_rates": _pass_rates(frame),
+        "replicates": replicate_figures(frame),
         "granular": _granular(frame),
-        "rubric": _rubric(index.trait_frame),
+        "rubric": _rubric(index.trait_frame, frame),
         "counts": _counts(frame),
         "top_errors": _top_errors(frame),
     }

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verifleet.pipeline import ScenarioRun
 from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
 from verifleet.store import result_key
 
 from .journal import Journal, journal_path
 from .scenario_journal import ScenarioJournal, scenario_journal_path
+
+if TYPE_CHECKING:
+    from verifleet.pipeline import ScenarioRun
 
 __all__ = ["RunOutput"]
 
@@ -35,6 +38,11 @@ class RunOutput:
         self.journal = Journal(journal_path(path))
         self.scenario_journal = ScenarioJournal(scenario_journal_path(path))
         self._iter_results = iter_results
+        # (key, completed) of every result, per source in the order _existing()
+        # reads them: known from scan() on, kept up by record() and
+        # record_scenario(), so that finalize() reads the results once.
+        self._tracked: tuple[list[tuple[str, bool]], ...] | None = None
+        self._writer_loading = False
 
     def _existing_scenarios(self) -> list[ScenarioExecutionResult]:
         from verifleet.orchestrator import read_scenario_results
@@ -57,18 +65,28 @@ class RunOutput:
     def record_scenario(self, run: ScenarioRun) -> None:
         """Journal one finished scenario run with its turn results."""
         self.scenario_journal.append(run)
+        if self._tracked is not None:
+            self._tracked[2].extend(_tracked(r) for r in run.results)
 
     def _existing(self) -> Iterator[VerificationResult]:
+        return (result for _source, result in self._sourced())
+
+    def _sourced(self) -> Iterator[tuple[int, VerificationResult]]:
+        """Every result produced for this output with where it is: 0 the output
+        file, 1 the journal, 2 the scenario journal (in that order)."""
         if self.path.exists():
             try:
-                yield from self._iter_results(self.path)
+                for result in self._iter_results(self.path):
+                    yield 0, result
             except ExportError:
                 raise
             except Exception as exc:
                 raise ExportError(f"{self.path}: cannot read existing results: {exc}") from exc
-        yield from self.journal.read()
+        for result in self.journal.read():
+            yield 1, result
         for run in self.scenario_journal.read():
-            yield from run.results
+            for result in run.results:
+                yield 2, result
 
     def spent(self) -> float:
         """What the results already produced for this output cost (0 without
@@ -97,19 +115,27 @@ class RunOutput:
         """
         done: set[str] = set()
         errored: set[str] = set()
-        for result in self._existing():
+        tracked: tuple[list[tuple[str, bool]], ...] = ([], [], [])
+        for source, result in self._sourced():
             key = result_key(result)
+            tracked[source].append((key, result.metadata.completed_without_errors))
             done.add(key)
             if result.metadata.completed_without_errors:
                 errored.discard(key)
             else:
                 errored.add(key)
+        self._tracked = tracked
         return done, errored
 
     def record(self, results: list[VerificationResult]) -> None:
         """Journal the results of one finished unit."""
+        if not self._writer_loading:
+            self._writer_loading = True
+            _load_writer(self.path)
         for result in results:
             self.journal.append(result)
+            if self._tracked is not None:
+                self._tracked[1].append(_tracked(result))
 
     def finalize(self, manifest: dict[str, Any] | None = None) -> int:
         """Write every result (old and new, each once) to the output file.
@@ -121,7 +147,6 @@ class RunOutput:
         Returns:
             The number of results in the file.
         """
-        from verifleet.orchestrator import write_results
         from verifleet.orchestrator.stats import label_cells, labels_path, read_label_entries
 
         from .._export.manifest import write_manifest_beside
@@ -129,36 +154,19 @@ class RunOutput:
         self.journal.close()
         self.scenario_journal.close()
         runs, replaced = _latest_runs(self._existing_scenarios())
-        # Each key once: the first result, unless a later one replaces an error
-        # (a --retry-errors run journals the new result after the old one).
-        winner: dict[str, int] = {}
-        errored: set[str] = set()
-        for position, result in enumerate(self._existing()):
-            if _replaced_turn(result, runs, replaced):
-                continue
-            key = result_key(result)
-            if key not in winner or key in errored:
-                winner[key] = position
-                if result.metadata.completed_without_errors:
-                    errored.discard(key)
-                else:
-                    errored.add(key)
-
-        def unique() -> Iterator[VerificationResult]:
-            for position, result in enumerate(self._existing()):
-                if winner.get(result_key(result)) == position:
-                    yield result
-
+        # The labels already beside the output (a resumed run, a re-judged file).
+        labels = label_cells(read_label_entries(labels_path(self.path)))
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
         try:
-            count = write_results(
-                unique(),
-                tmp,
-                scenario_results=list(runs.values()) or None,
-                manifest=manifest,
-                # The labels already beside the output (a resumed run, a re-judged file).
-                labels=label_cells(read_label_entries(labels_path(self.path))),
-            )
+            # One read when scan() and record() saw every result and no scenario
+            # run replaced another (its turns are left out by a pass of their own).
+            tracked = None if replaced else self._tracked_keys()
+            try:
+                count = self._write_unique(tmp, runs, replaced, manifest, labels, tracked)
+            except _Untracked:
+                # The files hold other results than this object saw (another
+                # writer, or no scan()): find the winners in a pass of their own.
+                count = self._write_unique(tmp, runs, replaced, manifest, labels, None)
             os.replace(tmp, self.path)
             if manifest is not None:
                 write_manifest_beside(self.path, manifest)
@@ -167,6 +175,70 @@ class RunOutput:
         self.journal.remove()
         self.scenario_journal.remove()
         return count
+
+    def _tracked_keys(self) -> list[tuple[str, bool]] | None:
+        if self._tracked is None:
+            return None
+        return [entry for source in self._tracked for entry in source]
+
+    def _write_unique(
+        self,
+        tmp: Path,
+        runs: dict[_Slot, ScenarioExecutionResult],
+        replaced: set[_Slot],
+        manifest: dict[str, Any] | None,
+        labels: Any,
+        tracked: list[tuple[str, bool]] | None,
+    ) -> int:
+        """Write each result once to ``tmp``; ``tracked``: the (key, completed)
+        of every result in reading order, when known (one read of the files),
+        else None (a read to find the winners, then a read to write them).
+
+        Raises:
+            _Untracked: the files do not hold the results ``tracked`` names.
+        """
+        from verifleet.orchestrator import write_results
+
+        skip: set[int] = set()
+        if tracked is None:
+            tracked = []
+            for position, result in enumerate(self._existing()):
+                if _replaced_turn(result, runs, replaced):
+                    skip.add(position)
+                tracked.append((result_key(result), result.metadata.completed_without_errors))
+        # Each key once: the first result, unless a later one replaces an error
+        # (a --retry-errors run journals the new result after the old one).
+        winner: dict[str, int] = {}
+        errored: set[str] = set()
+        for position, (key, completed) in enumerate(tracked):
+            if position in skip:
+                continue
+            if key not in winner or key in errored:
+                winner[key] = position
+                if completed:
+                    errored.discard(key)
+                else:
+                    errored.add(key)
+        known = tracked
+
+        def unique() -> Iterator[VerificationResult]:
+            position = -1
+            for position, result in enumerate(self._existing()):
+                key = result_key(result)
+                if position >= len(known) or known[position][0] != key:
+                    raise _Untracked
+                if winner.get(key) == position:
+                    yield result
+            if position + 1 != len(known):
+                raise _Untracked
+
+        return write_results(
+            unique(),
+            tmp,
+            scenario_results=list(runs.values()) or None,
+            manifest=manifest,
+            labels=labels,
+        )
 
 
 _Slot = tuple[str, str, int | None]
@@ -209,3 +281,32 @@ def _replaced_turn(
         return False
     kept = runs[slot]
     return not any(meta.result_id in turn.result_ids for turn in kept.history)
+
+
+class _Untracked(Exception):
+    """The output's files changed behind the :class:`RunOutput` that tracked them."""
+
+
+def _tracked(result: VerificationResult) -> tuple[str, bool]:
+    return result_key(result), result.metadata.completed_without_errors
+
+
+def _load_writer(path: Path) -> None:
+    """Import what :meth:`RunOutput.finalize` writes a Parquet file with, in a
+    thread, while the units run: pyarrow imports pandas at its first array
+    (most of a finalize's time when nothing is cached), and a run spends its
+    units waiting for model calls. Any failure is left for finalize to meet.
+    """
+
+    def load() -> None:
+        try:
+            import pyarrow as pa
+
+            from .._export import parquet  # noqa: F401  (the writer's modules)
+
+            pa.array([0])
+        except Exception:  # finalize imports it again and reports
+            return
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        threading.Thread(target=load, name="verifleet-writer-import", daemon=True).start()

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult
 
-from ..stats import Interval, clustered_mean_from_sums, wilson
+from ..stats import Interval, rate_interval_from_sums
 
 __all__ = ["PairCounts", "PassRateTally", "ScenarioTally"]
 
@@ -34,11 +34,8 @@ class PairCounts:
         judged = [(p, n) for p, n in self.by_question.values() if n]
         if not judged:
             return None
-        if len(judged) < 2 or all(n == 1 for _, n in judged):
-            return wilson(self.passed, self.passed + self.failed)
-        return clustered_mean_from_sums(
-            [p for p, _ in judged], [n for _, n in judged], bounds=(0.0, 1.0)
-        )
+        # The viewer and the report call the same function on the same counts.
+        return rate_interval_from_sums([p for p, _ in judged], [n for _, n in judged])
 
     @property
     def pass_rate(self) -> float | None:

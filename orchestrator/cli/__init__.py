@@ -133,7 +133,11 @@ def _command_of(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``verifleet`` console script; returns the exit code."""
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if from_command_line:
+        # Before the command's modules are imported: they are what it caches.
+        _bytecode_cache()
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
@@ -165,6 +169,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"verifleet {args.command}: error: Redis: {exc}", file=sys.stderr)
         return 2
     return code
+
+
+def _bytecode_cache() -> None:
+    """Let this process read and write the bytecode of what it imports in the
+    executors' bytecode folder when ``PYTHONDONTWRITEBYTECODE`` (or ``-B``)
+    keeps Python from caching it beside the sources.
+
+    Without it every command compiles the modules of its path (pydantic,
+    pyarrow, httpx, verifleet itself) from source each time: most of a run's
+    start-up where the variable is set. The folder is verifleet's own
+    (the one the sandbox executors start from; nothing is written beside
+    any source) and ``VERIFLEET_SANDBOX_BYTECODE=0`` turns both off. Only the
+    console command does this (``main()`` without arguments), never a process
+    that calls :func:`main` as a library. A folder that cannot be made leaves
+    Python as it was.
+    """
+    if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
+        return  # Python caches bytecode already, where it was told to
+    from verifleet.sandbox._bytecode import default_bytecode_dir
+
+    prefix = default_bytecode_dir()
+    if prefix is None:
+        return
+    try:
+        os.makedirs(prefix, exist_ok=True)
+    except OSError:
+        return
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
 
 
 def _exit_interrupted(code: int) -> int:

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,11 +107,18 @@ def _rate(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ._sandbox import start_sandbox_soon
+
+    # The executor starts first, while this process imports what it needs,
+    # loads the benchmark and builds the pipeline; the units' model calls need
+    # none, the first unit to finish waits for it, and a failed start stops the
+    # run before anything is recorded (it exits with its executors if the
+    # output check below fails).
+    sandbox_ready = start_sandbox_soon(args)
     from verifleet.schemas import load_benchmark
 
     from .._local.lock import OutputLock, check_output
     from ._console import make_console
-    from ._sandbox import start_sandbox
     from .config import build_config, local_model_needed
 
     console = make_console(stderr=True)
@@ -118,27 +126,34 @@ def _run(args: argparse.Namespace) -> int:
     check_output(args.out)
     with contextlib.ExitStack() as stack:
         stack.enter_context(OutputLock(args.out))
-        start_sandbox(args)
-        # A broken template fails its question, not the run: load everything, warn,
-        # and let the pipeline record the problem in that question's results.
-        benchmark = load_benchmark(
-            args.benchmark, trust_callables=args.trust_callables, validate_templates=False
-        )
-        benchmark = select(benchmark, args)
-        # Each question's template is checked as its first unit starts, in the
-        # run's own template processes (LocalRunner): one compile per template,
-        # spread over the executors, none before the first unit.
-        for problem in benchmark.validate(question_templates=False):
-            _warn(console, problem)
-        local_spec = None
-        if local_model_needed(args):
-            from verifleet.orchestrator import LocalLLMServer
+        try:
+            # A broken template fails its question, not the run: load everything, warn,
+            # and let the pipeline record the problem in that question's results.
+            benchmark = load_benchmark(
+                args.benchmark, trust_callables=args.trust_callables, validate_templates=False
+            )
+            benchmark = select(benchmark, args)
+            # Each question's template is checked as its first unit starts, in the
+            # run's own template processes (LocalRunner): one compile per template,
+            # spread over the executors, none before the first unit.
+            for problem in benchmark.validate(question_templates=False):
+                _warn(console, problem)
+            local_spec = None
+            if local_model_needed(args):
+                from verifleet.orchestrator import LocalLLMServer
 
-            console.print("starting the local model (llama.cpp server + SmolLM2-135M-Instruct) ...")
-            # die_with_parent: a SIGKILLed run must not leave the server holding its port.
-            server = stack.enter_context(LocalLLMServer(die_with_parent=True))
-            local_spec = server.spec
-        config = build_config(args, local_spec=local_spec)
+                console.print(
+                    "starting the local model (llama.cpp server + SmolLM2-135M-Instruct) ..."
+                )
+                # die_with_parent: a SIGKILLed run must not leave the server holding its port.
+                server = stack.enter_context(LocalLLMServer(die_with_parent=True))
+                local_spec = server.spec
+            config = build_config(args, local_spec=local_spec)
+        except Exception:
+            # A machine that lacks the isolation is told so first, as when the
+            # executor started before anything else.
+            sandbox_ready()
+            raise
         gate = None
         if args.preflight:
             from .._preflight import PreflightGate
@@ -155,7 +170,22 @@ def _run(args: argparse.Namespace) -> int:
             retry_errors=args.retry_errors,
             max_error_rate=args.max_error_rate,
             preflight=gate,
+            sandbox_ready=sandbox_ready,
         )
+
+
+def _stop_on_failed_start(ready: Callable[[], None], runner: Any) -> None:
+    """Stop the run when its sandbox executor could not start (``ready``
+    raises): nothing more is recorded.
+
+    Raises:
+        SandboxUnavailable: the configured isolation cannot be set up.
+    """
+    try:
+        ready()
+    except BaseException:
+        runner.stop()
+        raise
 
 
 def _stop_on_failed_preflight(preflight: Any, runner: Any) -> None:
@@ -206,6 +236,7 @@ def _execute(
     runner: Any = None,
     carried: Any = (),
     preflight: Any = None,
+    sandbox_ready: Callable[[], None] | None = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
     from verifleet.store import result_key
@@ -250,6 +281,10 @@ def _execute(
     costs = CostSummary()
     scenarios = ScenarioTally()
     skipped = 0
+    # The units start while the executor does (their model calls need none);
+    # the first unit to finish waits for it, and a failed start stops the run
+    # before anything is recorded.
+    ready = sandbox_ready or (lambda: None)
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
 
@@ -260,6 +295,7 @@ def _execute(
 
         try:
             for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
+                _stop_on_failed_start(ready, runner)
                 _stop_on_failed_preflight(preflight, runner)
                 output.record(results)
                 for result in results:
@@ -269,6 +305,7 @@ def _execute(
                     failed=any(not r.metadata.completed_without_errors for r in results)
                 )
             for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
+                _stop_on_failed_start(ready, runner)
                 _stop_on_failed_preflight(preflight, runner)
                 output.record_scenario(run)
                 for result in run.results:
@@ -287,6 +324,7 @@ def _execute(
             )
             raise
     elapsed = time.monotonic() - started
+    _stop_on_failed_start(ready, runner)
     _stop_on_failed_preflight(preflight, runner)
     from .._export.manifest import build_manifest
 

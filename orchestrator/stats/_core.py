@@ -13,11 +13,12 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import StatisticsError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -30,6 +31,7 @@ __all__ = [
     "clustered_mean_from_sums",
     "naive_mean",
     "rate_interval",
+    "rate_interval_from_sums",
     "wilson",
     "z_quantile",
 ]
@@ -122,6 +124,8 @@ def _cluster_sums(
     values: Sequence[float], clusters: Sequence[Hashable]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster sums and counts, in first-seen cluster order."""
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     if len(values) != len(clusters):
         raise StatisticsError(
             f"{len(values)} values but {len(clusters)} cluster labels: they must pair up"
@@ -185,6 +189,8 @@ def clustered_mean_from_sums(
         StatisticsError: fewer than two clusters, mismatched lengths, or a
             cluster with no observations.
     """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     sums = np.asarray(sums, dtype=float)
     counts = np.asarray(counts, dtype=float)
     if sums.shape != counts.shape or np.any(counts <= 0):
@@ -242,6 +248,8 @@ def cluster_bootstrap_mean(
         StatisticsError: no observations, mismatched lengths, non-finite
             values, fewer than two clusters, or ``reps < 100``.
     """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
     if reps < 100:
         raise StatisticsError(f"a bootstrap needs at least 100 resamples, got {reps}")
     sums, counts = _cluster_sums(values, clusters)
@@ -267,7 +275,8 @@ def rate_interval(
     With one observation per cluster (no replicates) the clustered estimator
     adds nothing and Wilson's is better, so that is used; with several
     observations in some cluster and at least two clusters, the clustered
-    interval (clipped to [0, 1]).
+    interval (clipped to [0, 1]). :func:`rate_interval_from_sums` is the same
+    from per-cluster counts.
 
     Raises:
         StatisticsError: mismatched lengths.
@@ -276,10 +285,40 @@ def rate_interval(
         raise StatisticsError(
             f"{len(passed)} verdicts but {len(clusters)} cluster labels: they must pair up"
         )
-    distinct = len(set(clusters))
-    if distinct < 2 or distinct == len(passed):
-        return wilson(sum(1 for p in passed if p), len(passed), level)
-    return clustered_mean([1.0 if p else 0.0 for p in passed], clusters, level, (0.0, 1.0))
+    if not passed:
+        return wilson(0, 0, level)
+    sums, counts = _cluster_sums([1.0 if p else 0.0 for p in passed], clusters)
+    return rate_interval_from_sums(sums, counts, level)
+
+
+def rate_interval_from_sums(
+    passed: Sequence[float] | np.ndarray,
+    judged: Sequence[float] | np.ndarray,
+    level: float = DEFAULT_LEVEL,
+) -> Interval:
+    """:func:`rate_interval` from each cluster's passes and verdicts (what a
+    streaming tally or a grouped table keeps): Wilson's interval when fewer
+    than two clusters have a verdict or every one has exactly one, the
+    clustered interval clipped to [0, 1] otherwise. Clusters with no verdict
+    are ignored.
+
+    Raises:
+        StatisticsError: mismatched lengths, negative counts or more passes
+            than verdicts in a cluster.
+    """
+    import numpy as np  # loaded by the first statistic, not at a run's start
+
+    passes = np.asarray(passed, dtype=float)
+    counts = np.asarray(judged, dtype=float)
+    if passes.shape != counts.shape:
+        raise StatisticsError("need one verdict count per cluster's passes")
+    if np.any(passes < 0) or np.any(passes > counts):
+        raise StatisticsError("need 0 <= passes <= verdicts in every cluster")
+    keep = counts > 0
+    passes, counts = passes[keep], counts[keep]
+    if len(counts) < 2 or np.all(counts == 1):
+        return wilson(round(float(passes.sum())), round(float(counts.sum())), level)
+    return clustered_mean_from_sums(passes, counts, level, (0.0, 1.0))
 
 
 def binom_cdf_half(k: int, n: int) -> float:

@@ -10,10 +10,33 @@ usage tracker like plain calls; its trace, turn-limit flag and ``agent_metrics``
 go into the result.
 """
 
-from ._loop import AgentDeadlineError
-from ._convert import ERROR_PATTERN, agent_metrics, trace_of
-from ._runtime import TOOL_TIMEOUT_ENV, AgentRun, McpAgentRunner, tool_timeout
-from ._servers import STDIO_ENV, McpServerError, connection_for
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._loop import AgentDeadlineError
+    from ._convert import ERROR_PATTERN, agent_metrics, trace_of
+    from ._runtime import TOOL_TIMEOUT_ENV, AgentRun, McpAgentRunner, tool_timeout
+    from ._servers import STDIO_ENV, McpServerError, connection_for
+
+# name -> the submodule that defines it, loaded on first use: langchain's
+# agents are imported by the first agent run
+_LAZY: dict[str, str] = {
+    "AgentDeadlineError": "._loop",
+    "ERROR_PATTERN": "._convert",
+    "agent_metrics": "._convert",
+    "trace_of": "._convert",
+    "TOOL_TIMEOUT_ENV": "._runtime",
+    "AgentRun": "._runtime",
+    "McpAgentRunner": "._runtime",
+    "tool_timeout": "._runtime",
+    "STDIO_ENV": "._servers",
+    "McpServerError": "._servers",
+    "connection_for": "._servers",
+}
 
 __all__ = [
     "ERROR_PATTERN",
@@ -28,3 +51,16 @@ __all__ = [
     "tool_timeout",
     "trace_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

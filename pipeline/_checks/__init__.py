@@ -6,14 +6,44 @@ pipeline package re-exports what users should see. Every judge call goes through
 the :class:`~verifleet.pipeline._llm_protocol.ChatCaller` protocol.
 """
 
-from .errors import CheckError, CheckReplyError, DeepJudgmentError, EmbeddingModelError
-from .outcomes import CheckOutcome, DeepJudgmentOutcome, EmbeddingOutcome
-from .abstention import ABSTENTION_STAGE, detect_abstention
-from .sufficiency import SUFFICIENCY_STAGE, detect_sufficiency
-from .embedding import EMBEDDING_STAGE, EmbeddingModel, run_embedding_check
-from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, excerpt_similarity
-from .deep_judgment_search import SearchFunction
-from .deep_judgment import deep_judgment_parse
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from .errors import CheckError, CheckReplyError, DeepJudgmentError, EmbeddingModelError
+    from .outcomes import CheckOutcome, DeepJudgmentOutcome, EmbeddingOutcome
+    from .abstention import ABSTENTION_STAGE, detect_abstention
+    from .sufficiency import SUFFICIENCY_STAGE, detect_sufficiency
+    from .embedding import EMBEDDING_STAGE, EmbeddingModel, run_embedding_check
+    from .deep_judgment_excerpts import DEEP_JUDGMENT_STAGE, excerpt_similarity
+    from .deep_judgment_search import SearchFunction
+    from .deep_judgment import deep_judgment_parse
+
+# name -> the submodule that defines it, loaded on first use: a run without an
+# embedding check never imports numpy
+_LAZY: dict[str, str] = {
+    "CheckError": ".errors",
+    "CheckReplyError": ".errors",
+    "DeepJudgmentError": ".errors",
+    "EmbeddingModelError": ".errors",
+    "CheckOutcome": ".outcomes",
+    "DeepJudgmentOutcome": ".outcomes",
+    "EmbeddingOutcome": ".outcomes",
+    "ABSTENTION_STAGE": ".abstention",
+    "detect_abstention": ".abstention",
+    "SUFFICIENCY_STAGE": ".sufficiency",
+    "detect_sufficiency": ".sufficiency",
+    "EMBEDDING_STAGE": ".embedding",
+    "EmbeddingModel": ".embedding",
+    "run_embedding_check": ".embedding",
+    "DEEP_JUDGMENT_STAGE": ".deep_judgment_excerpts",
+    "excerpt_similarity": ".deep_judgment_excerpts",
+    "SearchFunction": ".deep_judgment_search",
+    "deep_judgment_parse": ".deep_judgment",
+}
 
 __all__ = [
     "ABSTENTION_STAGE",
@@ -35,3 +65,16 @@ __all__ = [
     "excerpt_similarity",
     "run_embedding_check",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

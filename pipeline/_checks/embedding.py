@@ -15,10 +15,8 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
 from verifleet.pipeline._llm_protocol import ChatCaller
@@ -26,6 +24,11 @@ from verifleet.pipeline._llm_protocol import ChatCaller
 from .errors import EmbeddingModelError
 from .outcomes import EmbeddingOutcome
 from .prompting import build_messages, dump_json, object_schema, validate_reply
+
+if TYPE_CHECKING:
+    # numpy is loaded by the first embedding check, not by every run.
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = [
     "BUNDLED_EMBEDDING_MODEL",
@@ -190,6 +193,8 @@ class EmbeddingModel:
 
     def encode(self, texts: list[str], *, batch_size: int = 32) -> NDArray[np.float32]:
         """Unit-length embeddings of ``texts``, one row each, encoded in batches."""
+        import numpy as np
+
         backend = self._loaded.backend
         if not texts:
             # Newer sentence-transformers renamed the dimension getter; accept both.
@@ -208,6 +213,8 @@ class EmbeddingModel:
 
     def similarity(self, a: str, b: str) -> float:
         """Cosine similarity of ``a`` and ``b``, clipped to [0, 1]."""
+        import numpy as np
+
         first, second = self.encode([a, b])
         return float(np.clip(np.dot(first, second), 0.0, 1.0))
 

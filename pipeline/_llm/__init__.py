@@ -9,36 +9,84 @@ plain HTTP, the default for ``openai_endpoint`` and ``openrouter`` models;
 for its caller.
 """
 
-from ._async_http import close_async_senders
-from ._bound import CallGate
-from ._call_cache import NOT_IN_KEY, CachingCaller, CallCache, call_key
-from ._caller import LangchainChatCaller
-from ._record import CallLog, RecordingCaller
-from ._disk_cache import DiskCallCache, default_cache_dir
-from ._clients import ChatModelCache, get_chat_model, resolve_api_key
-from ._credential import CACHE_KEY_SECRET_ENV, credential_identity
-from ._json import first_object, parse_strict, repair_json, schema_errors
-from ._openai_http import (
-    EndpointReplyError,
-    EndpointStatusError,
-    OpenAIHttpChatCaller,
-    direct_http_applies,
-)
-from ._retry import (
-    MAX_ENDPOINT_PAUSE,
-    ErrorInfo,
-    call_with_retry,
-    classify_error,
-    endpoint_pause,
-)
-from ._route import (
-    CallerOptions,
-    InterfaceFactory,
-    make_chat_caller,
-    register_interface,
-    registered_interfaces,
-)
-from ._usage import UsageTracker
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._async_http import close_async_senders
+    from ._bound import CallGate
+    from ._call_cache import NOT_IN_KEY, CachingCaller, CallCache, call_key
+    from ._caller import LangchainChatCaller
+    from ._record import CallLog, RecordingCaller
+    from ._disk_cache import DiskCallCache, default_cache_dir
+    from ._clients import ChatModelCache, get_chat_model, resolve_api_key
+    from ._credential import CACHE_KEY_SECRET_ENV, credential_identity
+    from ._json import first_object, parse_strict, repair_json, schema_errors
+    from ._openai_http import (
+        EndpointReplyError,
+        EndpointStatusError,
+        OpenAIHttpChatCaller,
+        direct_http_applies,
+    )
+    from ._retry import (
+        MAX_ENDPOINT_PAUSE,
+        ErrorInfo,
+        call_with_retry,
+        classify_error,
+        endpoint_pause,
+    )
+    from ._route import (
+        CallerOptions,
+        InterfaceFactory,
+        make_chat_caller,
+        register_interface,
+        registered_interfaces,
+    )
+    from ._usage import UsageTracker
+
+# name -> the submodule that defines it (loaded on first use: a process that
+# calls one OpenAI-compatible endpoint over HTTP never imports langchain,
+# openai or aiohttp)
+_LAZY: dict[str, str] = {
+    "close_async_senders": "._async_http",
+    "CallGate": "._bound",
+    "NOT_IN_KEY": "._call_cache",
+    "CachingCaller": "._call_cache",
+    "CallCache": "._call_cache",
+    "call_key": "._call_cache",
+    "LangchainChatCaller": "._caller",
+    "CallLog": "._record",
+    "RecordingCaller": "._record",
+    "DiskCallCache": "._disk_cache",
+    "default_cache_dir": "._disk_cache",
+    "ChatModelCache": "._clients",
+    "get_chat_model": "._clients",
+    "resolve_api_key": "._clients",
+    "CACHE_KEY_SECRET_ENV": "._credential",
+    "credential_identity": "._credential",
+    "first_object": "._json",
+    "parse_strict": "._json",
+    "repair_json": "._json",
+    "schema_errors": "._json",
+    "EndpointReplyError": "._openai_http",
+    "EndpointStatusError": "._openai_http",
+    "OpenAIHttpChatCaller": "._openai_http",
+    "direct_http_applies": "._openai_http",
+    "MAX_ENDPOINT_PAUSE": "._retry",
+    "ErrorInfo": "._retry",
+    "call_with_retry": "._retry",
+    "classify_error": "._retry",
+    "endpoint_pause": "._retry",
+    "CallerOptions": "._route",
+    "InterfaceFactory": "._route",
+    "make_chat_caller": "._route",
+    "register_interface": "._route",
+    "registered_interfaces": "._route",
+    "UsageTracker": "._usage",
+}
 
 __all__ = [
     "CACHE_KEY_SECRET_ENV",
@@ -77,3 +125,16 @@ __all__ = [
     "resolve_api_key",
     "schema_errors",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -17,13 +17,15 @@ import json
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from verifleet.schemas import ModelConfig, interface_kind
 
 from .._llm_protocol import ModelCallError
+
+if TYPE_CHECKING:
+    # Loaded when a langchain model is built: the direct HTTP path never needs it.
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["ChatModelCache", "get_chat_model", "resolve_api_key"]
 
@@ -108,6 +110,7 @@ def _build(model: ModelConfig, request_timeout: float) -> BaseChatModel:
             )
         if model.interface == "langchain":
             from langchain.chat_models import init_chat_model
+            from langchain_core.language_models import BaseChatModel
 
             if api_key is not None:
                 common["api_key"] = api_key

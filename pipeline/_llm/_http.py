@@ -17,12 +17,15 @@ from __future__ import annotations
 import contextlib
 import ssl
 import threading
+from typing import TYPE_CHECKING
 
 import httpx
 
 from .._bridge import in_bridge
-from ._async_http import AsyncSender, async_sender
 from ._proxy import PROXY_VARIABLES, proxied
+
+if TYPE_CHECKING:
+    from ._async_http import AsyncSender
 
 __all__ = ["PROXY_VARIABLES", "Sender", "Transports"]
 
@@ -129,6 +132,9 @@ class Transports:
         in bridged code (:func:`~verifleet.pipeline.run_bridged`), the event loop's
         asynchronous one, which keeps at most ``max_concurrency`` calls in flight."""
         if in_bridge():
+            # aiohttp is loaded by the first bridged call, not by every caller.
+            from ._async_http import async_sender
+
             return async_sender(base_url, api_key, max_concurrency=max_concurrency)
         senders: _ThreadSenders | None = getattr(self._local, "senders", None)
         if senders is None:

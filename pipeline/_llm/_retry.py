@@ -16,13 +16,13 @@ import email.utils
 import http
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
-import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from verifleet.errors import VerifleetError
@@ -153,8 +153,17 @@ def classify_error(exc: BaseException) -> ErrorInfo:
     ``status_code`` (directly or on ``.response``), so providers reached through
     ``init_chat_model`` are classified without importing their SDKs.
     """
+    # An openai exception exists only once openai was imported (a langchain
+    # model loaded it): a process that calls endpoints over plain HTTP need not
+    # import it to classify its errors.
+    openai: Any = sys.modules.get("openai")
+    timeouts: tuple[type[BaseException], ...] = (httpx.TimeoutException, TimeoutError)
+    connection: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError)
+    if openai is not None:
+        timeouts += (openai.APITimeoutError,)
+        connection += (openai.APIConnectionError,)
     # Timeouts first: openai's APITimeoutError is a subclass of APIConnectionError.
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+    if isinstance(exc, timeouts):
         return ErrorInfo(True, "request timed out")
     status = _status_of(exc)
     # A 2xx "status" comes from an exception about a successful response (e.g. a
@@ -168,7 +177,7 @@ def classify_error(exc: BaseException) -> ErrorInfo:
         return ErrorInfo(
             False, f"{_status_text(status)}: {detail}" if detail else _status_text(status)
         )
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+    if isinstance(exc, connection):
         return ErrorInfo(True, f"connection error ({_first_line(exc)})")
     return ErrorInfo(False, _first_line(exc))
 

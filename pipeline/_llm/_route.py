@@ -32,7 +32,6 @@ from verifleet.schemas import (
 
 from .._llm_protocol import ChatCaller
 from ._bound import CallGate
-from ._caller import LangchainChatCaller
 from ._clients import ChatModelCache
 from ._openai_http import OpenAIHttpChatCaller, direct_http_applies
 from ._usage import UsageTracker
@@ -67,12 +66,16 @@ cannot be called (missing key, unknown provider) fails its first call with
 
 
 def _langchain(model: ModelConfig, options: CallerOptions) -> ChatCaller:
+    # langchain is imported by the first model that needs it, not by every run.
+    from ._caller import LangchainChatCaller
+
     return LangchainChatCaller(model, **vars(options))
 
 
 def _openai_compatible(model: ModelConfig, options: CallerOptions) -> ChatCaller:
-    kind = OpenAIHttpChatCaller if direct_http_applies(model) else LangchainChatCaller
-    return kind(model, **vars(options))
+    if direct_http_applies(model):
+        return OpenAIHttpChatCaller(model, **vars(options))
+    return _langchain(model, options)
 
 
 #: The caller factory of each kind of interface (every kind but ``registered``,

@@ -47,7 +47,6 @@ from ._code import (
     apply_handover,
 )
 from ._outcomes import evaluate_outcomes
-from ._tools import ToolFilterError, filtered_model
 
 __all__ = ["ScenarioReplay", "ScenarioRun", "next_edge", "run_scenario", "run_scenario_unit"]
 
@@ -312,6 +311,10 @@ def run_scenario(
         something raised outside the pipeline; ``terminal_failure`` says where).
         Never raises for a scenario's own failures: they are in the result.
     """
+    # The agent runtime (langchain) is loaded by the first scenario run, not by
+    # every process that imports this module.
+    from ._tools import ToolFilterError, filtered_model
+
     resources = resources or PipelineResources.default()
     run = ScenarioRun()
     code = ScenarioCode(resources.sandbox)

@@ -17,19 +17,37 @@ from verifleet.schemas import (
     VerificationResultTemplate,
 )
 
-__all__ = ["ANSWERING", "PARSING", "full_run", "handed_scenario_run", "one_result"]
+__all__ = [
+    "ANSWERING",
+    "PARSING",
+    "flaky_question",
+    "full_run",
+    "handed_scenario_run",
+    "one_result",
+]
 
 ANSWERING = ("alpha-7b", "beta-70b")
 PARSING = ("judge-small", "judge-large")
 
 
-def one_result(index: int, *, flip: bool = False) -> VerificationResult:
+def flaky_question(question: int) -> bool:
+    """Whether question number ``question`` of :func:`full_run` changes its verdict
+    from one replicate to the next (every fourth, from the second)."""
+    return question % 4 == 1
+
+
+def one_result(index: int, *, flip: bool = False, replicate: int = 1) -> VerificationResult:
     """Result ``index`` of :func:`full_run`; ``flip`` inverts its verdict (a
-    re-run where that question's verdict changed)."""
+    re-run where that question's verdict changed). Replicate 1 is the plain run;
+    a :func:`flaky_question` has the opposite verdict in every even replicate,
+    every other question the same verdict in all (so replicates of a question
+    are strongly correlated, as real ones are)."""
     answering = ANSWERING[index % 2]
     parsing = PARSING[(index // 2) % 2]
     question = index // 4
     passed = (question % 3 != 0) != flip
+    if flaky_question(question) and replicate % 2 == 0:
+        passed = not passed
     errored = index % 17 == 5
     answer = f"The target is BCL2{question} and it acts in the pancreas (case {index})."
     meta = VerificationResultMetadata(
@@ -38,7 +56,7 @@ def one_result(index: int, *, flip: bool = False) -> VerificationResult:
         question_text=f"Which gene is targeted in case {question}?",
         keywords=["oncology", "genes"] if question % 2 else ["anatomy"],
         run_name="viewer-test",
-        replicate=1,
+        replicate=replicate,
         answering=ModelIdentity(interface="openai_endpoint", model_name=answering),
         parsing=ModelIdentity(interface="openai_endpoint", model_name=parsing),
         completed_without_errors=not errored,
@@ -138,10 +156,17 @@ def one_result(index: int, *, flip: bool = False) -> VerificationResult:
     )
 
 
-def full_run(count: int = 48, *, flipped: frozenset[int] = frozenset()) -> list[VerificationResult]:
-    """``count`` results (4 per question: 2 answering × 2 parsing models); results
-    whose index is in ``flipped`` have the opposite verdict."""
-    return [one_result(i, flip=i in flipped) for i in range(count)]
+def full_run(
+    count: int = 48, *, flipped: frozenset[int] = frozenset(), replicates: int = 1
+) -> list[VerificationResult]:
+    """``count`` results per replicate (4 per question: 2 answering × 2 parsing
+    models), replicate 1's first; results whose index is in ``flipped`` have the
+    opposite verdict."""
+    return [
+        one_result(i, flip=i in flipped, replicate=r)
+        for r in range(1, replicates + 1)
+        for i in range(count)
+    ]
 
 
 def handed_scenario_run(first_reply: str = "BCL2") -> ScenarioExecutionResult:

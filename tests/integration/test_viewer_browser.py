@@ -20,6 +20,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from verifleet.orchestrator import read_results, write_results
+from verifleet.orchestrator._local.tally import PassRateTally
+from verifleet.orchestrator.stats import replicate_stats
 from verifleet.schemas import VerificationResultSet
 
 pytestmark = pytest.mark.integration
@@ -82,27 +84,82 @@ def _expected_cards(results: VerificationResultSet) -> dict[str, str]:
     }
 
 
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"  # the page's own rounding (100 * x, then one decimal)
+
+
 def _check_overview(driver: WebDriver, results: VerificationResultSet) -> None:
     expected = _expected_cards(results)
     assert {key: _card(driver, key) for key in expected} == expected
     # One bar per answering x parsing pair, its rate that pair's summary pass rate,
-    # and a Wilson interval around it.
+    # and around it the interval the CLI's end table prints for the same results
+    # (questions as clusters; Wilson's when each question has one verdict).
+    tally = PassRateTally()
+    for result in results:
+        tally.add(result)
     pairs = driver.find_elements(By.CSS_SELECTOR, "#pass-rate-chart g.pair")
-    shown = {
-        (g.get_attribute("data-answering"), g.get_attribute("data-parsing")): (
-            float(g.get_attribute("data-rate")),
-            float(g.get_attribute("data-low")),
-            float(g.get_attribute("data-high")),
-        )
-        for g in pairs
-    }
+    shown = {(g.get_attribute("data-answering"), g.get_attribute("data-parsing")): g for g in pairs}
     assert len(shown) == 4
     for answering, subset in results.group_by_model().items():
         for parsing, pair in subset.group_by_model("parsing").items():
-            rate, low, high = shown[(answering, parsing)]
+            g = shown[(answering, parsing)]
+            rate, low, high = (float(g.get_attribute(f"data-{k}")) for k in ("rate", "low", "high"))
             summary = pair.get_template_results().get_template_summary()
             assert rate == pytest.approx(summary["pass_rate"])
             assert 0 < low < rate < high < 1
+            interval = tally.pairs[(answering, parsing)].interval()
+            assert interval is not None
+            assert (low, high) == (interval.low, interval.high)
+            assert g.get_attribute("data-method") == interval.method
+            text = g.find_element(By.CSS_SELECTOR, "text.rate-text").text
+            assert f"[{_pct(interval.low)}–{_pct(interval.high)}]" in text
+    _check_replicates(driver, results)
+
+
+def _check_replicates(driver: WebDriver, results: VerificationResultSet) -> None:
+    """The replicate table and the flakiest questions, against stats.replicate_stats."""
+    by_pair: dict[tuple[str, str], dict[str, list[bool]]] = {}
+    for r in results:
+        verdict = r.template.verify_result if r.template is not None else None
+        if isinstance(verdict, bool):
+            pair = (r.metadata.answering_model, r.metadata.parsing_model)
+            by_pair.setdefault(pair, {}).setdefault(r.metadata.question_id, []).append(verdict)
+    k = max(len(v) for questions in by_pair.values() for v in questions.values())
+    if k == 1:
+        assert driver.find_elements(By.ID, "no-replicates")
+        assert not driver.find_elements(By.ID, "flaky")
+        return
+    for (answering, parsing), questions in by_pair.items():
+        row = driver.find_element(
+            By.CSS_SELECTOR,
+            f'#replicates tr[data-answering="{answering}"][data-parsing="{parsing}"]',
+        )
+        figures = replicate_stats(questions, k=k)
+        cell = {
+            name: row.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"]').text
+            for name in ("pass_at_k", "pass_hat_k", "flaky")
+        }
+        assert cell == {
+            "pass_at_k": _pct(figures.pass_at_k or 0.0),
+            "pass_hat_k": _pct(figures.pass_hat_k or 0.0),
+            "flaky": str(figures.flaky),
+        }
+    flaky = {
+        (question, answering, parsing)
+        for (answering, parsing), questions in by_pair.items()
+        for question, verdicts in questions.items()
+        if 0 < sum(verdicts) < len(verdicts)
+    }
+    rows = driver.find_elements(By.CSS_SELECTOR, "#flaky tr.flaky-row")
+    listed = {
+        (
+            row.get_attribute("data-question"),
+            row.get_attribute("data-answering"),
+            row.get_attribute("data-parsing"),
+        )
+        for row in rows
+    }
+    assert len(rows) == min(10, len(flaky)) and listed <= flaky
 
 
 def test_overview_shows_the_template_summary_and_counts(
@@ -128,10 +185,12 @@ def test_overview_shows_the_template_summary_and_counts(
     # Rubric heat map: one row per answering model, a column per trait score.
     heat = browser.find_elements(By.CSS_SELECTOR, "#rubric-heatmap tr[data-model]")
     assert len(heat) == 2
-    clarity = [
-        float(row.find_element(By.CSS_SELECTOR, '[data-trait="clarity"]').text) for row in heat
-    ]
-    assert all(1 <= value <= 5 for value in clarity)
+    clarity = [row.find_element(By.CSS_SELECTOR, '[data-trait="clarity"]') for row in heat]
+    for cell in clarity:
+        mean = float(cell.find_element(By.CSS_SELECTOR, ".mean").text)
+        low, high = float(cell.get_attribute("data-low")), float(cell.get_attribute("data-high"))
+        assert 1 <= low < mean < high <= 5
+        assert cell.find_element(By.CSS_SELECTOR, ".ci").text == f"[{low:.2f}–{high:.2f}]"
     # Granular histograms hold every granular score.
     counts = browser.find_elements(By.CSS_SELECTOR, "#granular rect[data-count]")
     scored = sum(
@@ -295,6 +354,34 @@ def test_report_opens_without_a_server_and_shows_the_same_numbers(
         for row in browser.find_elements(By.CSS_SELECTOR, "tr.result-row")
     }
     assert verdicts == {"fail"}
+    # A replicated run: the clustered interval (visibly wider than Wilson's, which
+    # the page keeps only in the hover text) and the flakiest questions.
+    replicated = files[0].parent / "replicated.parquet"
+    write_results(full_run(COUNT // 3, replicates=3), replicated)
+    replicated_out = files[0].parent / "replicated.html"
+    done = run_cli("report", str(replicated), "--out", str(replicated_out))
+    assert done.returncode == 0, done.stderr
+    browser.get("about:blank")  # a new page counts its renders from 1 again
+    _open(browser, replicated_out.as_uri() + "#/run/0")
+    _check_overview(browser, read_results(replicated))
+    for g in browser.find_elements(By.CSS_SELECTOR, "#pass-rate-chart g.pair"):
+        assert g.get_attribute("data-method") == "clustered"
+        wilson = float(g.get_attribute("data-wilson-high")) - float(
+            g.get_attribute("data-wilson-low")
+        )
+        assert wilson < 0.8 * (
+            float(g.get_attribute("data-high")) - float(g.get_attribute("data-low"))
+        )
+    assert browser.find_elements(By.CSS_SELECTOR, "#flaky tr.flaky-row")
+    assert "95 % CI" in browser.find_element(By.ID, "pass-rate-ci").text
+    # The served viewer shows the same figures (from its API, not embedded data).
+    served = ViewerProcess(str(replicated))
+    try:
+        browser.get("about:blank")
+        _open(browser, served.url + "#/run/0")
+        _check_overview(browser, read_results(replicated))
+    finally:
+        served.stop()
 
 
 def test_view_refuses_a_missing_file_without_redis() -> None:

@@ -33,6 +33,7 @@ from verifleet.orchestrator.stats import (
     pass_at_k,
     pass_hat_k,
     rate_interval,
+    rate_interval_from_sums,
     replicate_stats,
     wilson,
 )
@@ -136,6 +137,24 @@ def test_rate_interval_uses_wilson_without_replicates_and_clusters_with_them() -
     values, labels = _clustered_verdicts(10, 3, seed=4)
     got = rate_interval([v == 1.0 for v in values], labels)
     assert got.method == "clustered" and 0.0 <= got.low <= got.high <= 1.0
+
+
+def test_rate_interval_from_sums_is_rate_interval_of_the_counts() -> None:
+    values, labels = _clustered_verdicts(10, 3, seed=4)
+    passes: dict[str, float] = {}
+    for value, label in zip(values, labels, strict=True):
+        passes[label] = passes.get(label, 0.0) + value
+    # A question without a verdict (every replicate errored) takes no part.
+    got = rate_interval_from_sums([*passes.values(), 0.0], [3.0] * len(passes) + [0.0])
+    assert got == rate_interval([v == 1.0 for v in values], labels)
+    assert got == clustered_mean(values, labels, bounds=(0.0, 1.0))
+    assert rate_interval_from_sums([1, 0, 1], [1, 1, 1]) == wilson(2, 3)
+    assert rate_interval_from_sums([2], [3]) == wilson(2, 3)  # one question: no clustering
+    assert rate_interval_from_sums([], []) == wilson(0, 0)
+    with pytest.raises(StatisticsError):
+        rate_interval_from_sums([3, 1], [2, 2])
+    with pytest.raises(StatisticsError):
+        rate_interval_from_sums([1, 1], [2])
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 0), (0, 5), (2, 5), (5, 5), (17, 40), (480, 1000)])

@@ -230,18 +230,24 @@
       runInfo(run),
       el("h2", {}, "Template verification"),
       el("div", { class: "cards", id: "summary" }, SUMMARY.map(([k, label]) =>
-        el("div", { class: "card", "data-summary": k }, el("b", {}, k === "pass_rate" ? pct(o.summary[k]) : int(o.summary[k])), el("span", {}, label)))),
+        el("div", { class: "card", "data-summary": k }, el("b", {}, k === "pass_rate" ? pct(o.summary[k]) : int(o.summary[k])), el("span", {}, label),
+          k === "pass_rate" ? overallInterval(o.pass_rate_interval) : null))),
       el("div", { class: "cards", id: "totals", style: "margin-top:.7em" },
         el("div", { class: "card", "data-total": "num_results" }, el("b", {}, int(t.num_results)), el("span", {}, "results in all")),
         el("div", { class: "card", "data-total": "num_errors" }, el("b", {}, int(t.num_errors)), el("span", {}, "with errors")),
         el("div", { class: "card", "data-total": "num_with_rubric" }, el("b", {}, int(t.num_with_rubric)), el("span", {}, "with rubric")),
         el("div", { class: "card", "data-total": "total_tokens" }, el("b", {}, int(t.total_tokens)), el("span", {}, "tokens")),
         el("div", { class: "card", "data-total": "execution_time" }, el("b", {}, num(t.execution_time, 1) + " s"), el("span", {}, "execution time"))),
-      el("h2", {}, "Pass rate per answering × parsing model (95 % Wilson interval)"),
+      el("h2", {}, "Pass rate per answering × parsing model (95 % interval, questions as clusters)"),
+      el("p", { class: "muted explain" }, "Replicates (and judges) of one question are not independent, so the interval treats questions as the sampled units; " +
+        "with one verdict per question it is Wilson's. Hover a bar for the Wilson interval that treats every verdict as independent (too narrow with replicates). " + DOCS),
       passRateChart(run, o.pass_rates),
+      replicateSection(run, o.replicates),
       el("h2", {}, "Granular score distribution"),
       granularCharts(o.granular),
-      el("h2", {}, "Rubric trait scores per answering model (mean)"),
+      el("h2", {}, "Rubric trait scores per answering model (mean, 95 % interval with questions as clusters)"),
+      el("p", { class: "muted explain" }, "Each cell: the trait's mean score over the model's results and its clustered interval (replicates and judges of one question count once as a cluster); " +
+        "booleans count as 0/1. The interval is a normal one: with few questions it is too narrow and near a scale's end it may pass it. " + DOCS),
       rubricHeatmap(o.rubric),
       el("h2", {}, "Errors and check overrides"),
       countsTable(run, o.counts),
@@ -250,10 +256,14 @@
         o.top_errors.map((e) => el("tr", {}, el("td", {}, e.error), el("td", { class: "num" }, int(e.count))))) : null);
   }
 
+  // Interval text and the replicate section live in figures.js, loaded first.
+  const figures = window.verifleetFigures({ el, pct, int });
+  const { DOCS, ci, overallInterval, replicateSection } = figures;
+
   function passRateChart(run, rates) {
     if (!rates.length) return el("p", { class: "muted" }, "No template verification ran.");
     const rowH = 26, labelW = 360, barW = 420, h = rates.length * rowH + 24;
-    const chart = svg("svg", { width: labelW + barW + 190, height: h, id: "pass-rate-chart", role: "img" });
+    const chart = svg("svg", { width: labelW + barW + 250, height: h, id: "pass-rate-chart", role: "img" });
     for (let i = 0; i <= 4; i++) {
       const x = labelW + (barW * i) / 4;
       chart.appendChild(svg("line", { x1: x, x2: x, y1: 0, y2: h - 16, stroke: "#e0e0e0" }));
@@ -261,7 +271,8 @@
     }
     rates.forEach((r, i) => {
       const y = i * rowH + 4;
-      const g = svg("g", { class: "pair", "data-answering": r.answering, "data-parsing": r.parsing, "data-rate": r.pass_rate, "data-low": r.low, "data-high": r.high, style: "cursor:pointer" });
+      const g = svg("g", { class: "pair", "data-answering": r.answering, "data-parsing": r.parsing, "data-rate": r.pass_rate, "data-low": r.low, "data-high": r.high,
+        "data-method": r.method || "", "data-wilson-low": r.wilson_low, "data-wilson-high": r.wilson_high, style: "cursor:pointer" });
       g.addEventListener("click", () => go("run/" + run + "/table", { answering: r.answering, parsing: r.parsing }));
       g.appendChild(svg("text", { x: 0, y: y + 14 }, short(r.answering + "  |  " + r.parsing, 58)));
       g.appendChild(svg("rect", { x: labelW, y: y + 2, width: Math.max(1, barW * r.pass_rate), height: rowH - 10, fill: "#66bb6a" }));
@@ -269,8 +280,9 @@
       g.appendChild(svg("line", { x1: lo, x2: hi, y1: mid, y2: mid, stroke: "#1b5e20", "stroke-width": 2 }));
       g.appendChild(svg("line", { x1: lo, x2: lo, y1: mid - 5, y2: mid + 5, stroke: "#1b5e20", "stroke-width": 2 }));
       g.appendChild(svg("line", { x1: hi, x2: hi, y1: mid - 5, y2: mid + 5, stroke: "#1b5e20", "stroke-width": 2 }));
-      g.appendChild(svg("text", { x: labelW + barW + 8, y: y + 14 }, pct(r.pass_rate) + " [" + pct(r.low) + "–" + pct(r.high) + "] n=" + r.total));
-      g.appendChild(svg("title", {}, r.passed + " of " + r.total + " passed"));
+      g.appendChild(svg("text", { x: labelW + barW + 8, y: y + 14, class: "rate-text" }, pct(r.pass_rate) + " " + ci(r.low, r.high) + " n=" + r.total + ", " + r.questions + " q"));
+      g.appendChild(svg("title", {}, r.passed + " of " + r.total + " passed over " + r.questions + " questions; 95 % interval " + ci(r.low, r.high) +
+        (r.method === "clustered" ? " (clustered); Wilson, verdicts as independent: " + ci(r.wilson_low, r.wilson_high) : " (Wilson: one verdict per question)")));
       chart.appendChild(g);
     });
     return el("div", { class: "chart" }, chart);
@@ -309,7 +321,10 @@
         const [lo, hi] = ranges[j];
         const shade = v === null ? 0 : hi > lo ? (v - lo) / (hi - lo) : 0.5;
         const style = v === null ? "" : "background: rgba(21,101,192," + (0.12 + 0.6 * shade).toFixed(2) + ")";
-        return el("td", { class: "num", style: style, "data-trait": t.name, title: "n=" + r.counts[i][j] }, v === null ? "–" : num(v, 2));
+        const iv = r.intervals[i][j];
+        return el("td", { class: "num", style: style, "data-trait": t.name, "data-low": iv ? iv.low : null, "data-high": iv ? iv.high : null,
+          title: "n=" + r.counts[i][j] + (iv ? " over " + iv.questions + " questions" : "") },
+          el("span", { class: "mean" }, v === null ? "–" : num(v, 2)), iv ? el("small", { class: "ci" }, " [" + num(iv.low, 2) + "–" + num(iv.high, 2) + "]") : null);
       }))));
   }
 
