@@ -24,11 +24,10 @@ Everything here is imported on first use, so ``import verifleet`` stays cheap
 
 from __future__ import annotations
 
+import importlib
 import typing
 
-from verifleet import _lazy
-
-from verifleet._version import __version__
+__version__ = "0.1.0"
 
 if typing.TYPE_CHECKING:
     from verifleet._api import run, submit
@@ -63,4 +62,19 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+def __getattr__(name: str) -> typing.Any:
+    """Import a public name on first use.
+
+    Raises:
+        AttributeError: ``name`` is not part of the API.
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'verifleet' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
