@@ -12,9 +12,9 @@ one call changes outlives it, and a call that hangs or crashes fails alone.
 
 Executor side (:func:`run_scenario_code`): the source is a Python expression
 (``lambda ...``, what the original stores) or a block defining one function.
-It runs with the builtins a template has; the sandbox, not the namespace, is the
-boundary. The arguments are JSON data turned back into objects with the
-original's attribute names (``state.accumulated``, ``turn.parsed_fields``,
+It is checked and runs as a template's code does: the same static guard and the
+same restricted builtins, inside the same sandbox. The arguments are JSON data
+turned back into objects with the original's attribute names (``state.accumulated``, ``turn.parsed_fields``,
 ``result.history``), and the value goes back as JSON data.
 
 Host side (:func:`call_scenario_code`): one round trip through a pool.
@@ -23,12 +23,14 @@ Host side (:func:`call_scenario_code`): one round trip through a pool.
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_core import to_jsonable_python
+
+from verifleet.templates.ast_guard import find_violation
+from verifleet.templates.sandbox import new_template_namespace
 
 from ._errors import SandboxError, SandboxUnavailable
 from ._protocol import ScenarioCodeRequest, ScenarioCodeResult
@@ -66,15 +68,29 @@ class _RequestError(SandboxError):
 
 
 def _load(source: str) -> Any:
-    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "scenario_code"}
+    """The function ``source`` defines, compiled as a template's code is: the
+    same static guard (no imports outside the allowed modules, no dunders, no
+    ``open``/``eval``...) and the same restricted builtins. In ``seccomp`` mode
+    the process may read what its uid may read: the guard is what refuses it.
+
+    Raises:
+        _RequestError: a construct the guard forbids.
+    """
     try:
-        code = compile(source, "<scenario code>", "eval")
+        tree: ast.AST = ast.parse(source, mode="eval")
     except SyntaxError:
         tree = ast.parse(source, mode="exec")
-        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
-        exec(compile(tree, "<scenario code>", "exec"), namespace)
-        return namespace[names[-1]]
-    return eval(code, namespace)
+    violation = find_violation(tree)
+    if violation is not None:
+        problem, line = violation
+        raise _RequestError(f"refused by the sandbox (line {line}): {problem}")
+    namespace = new_template_namespace("scenario_code")
+    if isinstance(tree, ast.Expression):
+        return eval(compile(tree, "<scenario code>", "eval"), namespace)
+    assert isinstance(tree, ast.Module)
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    exec(compile(tree, "<scenario code>", "exec"), namespace)
+    return namespace[names[-1]]
 
 
 def _ns(value: Any) -> Any:

@@ -316,7 +316,20 @@ def test_a_raising_state_update_keeps_the_state_and_a_failing_one_names_its_node
     assert outcome.outcome_results == {"turns": 1}  # evaluated although the run failed
 
 
+# seccomp mode leaves the filesystem readable to the executor's uid: there the
+# static guard and the restricted builtins (as for a template) are what refuse.
+@pytest.mark.parametrize("mode", ["strict", "seccomp"])
 def test_a_hostile_state_update_is_contained_like_a_hostile_template(
+    endpoint: RunningEndpoint, mode: str, tmp_path: Path
+) -> None:
+    pool = SandboxPool(SandboxSettings.from_env(mode).model_copy(update={"timeout": 3.0}))
+    try:
+        _hostile_state_updates(endpoint, PipelineResources(sandbox=pool), tmp_path)
+    finally:
+        pool.close()
+
+
+def _hostile_state_updates(
     endpoint: RunningEndpoint, resources: PipelineResources, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
