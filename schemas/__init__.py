@@ -137,6 +137,8 @@ from ._results import (
     classify_failure,
     collect_caveats,
     list_aggregators,
+    numeric_trait_scores,
+    result_trait_scores,
     register_aggregator,
 )
 
@@ -258,10 +260,12 @@ __all__ = [
     "md5_hex",
     "merge_dynamic_rubrics",
     "merge_rubrics",
+    "numeric_trait_scores",
     "register_aggregator",
     "resolve_checker",
     "resolve_path",
     "result_template_id",
+    "result_trait_scores",
     "scenario_key",
     "template_problem",
     "token_count",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifleet.schemas import VerificationResult
+from verifleet.schemas import VerificationResult, numeric_trait_scores
 
 __all__ = [
     "ANSWER_CHARS",
@@ -183,20 +183,10 @@ def score_rows(
     (``trait.metric``); literal-kind classes are indices, averaged like scores.
     Non-numeric values are left out.
     """
-    out: list[tuple[Any, ...]] = []
-
-    def add(name: str, kind: str, value: Any) -> None:
-        score = float(value) if isinstance(value, bool) else _number(value)
-        if score is not None:
-            out.append((row, answering, parsing, name, kind, score))
-
-    for kind, scores in typed.items():
-        for name, value in (scores or {}).items():
-            add(name, kind, value)
-    for name, values in (metrics or {}).items():
-        for metric, value in values.items():
-            add(f"{name}.{metric}", "metric", value)
-    return out
+    return [
+        (row, answering, parsing, name, kind, score)
+        for name, kind, score in numeric_trait_scores(typed, metrics)
+    ]
 
 
 def trait_rows(row: int, result: VerificationResult) -> list[tuple[Any, ...]]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from verifleet.errors import VerifleetError
 from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
 from verifleet.store import result_key
 
@@ -283,7 +284,7 @@ def _replaced_turn(
     return not any(meta.result_id in turn.result_ids for turn in kept.history)
 
 
-class _Untracked(Exception):
+class _Untracked(VerifleetError):
     """The output's files changed behind the :class:`RunOutput` that tracked them."""
 
 

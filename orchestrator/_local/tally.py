@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from verifleet.schemas import ScenarioExecutionResult, VerificationResult
+from verifleet.errors import StatisticsError
+from verifleet.schemas import ScenarioExecutionResult, VerificationResult, result_trait_scores
 
-from ..stats import Interval, rate_interval_from_sums
+from ..stats import Interval, clustered_mean_from_sums, rate_interval_from_sums
 
-__all__ = ["PairCounts", "PassRateTally", "ScenarioTally"]
+__all__ = ["PairCounts", "PassRateTally", "ScenarioTally", "TraitTally"]
 
 
 @dataclass
@@ -98,6 +99,45 @@ class PassRateTally:
                 rate,
                 ci,
             )
+        return table
+
+
+class TraitTally:
+    """Streaming mean of every numeric rubric score per (answering model, trait):
+    per question a [sum, count], what the clustered interval needs (the same
+    scores and interval as the viewer's rubric heat map)."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
+
+    def add(self, result: VerificationResult) -> None:
+        """Count one result's trait scores (none when its rubric did not run)."""
+        meta = result.metadata
+        for name, _kind, score in result_trait_scores(result.rubric):
+            cell = self.cells[(meta.answering.display_string, name)]
+            question = cell.setdefault(meta.question_id, [0.0, 0.0])
+            question[0] += score
+            question[1] += 1
+
+    def table(self, title: str = "Rubric trait means per answering model") -> Table | None:
+        """A rich table with one row per (answering model, trait); None without scores."""
+        if not self.cells:
+            return None
+        table = Table(title=title)
+        table.add_column("answering", overflow="fold")
+        table.add_column("trait", overflow="fold")
+        for name in ("scores", "mean", "95% CI"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for (answering, trait), questions in sorted(self.cells.items()):
+            sums = [s for s, _ in questions.values()]
+            counts = [n for _, n in questions.values()]
+            mean = sum(sums) / sum(counts)
+            try:
+                interval = clustered_mean_from_sums(sums, counts)
+                ci = f"{interval.low:.3g}-{interval.high:.3g}"
+            except StatisticsError:  # one question: no interval
+                ci = "n/a"
+            table.add_row(answering, trait, str(int(sum(counts))), f"{mean:.3g}", ci)
         return table
 
 

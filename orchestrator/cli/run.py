@@ -264,7 +264,7 @@ def _execute(
     from .._local.output import RunOutput
     from .._local.progress import RunProgress
     from .._local.runner import LocalRunner
-    from .._local.tally import PassRateTally, ScenarioTally
+    from .._local.tally import PassRateTally, ScenarioTally, TraitTally
 
     if not (benchmark.questions or benchmark.scenarios or benchmark.broken_scenarios):
         raise ConfigError(f"{out}: the benchmark has no questions and no scenarios")
@@ -282,6 +282,7 @@ def _execute(
             console.print(f"retrying the units of {len(errored)} errored results in {out}")
     done_scenarios = output.done_scenarios(retry_errors=retry_errors)
     tally = PassRateTally()
+    traits = TraitTally()
     # Results kept as they are (reverify --stale's fresh ones): journalled once
     # so that the file holds them and a resumed run does not add them again.
     for result in carried:
@@ -290,6 +291,7 @@ def _execute(
             output.record([result])
             done.add(key)
         tally.add(result)
+        traits.add(result)
     runner = runner or LocalRunner(benchmark, config)
     runner.on_template_problem = functools.partial(_warn, console)
     if preflight is not None:
@@ -324,6 +326,7 @@ def _execute(
                 output.record(results)
                 for result in results:
                     tally.add(result)
+                    traits.add(result)
                     costs.add(result)
                 progress.advance(
                     failed=any(not r.metadata.completed_without_errors for r in results)
@@ -334,6 +337,7 @@ def _execute(
                 output.record_scenario(run)
                 for result in run.results:
                     tally.add(result)
+                    traits.add(result)
                     costs.add(result)
                 assert run.scenario_result is not None
                 scenarios.add(run.scenario_result)
@@ -363,6 +367,9 @@ def _execute(
     if skipped:
         console.print(f"resumed: {skipped} of {total} units were already in {out}")
     console.print(tally.table())
+    trait_table = traits.table()
+    if trait_table is not None:
+        console.print(trait_table)
     if scenarios.runs:
         console.print(scenarios.table())
         for line in scenarios.errors:

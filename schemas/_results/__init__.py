@@ -31,7 +31,7 @@ from .judgment_view import JudgmentResults, RubricJudgmentResults
 from .metadata import VerificationResultMetadata
 from .result import VerificationResult
 from .result_set import RecordedError, VerificationResultSet
-from .rubric import TraitType, VerificationResultRubric
+from .rubric import TraitType, VerificationResultRubric, numeric_trait_scores, result_trait_scores
 from .rubric_view import RubricResults
 from .template import VerificationResultTemplate
 from .template_view import TemplateResults
@@ -83,6 +83,8 @@ __all__ = [
     "compute_fingerprint",
     "digest_of",
     "list_aggregators",
+    "numeric_trait_scores",
     "register_aggregator",
+    "result_trait_scores",
     "verifleet_version",
 ]

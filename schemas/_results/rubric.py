@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["TraitType", "VerificationResultRubric"]
+__all__ = ["TraitType", "VerificationResultRubric", "numeric_trait_scores", "result_trait_scores"]
 
 TraitType = Literal["llm", "regex", "callable", "metric", "agentic"]
 
@@ -87,3 +87,45 @@ class VerificationResultRubric(BaseModel):
     def get_llm_trait_labels(self) -> dict[str, str]:
         """Class names of literal-kind LLM traits (an empty dict when none)."""
         return dict(self.llm_trait_labels or {})
+
+
+def numeric_trait_scores(
+    typed: dict[str, dict[str, Any] | None], metrics: dict[str, dict[str, Any]] | None
+) -> list[tuple[str, str, float]]:
+    """(trait, kind, score) for every numeric rubric score of one result.
+
+    Args:
+        typed: Scores by trait kind (``llm``, ``regex``, ``callable``, ``agentic``).
+        metrics: Metric trait scores, ``{trait: {metric: value}}``.
+
+    Booleans count as 0/1 and metric traits give one score per metric
+    (``trait.metric``, kind ``metric``); literal-kind classes are indices,
+    averaged like scores. Non-numeric values and NaN are left out.
+    """
+    out: list[tuple[str, str, float]] = []
+
+    def add(name: str, kind: str, value: Any) -> None:
+        if isinstance(value, bool) or (isinstance(value, int | float) and value == value):
+            out.append((name, kind, float(value)))
+
+    for kind, scores in typed.items():
+        for name, value in (scores or {}).items():
+            add(name, kind, value)
+    for name, values in (metrics or {}).items():
+        for metric, value in values.items():
+            add(f"{name}.{metric}", "metric", value)
+    return out
+
+
+def result_trait_scores(rubric: VerificationResultRubric | None) -> list[tuple[str, str, float]]:
+    """:func:`numeric_trait_scores` of a result's rubric (none when rubric
+    evaluation did not run)."""
+    if rubric is None or not rubric.rubric_evaluation_performed:
+        return []
+    typed: dict[str, dict[str, Any] | None] = {
+        "llm": rubric.llm_trait_scores,
+        "regex": rubric.regex_trait_scores,
+        "callable": rubric.callable_trait_scores,
+        "agentic": rubric.agentic_trait_scores,
+    }
+    return numeric_trait_scores(typed, rubric.metric_trait_scores)

@@ -46,6 +46,10 @@ def test_demo_run_with_the_local_model_and_resume(
     assert "pass rate" in first.stderr and "12 results written" in first.stderr
     results = read_results(out)
     assert len(results) == 12
+    # The demo's rubric traits get a mean with an interval each in the end table.
+    assert "Rubric trait means" in first.stderr
+    for trait in ("on_topic", "no_refusal", "concise"):
+        assert trait in first.stderr.split("Rubric trait means", 1)[1]
     assert all(r.metadata.completed_without_errors for r in results)
     second = run_cli(*args, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]

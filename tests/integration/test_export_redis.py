@@ -15,7 +15,13 @@ from _support.result_variety import numbered
 from verifleet.orchestrator import read_results, write_results
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator.cli import main
-from verifleet.schemas import ExportError, VerificationResult
+from verifleet.schemas import (
+    Benchmark,
+    ExportError,
+    ModelConfig,
+    VerificationConfig,
+    VerificationResult,
+)
 from verifleet.store import ResultStore, result_key
 
 pytestmark = pytest.mark.integration
@@ -28,7 +34,16 @@ def _stored_job(url: str, job_id: str, results: list[VerificationResult]) -> Res
     each result under its deterministic key."""
     store = ResultStore(redis.Redis.from_url(url), prefix=PREFIX)
     units = [results[start : start + 3] for start in range(0, len(results), 3)]
-    store.create_job(job_id, benchmark_json="{}", config_json="{}", total_units=len(units))
+    # A real job's spec: the export writes the run's manifest from it.
+    store.create_job(
+        job_id,
+        benchmark_json=Benchmark(name=job_id, questions=[]).model_dump_json(),
+        config_json=VerificationConfig.build(
+            answering_models=[ModelConfig.parse("http://127.0.0.1:9/v1#answerer")],
+            parsing_models=[ModelConfig.parse("http://127.0.0.1:9/v1#judge")],
+        ).model_dump_json(),
+        total_units=len(units),
+    )
     for number, unit in enumerate(units):
         keys = [result_key(r, job_id=job_id) for r in unit]
         store.write_unit(job_id, f"u{number}", unit, keys)

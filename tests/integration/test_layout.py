@@ -4,20 +4,11 @@ these tests keep the other places that must follow it in step."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
+from _support.layout import ROOT, package_dirs
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def package_dirs() -> dict[str, str]:
-    """pyproject.toml's package-dir table: import name -> folder."""
-    with (ROOT / "pyproject.toml").open("rb") as handle:
-        mapping: dict[str, str] = tomllib.load(handle)["tool"]["setuptools"]["package-dir"]
-    return mapping
 
 
 def test_every_subpackage_is_type_checked() -> None:

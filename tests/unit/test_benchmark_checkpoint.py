@@ -24,7 +24,7 @@ from verifleet.schemas import (
     load_benchmark,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALL_TRAITS = FIXTURES / "checkpoint_all_traits.jsonld"
 SPIDER_ID = hashlib.md5(b"How many legs does a spider have?").hexdigest()
 

@@ -7,7 +7,7 @@ import inspect
 from pathlib import Path
 
 import pytest
-from test_layout import package_dirs
+from _support.layout import package_dirs
 
 from verifleet import errors
 
