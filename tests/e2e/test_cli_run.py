@@ -38,6 +38,8 @@ def test_demo_run_with_the_local_model_and_resume(
         local_llm.spec,
         "--concurrency",
         "4",
+        "--mode",
+        "template_and_rubric",
         "--out",
         str(out),
     ]
