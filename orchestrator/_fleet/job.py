@@ -16,11 +16,10 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultSet,
 )
-from verifleet.store import DEFAULT_QUEUE, JobProgress, JobStatus, ResultStore
+from verifleet.store import DEFAULT_QUEUE, Broker, JobProgress, JobStatus, ResultStore
 
 from .._export import resolve_format, scenario_errors, write_results, write_stored_parquet
 from .._export.manifest import build_manifest, write_manifest_beside
-from .broker import Broker
 from .drain import StoredResults
 from .submit import resume_job, submit_job
 

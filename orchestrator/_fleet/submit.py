@@ -29,6 +29,7 @@ from verifleet.schemas import (
     compute_template_id,
 )
 from verifleet.store import (
+    Broker,
     ResultStore,
     count_units,
     job_id_problem,
@@ -37,7 +38,6 @@ from verifleet.store import (
 )
 from verifleet.templates import source_digest
 
-from .broker import Broker
 from .roots import location_problem
 
 __all__ = [
