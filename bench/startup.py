@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/startup.py --n 600 --latency-ms 500 --cap 64 --before 55b9e18
     .venv/bin/python bench/startup.py --n 100000 --first-only --before main   # start-up alone
+    .venv/bin/python bench/startup.py --n 100000 --submit --before main       # submit's return
 
 Writes an N-question benchmark (each question its own template), starts the
 endpoint double (``bench/endpoint.py``: latency L, C calls in flight) in its own
@@ -17,7 +18,10 @@ earlier, ~2 L), the job phase the command reports, and the whole command's
 units/s as a share of the endpoint's limit C / L / 2 units/s, and the command's
 phases (start-up before the job, the job, finalize, summary and exit).
 ``--first-only`` interrupts each command once its first unit is done: the
-start-up of a 100,000-question benchmark without running it. Each run has a
+start-up of a 100,000-question benchmark without running it. ``--submit`` times
+``verifleet submit`` of the benchmark instead (to a private ``redis-server`` the
+bench starts, no workers): until the command returns, its CPU, and the units it
+queued. Each run has a
 cache folder of its own (``VERIFLEET_CACHE_DIR``); this checkout's executor
 bytecode is prepared once before the first run, as any earlier run leaves it.
 """
@@ -35,15 +39,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import EndpointProc, capitals, machine_line
+from bench._harness import EndpointProc, RedisProc, capitals, machine_line
 from bench.redis_cost_ab import build_side
 from verifleet.schemas import dump_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 _JOB = re.compile(r"(\d+) units in ([0-9.]+)s")
+_ENQUEUED = re.compile(r"(\d+) units enqueued")
 
 
 def _site_paths(python: Path) -> None:
@@ -127,6 +133,38 @@ def run_command(
     }
 
 
+def submit_command(
+    python: Path, bench: Path, url: str, redis_url: str, work: Path
+) -> dict[str, float]:
+    """One ``verifleet submit`` of ``bench`` (answering and parsing model
+    ``url``'s ``m``) to ``redis_url``, timed until it returns.
+
+    Returns:
+        ``wall`` (seconds to its exit), ``cpu`` (the command and the
+        processes it started) and ``units`` (the units it says it enqueued).
+
+    Raises:
+        SystemExit: the command failed (its stderr's tail printed).
+    """
+    env = dict(os.environ)
+    env["VERIFLEET_CACHE_DIR"] = str(work / "cache-submit")
+    env.setdefault("VERIFLEET_SANDBOX", "seccomp")
+    model = f"{url}#m"
+    argv = [str(python), "-m", "verifleet", "submit", str(bench), "--answering", model]
+    argv += ["--parsing", model, "--redis", redis_url]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, env=env, cwd=work)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr.decode()[-3000:])
+        raise SystemExit(f"verifleet submit failed (exit {proc.returncode})")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    enqueued = _ENQUEUED.search(proc.stdout.decode())
+    return {"wall": wall, "cpu": cpu, "units": float(enqueued.group(1)) if enqueued else 0.0}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=600)
@@ -138,6 +176,17 @@ def main(argv: list[str] | None = None) -> int:
         "--first-only",
         action="store_true",
         help="interrupt each command once its first unit is done (start-up of large N)",
+    )
+    parser.add_argument(
+        "--submit",
+        action="store_true",
+        help="time `verifleet submit` of the benchmark (private redis-server, no workers)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="per run: calls the endpoint admitted per 0.5 s from the command's start, "
+        "as a share of the limit (where the job loses time: its start, a dip, the tail)",
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "vf-ab")
     args = parser.parse_args(argv)
@@ -171,11 +220,15 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         rows: dict[str, list[dict[str, float]]] = {label: [] for label, _ in sides}
+        if args.submit:
+            _submits(args, sides, path, answers, options, work)
+            return 0
         with EndpointProc(answers, options) as endpoint:
             for round_ in range(args.rounds):
                 order = sides if round_ % 2 == 0 else list(reversed(sides))
                 for label, python in order:
                     load = os.getloadavg()[0]
+                    endpoint.reset()  # its counters and timeline start with the command
                     got = run_command(
                         python, path, endpoint.base_url, work, label, first_only=args.first_only
                     )
@@ -205,7 +258,44 @@ def main(argv: list[str] | None = None) -> int:
                         f"summary and exit {got['wall'] - got['written']:4.1f} s",
                         flush=True,
                     )
+                    if args.timeline:
+                        _timeline(endpoint.stats(), 2 * limit)
     return 0
+
+
+def _submits(
+    args: argparse.Namespace,
+    sides: list[tuple[str, Path]],
+    path: Path,
+    answers: dict[str, Any],
+    options: list[str],
+    work: Path,
+) -> None:
+    """``--submit``: each side's ``verifleet submit``, alternating, each into
+    a fresh private Redis."""
+    with EndpointProc(answers, options) as endpoint:
+        for round_ in range(args.rounds):
+            order = sides if round_ % 2 == 0 else list(reversed(sides))
+            for label, python in order:
+                load = os.getloadavg()[0]
+                with RedisProc() as redis_proc:
+                    got = submit_command(python, path, endpoint.base_url, redis_proc.url, work)
+                print(
+                    f"load {load:4.1f} {label:>8}: submit of {args.n} questions returned in "
+                    f"{got['wall']:5.1f} s, CPU {got['cpu']:5.1f} s, {got['units']:.0f} units enqueued",
+                    flush=True,
+                )
+
+
+def _timeline(stats: dict[str, Any], calls_per_s: float) -> None:
+    """The calls the endpoint admitted per 0.5 s since the command started, as
+    a share of what it admits at its limit (``calls_per_s``), and the calls it
+    refused."""
+    admitted: list[int] = stats["admitted"]
+    per_half = [sum(admitted[i : i + 5]) for i in range(0, len(admitted), 5)]
+    cells = " ".join(f"{n / (calls_per_s / 2):.2f}" for n in per_half)
+    print(f"{'':>23}admitted per 0.5 s / limit: {cells}", flush=True)
+    print(f"{'':>23}{stats['calls']} calls, {stats['sent_429']} answered 429", flush=True)
 
 
 if __name__ == "__main__":

@@ -128,7 +128,8 @@ class LocalCallGate(EndpointGate):
     def _state(self, limits: EndpointLimits) -> _Endpoint:
         state = self._endpoints.get(limits.key)
         if state is None:
-            state = self._endpoints[limits.key] = _Endpoint(limits)
+            window = Window(size=self._policy.start(limits))
+            state = self._endpoints[limits.key] = _Endpoint(limits, window)
         elif state.limits != limits:
             # Another config of the same endpoint (a lowered max_concurrency)
             # applies at once; what the window learned stays.

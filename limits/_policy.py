@@ -11,9 +11,16 @@ The window (:class:`AdaptivePolicy`, :class:`Window`) is an AIMD controller in
 the spirit of TCP's congestion window, with the endpoint's pushback as the
 congestion signal:
 
+- **start**: at the configured ``max_concurrency`` when a model sets one (the
+  user said the endpoint takes that many: a slow start below it only wastes
+  the job's first round trips), else at :attr:`AdaptivePolicy.initial`
+  (:meth:`AdaptivePolicy.start`);
 - **slow start**: until the endpoint first pushes back, every success adds one
-  call to the window, so it doubles every round trip (from 16: 64 calls in
-  flight after two round trips);
+  call to the window, so it doubles every round trip (from 32: 64 calls in
+  flight after one round trip; starting at 16 left most of a 64-call
+  endpoint idle for the job's first two round trips, while an endpoint that
+  takes fewer refuses the excess at once and the first refusal sets the
+  window);
 - **pushback** is a 429 answer, or the smoothed latency rising above twice the
   lowest seen (and by at least :attr:`AdaptivePolicy.latency_floor`: a queueing
   server answers later instead of refusing). The window drops to 0.9 x the calls
@@ -96,7 +103,7 @@ class AdaptivePolicy:
         drift: Share of a higher latency the baseline moves towards per call.
     """
 
-    initial: float = 16.0
+    initial: float = 32.0
     backoff: float = 0.9
     hold: float = 1.0
     probe: float = 0.0025
@@ -105,6 +112,15 @@ class AdaptivePolicy:
     latency_floor: float = 0.05
     smoothing: float = 0.1
     drift: float = 0.001
+
+    def start(self, limits: EndpointLimits) -> float:
+        """The window of an endpoint nothing was learned about yet: its
+        configured ``max_concurrency`` when set (never above the ceiling),
+        else :attr:`initial`. Both backends start a window here, so a fleet
+        and a local run of one config start alike."""
+        if limits.max_concurrency is not None:
+            return float(max(1, limits.max_concurrency))
+        return self.initial
 
     def latency_limit(self, base: float) -> float:
         """The smoothed latency above which the endpoint counts as queueing."""

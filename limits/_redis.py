@@ -145,8 +145,8 @@ class RedisCallGate(EndpointGate):
         self._prefix = prefix
         self._sleep = sleep
         self._policy = policy
+        # After the window's start, which depends on the endpoint's limits.
         self._policy_args = [
-            policy.initial,
             policy.backoff,
             policy.hold * 1000,
             policy.probe,
@@ -198,7 +198,7 @@ class RedisCallGate(EndpointGate):
             return None
         raw = self._client.hmget(self._keys(limits)["window"], list(WINDOW_STATE))
         size, peak, base, smooth, shrunk = (None if v is None else float(v) for v in raw)
-        window = Window()
+        window = Window(size=self._policy.start(limits))
         if size is not None:
             window.size = size
         window.peak = peak
@@ -304,6 +304,7 @@ class RedisCallGate(EndpointGate):
                 args=[
                     limits.ceiling,
                     1 if limits.adaptive else 0,
+                    self._policy.start(limits),
                     *self._policy_args,
                     self._lease_ms,
                     sync.held,
@@ -389,7 +390,7 @@ class RedisCallGate(EndpointGate):
                 tpm,
                 tokens,
                 1 if limits.adaptive else 0,
-                self._policy.initial,
+                self._policy.start(limits),
                 self._token,
                 held,
             ]

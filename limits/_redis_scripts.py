@@ -14,8 +14,8 @@ __all__ = ["ACQUIRE", "REPORT", "WINDOW", "WINDOW_STATE"]
 # active (caller process -> when it last asked or reported), starving (process
 # below its share that found the window full -> when).
 # ARGV: call id, lease ms, ceiling (0: no cap), rpm, tpm, the call's token
-# estimate, adaptive (1/0), the initial window, the caller's process token, the
-# slots that process holds now.
+# estimate, adaptive (1/0), the window's start (AdaptivePolicy.start), the
+# caller's process token, the slots that process holds now.
 # A process's *share* is the window divided by the processes active in the last
 # 2 s (rounded down): it may keep up to that many slots for its own next calls
 # (see limits/_pool.py). A process at its share takes a free slot only while no
@@ -124,10 +124,10 @@ return {0, 0, t[1], t[2], share}
 # a slot it does not keep) or several together (the calls whose slots it kept
 # for its next calls, every ~``keep_idle / 2`` s).
 # KEYS: leases, window (hash), wake-up list, spent, pause, active (see ACQUIRE).
-# ARGV: [1] ceiling (0: no cap), [2] adaptive (1/0), [3..11] the policy:
-# initial, backoff, hold ms, probe, probe gain, latency tolerance, latency floor
-# ms, smoothing, drift; [12] the lease ms (a lease's score minus it is when its
-# slot was taken, by Redis's clock); [13] the slots the sender holds in the
+# ARGV: [1] ceiling (0: no cap), [2] adaptive (1/0), [3] the window's start
+# (AdaptivePolicy.start), [4..11] the policy: backoff, hold ms, probe, probe
+# gain, latency tolerance, latency floor ms, smoothing, drift; [12] the lease ms
+# (a lease's score minus it is when its slot was taken, by Redis's clock); [13] the slots the sender holds in the
 # lease set now (the calls in flight are the others' slots plus the sender's
 # busy ones); [14] the sender's process token; [15] k, the number of calls;
 # then k x 7: the call's lease member

@@ -130,10 +130,14 @@ class PreflightGate:
     Each model's test call runs in a thread of its own: all at once when the
     gate is made (``lazy`` False), or, for a run that answers calls from its
     cache (``lazy`` True), when the run first needs a real call of that model,
-    so a re-run served wholly from the cache calls no model at all. A unit's
-    first real call of a model waits for that model's test call
-    (:meth:`before_call`, the pipeline's ``before_call`` hook): no unit calls
-    a model that did not answer its own.
+    so a re-run served wholly from the cache calls no model at all. The units'
+    calls do not wait for it (a test call's round trip would otherwise be the
+    job's first one, with nothing else in flight): the run records a result
+    only once every test call started so far answered (:meth:`wait`), and a
+    failed test call stops the run at once (:meth:`failure`, polled by the
+    runner), so a model that does not answer still leaves nothing recorded.
+    :meth:`before_call` (the pipeline's ``before_call`` hook) starts a lazy
+    test call.
 
     Args:
         config: The run's config.
@@ -162,16 +166,25 @@ class PreflightGate:
             return future
 
     def before_call(self, model: ModelConfig) -> None:
-        """Wait until ``model`` answered its test call (starting it if needed).
-
-        Raises:
-            PreflightError: It did not answer (the message names it and why).
-        """
+        """Start ``model``'s test call if it has not started; waits for nothing
+        and raises nothing (a failed test call stops the run from the thread
+        that records its results, within a few hundredths of a second: a unit
+        failing on it too would only log the same failure once per unit)."""
         if model.interface == "manual":
             return
         key = _key(model)
-        keys = [key] if key in self._models else list(self._models)
-        problems = [p for p in (self._start(k).result() for k in keys) if p is not None]
+        for k in [key] if key in self._models else list(self._models):
+            self._start(k)
+
+    def wait(self) -> None:
+        """Wait until every test call started so far answered.
+
+        Raises:
+            PreflightError: One or more did not (the message names each model).
+        """
+        with self._lock:
+            futures = list(self._started.values())
+        problems = [p for p in (f.result() for f in futures) if p is not None]
         if problems:
             raise _error(problems, ran="the run stopped")
 

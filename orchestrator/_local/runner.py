@@ -49,6 +49,11 @@ log = logging.getLogger(__name__)
 #: stuck outside them (in host code) gets this far.
 OVERRUN_GRACE = 5.0
 
+#: Seconds the thread iterating :meth:`LocalRunner.run` waits for a unit at most
+#: before it looks again: a window that grew admits more units at once (not
+#: only when a unit finishes, a round trip or two later), and ``watch`` runs.
+_LOOK_AGAIN = 0.05
+
 _U = TypeVar("_U")  # a unit (question or scenario)
 _R = TypeVar("_R")  # what running it returns
 
@@ -99,6 +104,12 @@ class LocalRunner:
         self.on_template_problem: Callable[[str], None] | None = None
         self._reported: set[str] = set()
         self._reported_lock = threading.Lock()
+        #: Called by the thread iterating :meth:`run` (or :meth:`run_scenarios`)
+        #: every few hundredths of a second while units run; what it raises ends
+        #: the iteration at once (call :meth:`stop` first: units not started are
+        #: cancelled, those in flight are not waited for). The run's preflight
+        #: stops it so when a model fails its test call.
+        self.watch: Callable[[], None] | None = None
 
     def units(self) -> Iterator[Unit]:
         """Every unit of the job, in a stable order."""
@@ -250,6 +261,8 @@ class LocalRunner:
         exhausted = False
         limit = self.config.unit_deadline + OVERRUN_GRACE
         while True:
+            if self.watch is not None:
+                self.watch()
             window = self.units_at_once()
             while not exhausted and not self._stop.is_set() and len(pending) < window:
                 if self._over_budget(len(pending)):
@@ -262,7 +275,9 @@ class LocalRunner:
                 pending[pool.submit(functools.partial(run, unit))] = unit
             if not pending:
                 return
-            timeout = None if overrun is None else _until_overrun(pool, pending, limit)
+            timeout = _LOOK_AGAIN
+            if overrun is not None:
+                timeout = min(timeout, _until_overrun(pool, pending, limit))
             finished, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             for future in finished:
                 unit = pending.pop(future)

@@ -8,11 +8,13 @@ in .parquet and .json). Re-running with the same ``--out`` resumes: units alread
 in the file (or its journals) are not run again; ``--retry-errors`` runs the
 errored ones again. Before any unit runs, the output's format and folder are
 checked and the output is locked against a second run; every model answers one
-test call beside the start-up, before any unit calls it (``--no-preflight`` skips
-it; with ``cache: true`` a model is asked only when the run first needs a real
-call of it, so a re-run answered wholly from the cache calls no model). The exit status is 1 when more results
-have errors than ``--max-error-rate`` allows (none by default), 2 on bad input,
-130/143 when interrupted (the journal keeps the finished units).
+test call beside the start-up and the first units, before any result is recorded:
+a model that fails it stops the run at once with nothing recorded
+(``--no-preflight`` skips it; with ``cache: true`` a model is asked only when the
+run first needs a real call of it, so a re-run answered wholly from the cache calls
+no model). The exit status is 1 when more results have errors than
+``--max-error-rate`` allows (none by default), 2 on bad input, 130/143 when
+interrupted (the journal keeps the finished units).
 """
 
 from __future__ import annotations
@@ -189,16 +191,34 @@ def _stop_on_failed_start(ready: Callable[[], None], runner: Any) -> None:
 
 
 def _stop_on_failed_preflight(preflight: Any, runner: Any) -> None:
-    """Stop the run when a model failed its test call: nothing more is
-    recorded (units that waited for it would only record its failure).
+    """Stop the run when a model failed its test call (polled by the runner
+    while units run: at once, not when a unit ends).
 
     Raises:
         PreflightError: naming each model that did not answer.
     """
-    failure = preflight.failure() if preflight is not None else None
+    failure = preflight.failure()
     if failure is not None:
         runner.stop()
         raise failure
+
+
+def _wait_for_preflight(preflight: Any, runner: Any) -> None:
+    """Before a result is recorded: wait for the test calls started so far;
+    stop the run when one failed, so a model that does not answer leaves
+    nothing recorded (units that ran beside its test call would only record
+    its failure).
+
+    Raises:
+        PreflightError: naming each model that did not answer.
+    """
+    if preflight is None:
+        return
+    try:
+        preflight.wait()
+    except BaseException:
+        runner.stop()
+        raise
 
 
 def _warn(console: Console, problem: str) -> None:
@@ -275,8 +295,12 @@ def _execute(
     runner = runner or LocalRunner(benchmark, config)
     runner.on_template_problem = functools.partial(_warn, console)
     if preflight is not None:
-        # A unit's first real call of a model waits for that model's test call.
+        # The units' calls go beside the test calls (a unit's first real call
+        # of a model starts that model's test call when lazy); results are
+        # recorded once the test calls answered, and a failed one stops the
+        # run at once.
         runner.resources.before_call = preflight.before_call
+        runner.watch = functools.partial(_stop_on_failed_preflight, preflight, runner)
     if config.max_cost_usd is not None:
         runner.spent_before = output.spent()
     total = runner.count_units() + runner.count_scenario_units()
@@ -298,7 +322,7 @@ def _execute(
         try:
             for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
                 _stop_on_failed_start(ready, runner)
-                _stop_on_failed_preflight(preflight, runner)
+                _wait_for_preflight(preflight, runner)
                 output.record(results)
                 for result in results:
                     tally.add(result)
@@ -309,7 +333,7 @@ def _execute(
                 )
             for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
                 _stop_on_failed_start(ready, runner)
-                _stop_on_failed_preflight(preflight, runner)
+                _wait_for_preflight(preflight, runner)
                 output.record_scenario(run)
                 for result in run.results:
                     tally.add(result)
@@ -329,7 +353,7 @@ def _execute(
             raise
     elapsed = time.monotonic() - started
     _stop_on_failed_start(ready, runner)
-    _stop_on_failed_preflight(preflight, runner)
+    _wait_for_preflight(preflight, runner)
     from .._export.manifest import build_manifest
 
     written = output.finalize(build_manifest(benchmark, config))

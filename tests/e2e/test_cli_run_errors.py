@@ -64,6 +64,39 @@ def test_an_unreachable_model_is_refused_before_anything_runs(tmp_path: Path) ->
     assert not out.exists() and not journal_path(out).exists()
 
 
+def test_units_that_finish_before_a_failing_preflight_leave_nothing_recorded(
+    tmp_path: Path,
+) -> None:
+    # The units' calls go beside the test calls. Here the test call of the one
+    # model hangs past the request timeout twice (its prompt is delayed, the
+    # units' are answered at once), so every unit can finish before the
+    # preflight fails: the run must still stop with exit 2 and record nothing.
+    path, answers = _bench(tmp_path)
+    answers["Reply with the single word OK."] = {"text": "OK", "delay_ms": 5000}
+    config = tmp_path / "config.yaml"
+    config.write_text("request_timeout: 1.5\n")
+    out = tmp_path / "out.parquet"
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
+        model = f"{ep.base_url}#m"
+        proc = run_cli(
+            "run",
+            str(path),
+            "--answering",
+            model,
+            "--parsing",
+            model,
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+        )
+        calls = ep.stats().calls
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "preflight" in proc.stderr and "Traceback" not in proc.stderr
+    assert calls > 2  # the units called the model beside its test call
+    assert not out.exists() and not journal_path(out).exists()
+
+
 def test_errored_units_fail_the_run_and_retry_errors_runs_them_again_once(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifleet.limits import POLICY, AdaptivePolicy, Window
+from verifleet.limits import POLICY, AdaptivePolicy, EndpointLimits, LocalCallGate, Window
+from verifleet.schemas import ModelConfig
 
 CEILING = 256
 
@@ -17,17 +18,37 @@ def _succeed(window: Window, times: int, *, in_flight: int, latency: float = 0.1
 
 def test_slow_start_adds_one_call_per_success_until_the_first_pushback() -> None:
     window = Window()
-    assert window.limit(CEILING) == 16
-    _succeed(window, 16, in_flight=16)  # one round trip of a full window ...
-    assert window.limit(CEILING) == 32  # ... doubles it
-    _succeed(window, 32, in_flight=32)
-    assert window.limit(CEILING) == 64
+    first = int(POLICY.initial)
+    assert window.limit(CEILING) == first
+    _succeed(window, first, in_flight=first)  # one round trip of a full window ...
+    assert window.limit(CEILING) == 2 * first  # ... doubles it
+    _succeed(window, 2 * first, in_flight=2 * first)
+    assert window.limit(CEILING) == 4 * first
 
 
 def test_a_mostly_unused_window_does_not_grow() -> None:
     window = Window()
-    _succeed(window, 500, in_flight=7)  # fewer than half of 16 in use
-    assert window.limit(CEILING) == 16
+    first = int(POLICY.initial)
+    _succeed(window, 500, in_flight=first // 2 - 1)  # fewer than half in use
+    assert window.limit(CEILING) == first
+
+
+def test_a_configured_cap_is_where_the_window_starts() -> None:
+    # The user said the endpoint takes max_concurrency calls: no slow start
+    # below it. Without one, the window starts at the policy's initial size.
+    gate = LocalCallGate(max_wait=0)
+    capped = ModelConfig.parse("http://127.0.0.1:9/v1#capped", max_concurrency=48)
+    free = ModelConfig.parse("http://127.0.0.1:9/v1#free")
+    tiny = ModelConfig.parse("http://127.0.0.1:9/v1#tiny", max_concurrency=3)
+    assert gate.limit(capped) == 48
+    assert gate.limit(free) == int(POLICY.initial)
+    assert gate.limit(tiny) == 3
+    limits = EndpointLimits.of(capped)
+    assert limits is not None and POLICY.start(limits) == 48.0
+    # What the window learns stays: a refusal still shrinks it from there.
+    window = Window(size=POLICY.start(limits))
+    window.pushed_back(in_flight=48, now=1.0, started=0.5, policy=POLICY)
+    assert window.limit(CEILING) == int(0.9 * 48)
 
 
 def test_never_above_the_ceiling() -> None:
