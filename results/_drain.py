@@ -1,6 +1,6 @@
 """Draining a job's finished results out of Redis into shards, and reading both.
 
-See :mod:`.shards` for the shard files and why a shard written twice or
+See :mod:`._shards` for the shard files and why a shard written twice or
 half-written is never counted twice or lost. The drainer takes a page of the
 job's result hash (results are written once, under their keys, and a unit done
 never writes again), writes it as one shard, then records the shard and removes
@@ -12,7 +12,7 @@ The drainer runs in ``verifleet worker`` processes (a thread), not in
 :mod:`verifleet.workers`, whose import graph stays free of pyarrow; it is
 imported only when a job has a results location.
 
-A drainer writes only what its operator allows (:mod:`.roots`): jobs of the
+A drainer writes only what its operator allows (:mod:`._roots`): jobs of the
 queues its worker serves, with a well-formed job id, whose location lies under
 one of the worker's results roots on an accepted scheme. It leaves any other
 job's results in Redis and says why in its log, once per job.
@@ -31,8 +31,8 @@ import redis
 from verifleet.schemas import VerificationResult
 from verifleet.store import JobStatus, ResultStore, job_id_problem
 
-from .roots import ResultsRoots
-from .shards import read_shard, shard_keys, write_shard
+from ._roots import ResultsRoots
+from ._shards import read_shard, shard_keys, write_shard
 
 __all__ = ["DrainerThread", "ResultDrain", "StoredResults", "start_drainer"]
 

@@ -1,0 +1,126 @@
+"""verifleet.results — results at rest: exports, stored results, shards, statistics.
+
+One layer below the viewer and the CLI (docs/architecture.md): the Parquet, JSON,
+JSON Lines and CSV exports and their one row layout (``_export/``), the run
+manifest, a fleet job's results drained from Redis into shards and read back
+(:class:`StoredResults`, the drainer that ``verifleet worker`` starts), and the
+statistics every report shares (:mod:`verifleet.results.stats`). It imports only
+``store``, ``schemas`` and the errors, so the viewer, the CLI and a worker's
+drainer read and write results without orchestrator code.
+
+The names below are loaded on first use, not when the package is imported:
+checking an output's format before a run needs neither pyarrow nor the store.
+"""
+
+from __future__ import annotations
+
+import importlib
+import typing
+from typing import Any
+
+if typing.TYPE_CHECKING:
+    from ._drain import ResultDrain, StoredResults, start_drainer
+    from ._export import (
+        MANIFEST_METADATA_KEY,
+        RESULT_ARROW_SCHEMA,
+        RESULT_FORMATS,
+        SCENARIO_METADATA_KEY,
+        ParquetResultWriter,
+        ResultFormat,
+        build_manifest,
+        iter_parquet,
+        iter_results,
+        manifest_path,
+        read_manifest,
+        read_parquet_rows,
+        read_results,
+        read_scenario_results,
+        resolve_format,
+        scenario_errors,
+        write_manifest_beside,
+        write_results,
+        write_stored_parquet,
+    )
+    from ._roots import ResultsRoots, location_problem
+    from ._shards import read_shard, shard_keys, write_shard
+
+# name -> the submodule that defines it
+_LAZY: dict[str, str] = {
+    # export and import (Parquet, JSON, JSON Lines, CSV) and the run manifest
+    "MANIFEST_METADATA_KEY": "._export",
+    "RESULT_ARROW_SCHEMA": "._export",
+    "RESULT_FORMATS": "._export",
+    "SCENARIO_METADATA_KEY": "._export",
+    "ParquetResultWriter": "._export",
+    "ResultFormat": "._export",
+    "build_manifest": "._export",
+    "iter_parquet": "._export",
+    "iter_results": "._export",
+    "manifest_path": "._export",
+    "read_manifest": "._export",
+    "read_parquet_rows": "._export",
+    "read_results": "._export",
+    "read_scenario_results": "._export",
+    "resolve_format": "._export",
+    "scenario_errors": "._export",
+    "write_manifest_beside": "._export",
+    "write_results": "._export",
+    "write_stored_parquet": "._export",
+    # a fleet job's results, drained to shards (``--results-to``) and in Redis
+    "ResultDrain": "._drain",
+    "StoredResults": "._drain",
+    "start_drainer": "._drain",
+    "ResultsRoots": "._roots",
+    "location_problem": "._roots",
+    "read_shard": "._shards",
+    "shard_keys": "._shards",
+    "write_shard": "._shards",
+}
+
+__all__ = [
+    "MANIFEST_METADATA_KEY",
+    "RESULT_ARROW_SCHEMA",
+    "RESULT_FORMATS",
+    "SCENARIO_METADATA_KEY",
+    "ParquetResultWriter",
+    "ResultDrain",
+    "ResultFormat",
+    "ResultsRoots",
+    "StoredResults",
+    "build_manifest",
+    "iter_parquet",
+    "iter_results",
+    "location_problem",
+    "manifest_path",
+    "read_manifest",
+    "read_parquet_rows",
+    "read_results",
+    "read_scenario_results",
+    "read_shard",
+    "resolve_format",
+    "scenario_errors",
+    "shard_keys",
+    "start_drainer",
+    "write_manifest_beside",
+    "write_results",
+    "write_shard",
+    "write_stored_parquet",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its submodule on first use.
+
+    Raises:
+        AttributeError: ``name`` is not one of this package's names.
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
