@@ -20,52 +20,44 @@ from typing import Any
 
 if typing.TYPE_CHECKING:
     from ._drain import ResultDrain, StoredResults, start_drainer
-    from ._export import (
+    from ._export.api import iter_results, read_results, write_results
+    from ._export.formats import RESULT_FORMATS, ResultFormat, resolve_format
+    from ._export.layout import RESULT_ARROW_SCHEMA
+    from ._export.manifest import (
         MANIFEST_METADATA_KEY,
-        RESULT_ARROW_SCHEMA,
-        RESULT_FORMATS,
-        SCENARIO_METADATA_KEY,
-        ParquetResultWriter,
-        ResultFormat,
         build_manifest,
-        iter_parquet,
-        iter_results,
         manifest_path,
         read_manifest,
-        read_parquet_rows,
-        read_results,
-        read_scenario_results,
-        resolve_format,
-        scenario_errors,
         write_manifest_beside,
-        write_results,
-        write_stored_parquet,
     )
+    from ._export.parquet import ParquetResultWriter, iter_parquet, write_stored_parquet
+    from ._export.rows import read_parquet_rows
+    from ._export.scenarios import SCENARIO_METADATA_KEY, read_scenario_results, scenario_errors
     from ._roots import ResultsRoots, location_problem
     from ._shards import read_shard, shard_keys, write_shard
 
 # name -> the submodule that defines it
 _LAZY: dict[str, str] = {
     # export and import (Parquet, JSON, JSON Lines, CSV) and the run manifest
-    "MANIFEST_METADATA_KEY": "._export",
-    "RESULT_ARROW_SCHEMA": "._export",
-    "RESULT_FORMATS": "._export",
-    "SCENARIO_METADATA_KEY": "._export",
-    "ParquetResultWriter": "._export",
-    "ResultFormat": "._export",
-    "build_manifest": "._export",
-    "iter_parquet": "._export",
-    "iter_results": "._export",
-    "manifest_path": "._export",
-    "read_manifest": "._export",
-    "read_parquet_rows": "._export",
-    "read_results": "._export",
-    "read_scenario_results": "._export",
-    "resolve_format": "._export",
-    "scenario_errors": "._export",
-    "write_manifest_beside": "._export",
-    "write_results": "._export",
-    "write_stored_parquet": "._export",
+    "MANIFEST_METADATA_KEY": "._export.manifest",
+    "RESULT_ARROW_SCHEMA": "._export.layout",
+    "RESULT_FORMATS": "._export.formats",
+    "SCENARIO_METADATA_KEY": "._export.scenarios",
+    "ParquetResultWriter": "._export.parquet",
+    "ResultFormat": "._export.formats",
+    "build_manifest": "._export.manifest",
+    "iter_parquet": "._export.parquet",
+    "iter_results": "._export.api",
+    "manifest_path": "._export.manifest",
+    "read_manifest": "._export.manifest",
+    "read_parquet_rows": "._export.rows",
+    "read_results": "._export.api",
+    "read_scenario_results": "._export.scenarios",
+    "resolve_format": "._export.formats",
+    "scenario_errors": "._export.scenarios",
+    "write_manifest_beside": "._export.manifest",
+    "write_results": "._export.api",
+    "write_stored_parquet": "._export.parquet",
     # a fleet job's results, drained to shards (``--results-to``) and in Redis
     "ResultDrain": "._drain",
     "StoredResults": "._drain",

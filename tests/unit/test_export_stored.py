@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from test_export_roundtrip import results as any_result
 
 from verifleet.orchestrator import RESULT_ARROW_SCHEMA, read_results, write_results
-from verifleet.results._export import write_stored_parquet
+from verifleet.results import write_stored_parquet
 from verifleet.results._export.layout import result_to_row
 from verifleet.results._export.parquet import ParquetResultWriter
 from verifleet.results._export.prefetch import prefetched
