@@ -30,6 +30,10 @@ if typing.TYPE_CHECKING:
         resolve_format,
         write_results,
     )
+    from ._fleet.job import Job
+    from ._local.lock import OutputLock, check_output
+    from ._local.output import RunOutput
+    from ._local.runner import LocalRunner
     from ._localllm import (
         LocalLLMError,
         LocalLLMServer,
@@ -38,6 +42,8 @@ if typing.TYPE_CHECKING:
         find_model_file,
         llama_server_cache_dir,
     )
+    from ._preflight import preflight_models
+    from ._selection import parse_question_patterns, select_benchmark
 
 # name -> the submodule that defines it
 _LAZY: dict[str, str] = {
@@ -57,6 +63,16 @@ _LAZY: dict[str, str] = {
     "write_results": "verifleet.results",
     # a fleet job's results, drained to shards (``--results-to``) and in Redis
     "StoredResults": "verifleet.results",
+    # what verifleet.run and verifleet.submit drive (verifleet/_api.py): a job, the
+    # local runner, its output file and lock, the preflight and question selection
+    "Job": "._fleet.job",
+    "LocalRunner": "._local.runner",
+    "OutputLock": "._local.lock",
+    "RunOutput": "._local.output",
+    "check_output": "._local.lock",
+    "parse_question_patterns": "._selection",
+    "preflight_models": "._preflight",
+    "select_benchmark": "._selection",
     # the bundled local model (llama.cpp server + SmolLM2) for the quick start and tests
     "LocalLLMError": "._localllm",
     "LocalLLMServer": "._localllm",
@@ -69,22 +85,30 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "RESULT_ARROW_SCHEMA",
     "RESULT_FORMATS",
+    "Job",
     "LocalLLMError",
     "LocalLLMServer",
+    "LocalRunner",
+    "OutputLock",
     "ParquetResultWriter",
     "ResultFormat",
+    "RunOutput",
     "StoredResults",
+    "check_output",
     "ensure_llama_server",
     "find_llama_server",
     "find_model_file",
     "iter_parquet",
     "iter_results",
     "llama_server_cache_dir",
+    "parse_question_patterns",
+    "preflight_models",
     "read_manifest",
     "read_parquet_rows",
     "read_results",
     "read_scenario_results",
     "resolve_format",
+    "select_benchmark",
     "write_results",
 ]
 
