@@ -17,9 +17,9 @@ Imports only :mod:`verifleet.schemas` and ``redis``.
 
 from __future__ import annotations
 
-import importlib
 import typing
-from typing import Any
+
+from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
     from ._protocol import CallGate, NoCapacityError, Slot, no_gate
@@ -74,14 +74,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -14,9 +14,9 @@ checking an output's format before a run needs neither pyarrow nor the store.
 
 from __future__ import annotations
 
-import importlib
 import typing
-from typing import Any
+
+from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
     from ._drain import ResultDrain, StoredResults, start_drainer
@@ -100,19 +100,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name from its submodule on first use.
-
-    Raises:
-        AttributeError: ``name`` is not one of this package's names.
-    """
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -9,62 +9,84 @@ same reward. A response that could not be verified for an infrastructure reason
 (judge unreachable, executor failure, deadline) gets no reward but a
 :class:`Failure` naming the kind. Applied to rollout files by ``verifleet reward``
 (locally, or on the fleet by the workers' reward task), served over HTTP by
-``verifleet serve`` (``POST /verify``; its FastAPI service lives above this
-package in :mod:`verifleet.orchestrator.serve`: importing the scoring core, as
-every worker does, never imports FastAPI), and used as a TRL ``GRPOTrainer``
+``verifleet serve`` (``POST /verify``; its FastAPI service is the subpackage
+:mod:`verifleet.reward.serve`, which nothing else here imports: importing the
+scoring core, as every worker does, never imports FastAPI), and used as a TRL ``GRPOTrainer``
 reward function (:func:`trl_reward` through the server, :func:`trl_reward_local`
 in process).
 """
 
-from ._compose import RewardBreakdown, compose_reward, normalise_trait
-from ._config import (
-    ComponentSource,
-    RewardComponent,
-    RewardConfig,
-    RewardMode,
-    load_reward_config,
+from __future__ import annotations
+
+import typing
+
+from verifleet import _lazy
+
+if typing.TYPE_CHECKING:
+    from ._compose import RewardBreakdown, compose_reward, normalise_trait
+    from ._config import (
+        ComponentSource,
+        RewardComponent,
+        RewardConfig,
+        RewardMode,
+        load_reward_config,
+    )
+    from ._failure import FAILURE_KINDS, Failure, FailureKind
+    from ._judge_cache import (
+        JudgeCache,
+        JudgeCachingCaller,
+        MemoryJudgeCache,
+        RedisJudgeCache,
+        caching_caller_factory,
+    )
+    from ._request import (
+        AgentResponse,
+        InlineQuestion,
+        InvalidRequestError,
+        PlainVerifyRequest,
+        ResponseCreateParams,
+        ResponsesVerifyRequest,
+        UnknownQuestionError,
+        VerifyRequest,
+        request_answer,
+        request_kind,
+    )
+    from ._fleet import (
+        FleetStalledError,
+        RewardJobSpec,
+        load_reward_job,
+        reward_job_id,
+        rollout_key,
+        score_rollouts_fleet,
+        store_reward_job,
+    )
+    from ._loop_gate import LoopSafeGate
+    from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
+    from ._scorer import RewardScorer, ScoredRollout, reward_resources
+    from ._setup import build_scorer, reward_config_for
+    from ._swap import EquivalenceVerdict, judge_equivalence
+    from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
+
+# The submodules a name of __all__ is looked for in: a worker loads the scoring
+# core, `verifleet serve --help` none of it.
+_LAZY = (
+    "._compose",
+    "._config",
+    "._failure",
+    "._judge_cache",
+    "._request",
+    "._fleet",
+    "._loop_gate",
+    "._rollouts",
+    "._scorer",
+    "._setup",
+    "._swap",
+    "._trl",
 )
-from ._failure import FAILURE_KINDS, Failure, FailureKind
-from ._judge_cache import (
-    JudgeCache,
-    JudgeCachingCaller,
-    MemoryJudgeCache,
-    RedisJudgeCache,
-    caching_caller_factory,
-)
-from ._request import (
-    AgentResponse,
-    InlineQuestion,
-    InvalidRequestError,
-    PlainVerifyRequest,
-    ResponseCreateParams,
-    ResponsesVerifyRequest,
-    UnknownQuestionError,
-    VerifyRequest,
-    request_answer,
-    request_kind,
-)
-from ._fleet import (
-    REWARD_TASK_NAME,
-    FleetStalledError,
-    RewardJobKeys,
-    RewardJobSpec,
-    load_reward_job,
-    reward_job_id,
-    rollout_key,
-    score_rollouts_fleet,
-    store_reward_job,
-)
-from ._loop_gate import LoopSafeGate
-from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
-from ._scorer import RewardScorer, ScoredRollout, reward_resources
-from ._swap import EquivalenceVerdict, judge_equivalence
-from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
 
 __all__ = [
     "FAILURE_KINDS",
     "LINE_FIELD",
-    "REWARD_TASK_NAME",
     "AgentResponse",
     "ComponentSource",
     "EquivalenceVerdict",
@@ -85,7 +107,6 @@ __all__ = [
     "RewardBreakdown",
     "RewardComponent",
     "RewardConfig",
-    "RewardJobKeys",
     "RewardJobSpec",
     "RewardMode",
     "RewardScorer",
@@ -95,6 +116,7 @@ __all__ = [
     "UnknownQuestionError",
     "VerifleetRewardError",
     "VerifyRequest",
+    "build_scorer",
     "caching_caller_factory",
     "compose_reward",
     "judge_equivalence",
@@ -103,6 +125,7 @@ __all__ = [
     "normalise_trait",
     "request_answer",
     "request_kind",
+    "reward_config_for",
     "reward_job_id",
     "reward_resources",
     "rollout_key",
@@ -112,3 +135,6 @@ __all__ = [
     "trl_reward",
     "trl_reward_local",
 ]
+
+
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -23,10 +23,9 @@ from typing import Any
 
 import redis
 import zstandard
-from celery import Celery
 
 from verifleet.schemas import Benchmark, ModelConfig, VerifleetError
-from verifleet.store import DEFAULT_QUEUE, RedisTarget, redis_client
+from verifleet.store import DEFAULT_QUEUE, Broker, RewardJobKeys, RolloutRef, redis_client
 
 from ._config import RewardConfig
 from ._request import InvalidRequestError
@@ -43,9 +42,7 @@ from ._rollouts import (
 from ._scorer import RewardScorer
 
 __all__ = [
-    "REWARD_TASK_NAME",
     "FleetStalledError",
-    "RewardJobKeys",
     "RewardJobSpec",
     "load_reward_job",
     "reward_job_id",
@@ -54,39 +51,11 @@ __all__ = [
     "store_reward_job",
 ]
 
-REWARD_TASK_NAME = "verifleet.score_rollout"
-
 _INVALID = "invalid_request"
 
 
 class FleetStalledError(VerifleetError, TimeoutError):
     """No verdict arrived from the fleet for the stall timeout (no worker running?)."""
-
-
-@dataclass(frozen=True)
-class RewardJobKeys:
-    """Redis keys of one reward job (all under ``<prefix>:reward:<id>:``)."""
-
-    job_id: str
-    prefix: str = "vf"
-
-    def _k(self, name: str) -> str:
-        return f"{self.prefix}:reward:{self.job_id}:{name}"
-
-    @property
-    def spec(self) -> str:
-        """Hash: compressed benchmark, judges and reward config JSON."""
-        return self._k("spec")
-
-    @property
-    def rollouts(self) -> str:
-        """Hash: rollout key → compressed rollout JSON."""
-        return self._k("rollouts")
-
-    @property
-    def scores(self) -> str:
-        """Hash: rollout key → verdict fields JSON (written once)."""
-        return self._k("scores")
 
 
 @dataclass(frozen=True)
@@ -165,41 +134,6 @@ def load_reward_job(client: redis.Redis, job_id: str, *, prefix: str = "vf") -> 
     )
 
 
-class _Sender:
-    """Sends score tasks by name through one producer, in batches."""
-
-    def __init__(self, redis_url: str, queue: str, batch: int = 200) -> None:
-        self._app = Celery("verifleet-reward-client")
-        self._app.conf.update(
-            **RedisTarget.parse(redis_url).celery_settings(),
-            task_serializer="json",
-            accept_content=["json"],
-            task_ignore_result=True,
-            broker_connection_retry_on_startup=True,
-        )
-        self._queue = queue
-        self._batch = batch
-        self._pending: list[tuple[str, str]] = []
-
-    def add(self, job_id: str, key: str) -> None:
-        self._pending.append((job_id, key))
-        if len(self._pending) >= self._batch:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        with self._app.producer_or_acquire() as producer:
-            for job_id, key in self._pending:
-                self._app.send_task(
-                    REWARD_TASK_NAME, args=[job_id, key], queue=self._queue, producer=producer
-                )
-        self._pending = []
-
-    def close(self) -> None:
-        self._app.close()
-
-
 @dataclass
 class _Pending:
     line: int
@@ -245,7 +179,7 @@ def score_rollouts_fleet(
     report = RolloutReport()
     done = done_lines(out)
     writer = RolloutWriter(out, report, on_error)
-    sender = _Sender(redis_url, queue)
+    broker = Broker(redis_url, queue=queue)
     pending: deque[_Pending] = deque()
     last_progress = time.monotonic()
 
@@ -285,10 +219,14 @@ def score_rollouts_fleet(
             pipe.hsetnx(keys.rollouts, item.key, zc.compress(_canonical(item.rollout).encode()))
         pipe.hmget(keys.scores, [item.key for item in batch])
         *_, verdicts = pipe.execute()
-        for item, verdict in zip(batch, verdicts, strict=True):
-            if verdict is None:
-                sender.add(job_id, item.key)
-        sender.flush()
+        broker.send(
+            (
+                (RolloutRef(job_id=job_id, key=item.key), {})
+                for item, verdict in zip(batch, verdicts, strict=True)
+                if verdict is None
+            ),
+            batch_size=batch_size,
+        )
         pending.extend(batch)
         batch.clear()
 
@@ -313,7 +251,7 @@ def score_rollouts_fleet(
     finally:
         for key in (keys.spec, keys.rollouts, keys.scores):
             client.expire(key, ttl_seconds)
-        sender.close()
+        broker.close()
         writer.close()
         client.close()
     return report

@@ -2,8 +2,8 @@
 
 Everything the submitting side and the workers must agree on lives here and
 nowhere else: the key layout, unit references and their deterministic keys, the
-task names and queue, sending units through the broker, worker liveness, the
-endpoint-limit records, and the store itself. It imports only
+task names and queue, the Celery apps and sending tasks through the broker,
+worker liveness, the endpoint-limit records, and the store itself. It imports only
 :mod:`verifleet.schemas` (checked by the import contract in ``pyproject.toml``),
 so both sides can import it without pulling in each other's code.
 
@@ -15,29 +15,32 @@ counted from sets of keys, never from counters a redelivered task would bump twi
 
 from __future__ import annotations
 
-import importlib
 import typing
-from typing import Any
+
+from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
+    from ._celery import CLIENT_SETTINGS, celery_app, client_app
     from ._call_cache import DEFAULT_CACHE_MAX_ENTRIES, DEFAULT_CACHE_TTL_SECONDS, RedisCallCache
-    from ._keys import MAX_JOB_ID_LENGTH, JobKeys, job_id_problem, job_id_taken
+    from ._keys import MAX_JOB_ID_LENGTH, JobKeys, RewardJobKeys, job_id_problem, job_id_taken
     from ._ledger import CostLedger, JobCost
     from ._liveness import Liveness
     from ._lock import TokenLock
     from ._protocol import (
         BATCH_TASK_NAME,
         DEFAULT_QUEUE,
+        REWARD_TASK_NAME,
         SCENARIO_TASK_NAME,
         TASK_NAME,
         TASK_NAMES,
+        RolloutRef,
         UnitBatchRef,
         UnitRef,
     )
     from ._redis_url import TLS_ENV, RedisAccessError, RedisTarget, mask_password, redis_client
     from ._feeding import QueueFeeder
     from ._schedule import Schedule, unit_ref_at
-    from ._sending import send_units
+    from ._sending import Broker, send_units
     from ._progress import UnitWrite
     from ._store import JobProgress, JobStatus, ResultStore, UnfinishedJob, UnitStart
     from ._units import (
@@ -55,11 +58,15 @@ if typing.TYPE_CHECKING:
 # name -> the submodule that defines it, loaded on first use: a local run needs
 # the result keys, not redis or Celery
 _LAZY: dict[str, str] = {
+    "CLIENT_SETTINGS": "._celery",
+    "celery_app": "._celery",
+    "client_app": "._celery",
     "DEFAULT_CACHE_MAX_ENTRIES": "._call_cache",
     "DEFAULT_CACHE_TTL_SECONDS": "._call_cache",
     "RedisCallCache": "._call_cache",
     "MAX_JOB_ID_LENGTH": "._keys",
     "JobKeys": "._keys",
+    "RewardJobKeys": "._keys",
     "job_id_problem": "._keys",
     "job_id_taken": "._keys",
     "CostLedger": "._ledger",
@@ -67,6 +74,8 @@ _LAZY: dict[str, str] = {
     "Liveness": "._liveness",
     "BATCH_TASK_NAME": "._protocol",
     "DEFAULT_QUEUE": "._protocol",
+    "REWARD_TASK_NAME": "._protocol",
+    "RolloutRef": "._protocol",
     "SCENARIO_TASK_NAME": "._protocol",
     "TASK_NAME": "._protocol",
     "TASK_NAMES": "._protocol",
@@ -80,6 +89,7 @@ _LAZY: dict[str, str] = {
     "QueueFeeder": "._feeding",
     "Schedule": "._schedule",
     "unit_ref_at": "._schedule",
+    "Broker": "._sending",
     "send_units": "._sending",
     "UnitWrite": "._progress",
     "JobProgress": "._store",
@@ -101,14 +111,17 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "BATCH_TASK_NAME",
+    "CLIENT_SETTINGS",
     "DEFAULT_CACHE_MAX_ENTRIES",
     "DEFAULT_CACHE_TTL_SECONDS",
     "DEFAULT_QUEUE",
     "MAX_JOB_ID_LENGTH",
+    "REWARD_TASK_NAME",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
     "TLS_ENV",
+    "Broker",
     "CostLedger",
     "JobCost",
     "JobKeys",
@@ -120,6 +133,8 @@ __all__ = [
     "RedisCallCache",
     "RedisTarget",
     "ResultStore",
+    "RewardJobKeys",
+    "RolloutRef",
     "ScenarioUnit",
     "Schedule",
     "TokenLock",
@@ -129,6 +144,8 @@ __all__ = [
     "UnitRef",
     "UnitStart",
     "UnitWrite",
+    "celery_app",
+    "client_app",
     "count_units",
     "expand_scenario_units",
     "expand_units",
@@ -145,14 +162,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

@@ -1,11 +1,19 @@
-"""Redis key names of one job (all under ``vf:job:<id>:``)."""
+"""Redis key names of one job (all under ``vf:job:<id>:``) and of one reward job
+(``vf:reward:<id>:``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-__all__ = ["JOBS_INDEX", "MAX_JOB_ID_LENGTH", "JobKeys", "job_id_problem", "job_id_taken"]
+__all__ = [
+    "JOBS_INDEX",
+    "MAX_JOB_ID_LENGTH",
+    "JobKeys",
+    "RewardJobKeys",
+    "job_id_problem",
+    "job_id_taken",
+]
 
 JOBS_INDEX = "vf:jobs"
 
@@ -130,6 +138,33 @@ class JobKeys:
     def verdicts(self, pair_id: str, verdict: str) -> str:
         """Set of result keys of one model pair with one verdict (pass/fail/error)."""
         return f"{self.verdict_prefix}{pair_id}:{verdict}"
+
+
+@dataclass(frozen=True)
+class RewardJobKeys:
+    """Redis keys of one reward job (``verifleet reward --redis``: rollouts scored
+    by the workers), all under ``<prefix>:reward:<id>:``."""
+
+    job_id: str
+    prefix: str = "vf"
+
+    def _k(self, name: str) -> str:
+        return f"{self.prefix}:reward:{self.job_id}:{name}"
+
+    @property
+    def spec(self) -> str:
+        """Hash: compressed benchmark, judges and reward config JSON."""
+        return self._k("spec")
+
+    @property
+    def rollouts(self) -> str:
+        """Hash: rollout key → compressed rollout JSON."""
+        return self._k("rollouts")
+
+    @property
+    def scores(self) -> str:
+        """Hash: rollout key → verdict fields JSON (written once)."""
+        return self._k("scores")
 
 
 def job_id_taken(job_id: str) -> str:

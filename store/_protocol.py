@@ -10,9 +10,11 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "BATCH_TASK_NAME",
     "DEFAULT_QUEUE",
+    "REWARD_TASK_NAME",
     "SCENARIO_TASK_NAME",
     "TASK_NAME",
     "TASK_NAMES",
+    "RolloutRef",
     "UnitBatchRef",
     "UnitRef",
 ]
@@ -20,6 +22,9 @@ __all__ = [
 TASK_NAME = "verifleet.run_unit"
 SCENARIO_TASK_NAME = "verifleet.run_scenario"
 BATCH_TASK_NAME = "verifleet.run_units"
+#: The task that scores one rollout of a reward job (not a unit: the reaper and
+#: the feeders never see it).
+REWARD_TASK_NAME = "verifleet.score_rollout"
 TASK_NAMES = frozenset({TASK_NAME, SCENARIO_TASK_NAME, BATCH_TASK_NAME})
 """Every task that runs a unit of a job (its first argument is the job id)."""
 DEFAULT_QUEUE = "verifleet"
@@ -85,3 +90,23 @@ class UnitBatchRef(BaseModel):
             raise ValueError("a batch holds question units of one job")
         units = tuple((r.question_index, r.answering_index, r.replicate) for r in refs)
         return cls(job_id=refs[0].job_id, units=units)
+
+
+class RolloutRef(BaseModel):
+    """One rollout of a reward job (``verifleet reward --redis``), by its key in the
+    job's rollouts hash (:class:`~verifleet.store.RewardJobKeys`); scored by
+    :data:`REWARD_TASK_NAME`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    job_id: str
+    key: str
+
+    @property
+    def task_name(self) -> str:
+        """The task that scores this rollout."""
+        return REWARD_TASK_NAME
+
+    def task_args(self) -> list[object]:
+        """Positional arguments of the task message."""
+        return [self.job_id, self.key]

@@ -1,7 +1,12 @@
-"""Sending unit tasks through a Celery app, by task name, in bounded batches.
+"""The fleet's client: sending tasks through a Celery app, by task name, in bounded
+batches.
 
-Shared by the orchestrator's submit/resume and the workers' stall detector, so
-that a unit is sent the same way whoever sends it.
+Shared by the orchestrator's submit/resume/reverify, ``verifleet reward --redis``
+(:class:`Broker`) and the workers' stall detector (:func:`send_units` on the
+workers' own app), so that a task is sent the same way whoever sends it. The
+senders never import the workers' code: they send messages by name through one
+shared producer, in bounded batches (no chords, no big ``group()``: a large
+group's result pub/sub was dropped by Redis for its output buffer and hung a run).
 """
 
 from __future__ import annotations
@@ -10,11 +15,43 @@ from collections.abc import Iterable
 
 from celery import Celery
 
-from ._protocol import UnitBatchRef, UnitRef
+from ._celery import client_app
+from ._protocol import DEFAULT_QUEUE, RolloutRef, UnitBatchRef, UnitRef
 
-_Ref = UnitRef | UnitBatchRef
+_Ref = UnitRef | UnitBatchRef | RolloutRef
 
-__all__ = ["send_units"]
+__all__ = ["Broker", "send_units"]
+
+
+class Broker:
+    """Sends tasks to the workers' queue on ``redis_url``.
+
+    Raises:
+        ConfigError: a malformed URL or TLS option (see ``RedisTarget``).
+    """
+
+    def __init__(self, redis_url: str, *, queue: str = DEFAULT_QUEUE) -> None:
+        self.queue = queue
+        self.app = client_app("verifleet-client", redis_url)
+
+    def send(
+        self,
+        units: Iterable[tuple[_Ref, dict[str, str]]],
+        *,
+        batch_size: int = 500,
+        queue: str | None = None,
+    ) -> int:
+        """Send one task per unit, batch of units or rollout to ``queue`` (by
+        default the broker's); returns how many were sent.
+
+        Raises:
+            redis.RedisError: as :func:`send_units`.
+        """
+        return send_units(self.app, units, queue=queue or self.queue, batch_size=batch_size)
+
+    def close(self) -> None:
+        """Release broker connections."""
+        self.app.close()
 
 
 def send_units(
@@ -24,14 +61,14 @@ def send_units(
     queue: str,
     batch_size: int = 500,
 ) -> int:
-    """Send one task per unit (or per batch of units) to ``queue``; returns how
-    many messages were sent.
+    """Send one task per unit (or per batch of units, or per rollout) to ``queue``;
+    returns how many messages were sent.
 
     Memory stays flat: units are consumed lazily and each batch goes to Redis as
     one pipeline through one producer (kombu's publish batch), not one round
     trip and one client object per message, which measured here was most of a
-    submit's CPU time. No chords and no ``group()``
-    (why: ``orchestrator/_fleet/broker.py``).
+    submit's CPU time. No chords and no ``group()`` (why: this module's
+    docstring).
 
     Raises:
         redis.RedisError: the broker is unreachable; messages of the batch in

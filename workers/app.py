@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from verifleet.store import DEFAULT_QUEUE, RedisTarget
+from verifleet.store import DEFAULT_QUEUE, celery_app
 
 from ._settings import WorkerSettings
 
@@ -20,14 +20,17 @@ __all__ = ["app", "make_app"]
 
 
 def make_app(settings: WorkerSettings | None = None) -> Celery:
-    """Build a configured Celery app (one per process)."""
+    """Build a configured Celery app (one per process; :func:`~verifleet.store.celery_app`
+    with the workers' settings).
+
+    Raises:
+        ConfigError: a malformed Redis URL or TLS option, or a bad ``VERIFLEET_*`` setting.
+    """
     settings = settings or WorkerSettings.from_env()
-    celery_app = Celery(
-        "verifleet", include=["verifleet.workers.tasks", "verifleet.workers.reward_tasks"]
-    )
-    celery_app.conf.update(
-        # The broker URL and, for rediss://, the TLS options the store uses too.
-        **RedisTarget.parse(settings.redis_url).celery_settings(),
+    app = celery_app(
+        "verifleet",
+        settings.redis_url,
+        include=["verifleet.workers.tasks", "verifleet.workers.reward_tasks"],
         task_acks_late=True,
         worker_prefetch_multiplier=1,
         task_reject_on_worker_lost=True,
@@ -36,7 +39,6 @@ def make_app(settings: WorkerSettings | None = None) -> Celery:
         task_default_queue=DEFAULT_QUEUE,
         task_serializer="json",
         accept_content=["json"],
-        broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": settings.visibility_timeout,
             "unacked_restore_interval": settings.restore_interval,
@@ -48,8 +50,8 @@ def make_app(settings: WorkerSettings | None = None) -> Celery:
         worker_pool="threads",
         worker_concurrency=32,
     )
-    celery_app.conf.verifleet_settings = settings
-    return celery_app
+    app.conf.verifleet_settings = settings
+    return app
 
 
 app = make_app()

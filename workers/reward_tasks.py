@@ -23,19 +23,17 @@ from pydantic import TypeAdapter, ValidationError
 from verifleet.limits import RedisCallGate
 from verifleet.pipeline import PipelineResources
 from verifleet.reward import (
-    REWARD_TASK_NAME,
     InvalidRequestError,
     PlainVerifyRequest,
     RedisJudgeCache,
     ResponsesVerifyRequest,
-    RewardJobKeys,
     RewardScorer,
     VerifyRequest,
     load_reward_job,
     reward_resources,
 )
 from verifleet.sandbox import default_pool
-from verifleet.store import ResultStore
+from verifleet.store import REWARD_TASK_NAME, ResultStore, RewardJobKeys
 
 from ._settings import WorkerSettings
 from .app import app

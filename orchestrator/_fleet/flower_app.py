@@ -11,17 +11,10 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
-
-from verifleet.store import RedisTarget
+from verifleet.store import celery_app
 
 __all__ = ["app"]
 
-app = Celery("verifleet-flower")
 # `verifleet flower` always sets the URL. Without it (a plain import, as the tests'
 # import-everything check does) the app stays unconfigured rather than failing.
-if os.environ.get("VERIFLEET_REDIS_URL"):
-    app.conf.update(
-        **RedisTarget.parse(os.environ["VERIFLEET_REDIS_URL"]).celery_settings(),
-        broker_connection_retry_on_startup=True,
-    )
+app = celery_app("verifleet-flower", os.environ.get("VERIFLEET_REDIS_URL") or None)

@@ -25,9 +25,8 @@ from verifleet.schemas import (
     VerificationResult,
     VerificationResultSet,
 )
-from verifleet.store import DEFAULT_QUEUE, JobProgress, JobStatus, ResultStore
+from verifleet.store import DEFAULT_QUEUE, Broker, JobProgress, JobStatus, ResultStore
 
-from .broker import Broker
 from .submit import resume_job, submit_job
 
 __all__ = ["Job", "redis_url_from"]

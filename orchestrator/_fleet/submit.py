@@ -30,6 +30,7 @@ from verifleet.schemas import (
     compute_template_id,
 )
 from verifleet.store import (
+    Broker,
     ResultStore,
     count_units,
     job_id_problem,
@@ -37,8 +38,6 @@ from verifleet.store import (
     unit_messages,
 )
 from verifleet.templates import source_digest
-
-from .broker import Broker
 
 __all__ = [
     "JobCheck",

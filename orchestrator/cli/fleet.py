@@ -296,9 +296,8 @@ def _submit(args: argparse.Namespace) -> int:
     from verifleet.errors import JobRejectedError
     from verifleet.results import location_problem
     from verifleet.schemas import load_benchmark
-    from verifleet.store import ResultStore, mask_password
+    from verifleet.store import Broker, ResultStore, mask_password
 
-    from .._fleet.broker import Broker
     from .._fleet.submit import check_job, job_id_refusal, submit_job
     from ._console import make_console
     from ._sandbox import start_sandbox

@@ -213,9 +213,8 @@ def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) ->
         ConfigError: RESULTS is not a fleet job.
     """
     from verifleet.schemas import ConfigError
-    from verifleet.store import ResultStore, mask_password
+    from verifleet.store import Broker, ResultStore, mask_password
 
-    from .._fleet.broker import Broker
     from .._fleet.submit import submit_job
 
     if not name.startswith("job:"):

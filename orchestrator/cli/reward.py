@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import ConfigError
 
+from ._reward_args import add_reward_arguments, reward_setup
 from ._sandbox import start_sandbox
-from .serve import add_reward_arguments, reward_setup
 
 if TYPE_CHECKING:
     from verifleet.reward import LineError

@@ -25,32 +25,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import ConfigError
-from verifleet.web import is_loopback
 
-from .._serve_defaults import (
+# The service's package loads its names on first use: the defaults, not FastAPI.
+from verifleet.reward.serve import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from .._serve_heap import settle_heap
+from verifleet.web import is_loopback
+
 from ._nemo_gym import add_nemo_gym_arguments, write_nemo_gym_dir
-from ._sandbox import add_sandbox_argument, start_sandbox
-from .cache import open_cache
-from .config import LOCAL, add_cost_arguments, apply_cost_arguments, missing_credentials
+from ._reward_args import add_reward_arguments, reward_setup
+from ._sandbox import start_sandbox
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from verifleet.reward import RewardConfig, RewardScorer
+    from verifleet.reward import RewardScorer
     from verifleet.schemas import ModelConfig
 
 # The reward stack, the schemas and the app are imported by the functions that use
@@ -59,11 +57,8 @@ if TYPE_CHECKING:
 __all__ = [
     "SERVE_STATE_ENV",
     "TOKEN_ENV",
-    "add_reward_arguments",
     "check_exposure",
-    "judge_models",
     "register",
-    "reward_setup",
     "worker_app",
 ]
 
@@ -88,199 +83,6 @@ examples:
   verifleet serve bench.yaml --host 127.0.0.1 --port 8080   # the proxy terminates TLS
   curl -s https://reward.example.org/verify -H "authorization: Bearer $VERIFLEET_SERVE_TOKEN" ...
 """
-
-
-def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags ``serve`` and ``reward`` share."""
-    add_sandbox_argument(parser)
-    parser.add_argument(
-        "--parsing",
-        nargs="+",
-        metavar="MODEL",
-        default=[LOCAL],
-        help="judge model(s): provider:model, http(s)://url#model, or 'local' (the bundled "
-        "SmolLM2 on a llama-server this command starts; the default)",
-    )
-    parser.add_argument(
-        "--reward-config",
-        type=Path,
-        help="YAML/JSON reward config (default: the benchmark's custom_metadata.reward, "
-        "else binary)",
-    )
-    parser.add_argument(
-        "--trust-callables",
-        action="store_true",
-        help="allow pickled callable rubric traits (unpickling runs arbitrary code)",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse the benchmark when a question's template does not compile or is refused "
-        "(default: that question's rollouts fail, with the error in their results)",
-    )
-    add_cost_arguments(parser, budget=False)
-
-
-def judge_models(specs: list[str], stack: contextlib.ExitStack) -> list[ModelConfig]:
-    """Judge models from command-line specs, at temperature 0. ``local`` starts the
-    bundled model, which stays up until ``stack`` closes.
-
-    Raises:
-        ConfigError: a spec has none of the accepted forms.
-        LocalLLMError: the local model cannot be started.
-    """
-    from verifleet.schemas import ModelConfig
-
-    local_spec: str | None = None
-    models = []
-    for spec in specs:
-        if spec == LOCAL:
-            if local_spec is None:
-                from verifleet.orchestrator import LocalLLMServer
-
-                print("starting the local model (llama.cpp server + SmolLM2) ...", file=sys.stderr)
-                local_spec = stack.enter_context(LocalLLMServer()).spec
-            # A tiny model needs room for structured JSON replies.
-            models.append(ModelConfig.parse(local_spec, temperature=0.0, max_tokens=512))
-        else:
-            models.append(ModelConfig.parse(spec, temperature=0.0))
-    return models
-
-
-def _reward_config(path: Path | None, metadata: dict[str, Any]) -> RewardConfig:
-    """The file's config, else the benchmark's own (``custom_metadata.reward``),
-    else binary rewards."""
-    from verifleet.reward import RewardConfig, load_reward_config
-
-    if path is not None:
-        return load_reward_config(path)
-    if "reward" in metadata:
-        return RewardConfig.build(metadata["reward"])
-    return RewardConfig()
-
-
-def reward_setup(
-    args: argparse.Namespace,
-    stack: contextlib.ExitStack,
-    *,
-    redis_url: str | None,
-    models: list[ModelConfig] | None = None,
-    shared_limits: float | None = None,
-) -> RewardScorer:
-    """The scorer for the benchmark, judges and reward config named by the flags;
-    its judge-call cache is shared through Redis when ``redis_url`` is set, and
-    with ``shared_limits`` (the seconds one request may take) so are the judges'
-    endpoint limits (the fleet's call gate). A ``local`` judge runs until
-    ``stack`` closes.
-
-    A question whose template does not compile or is refused fails alone: its
-    requests get results carrying the error (and the config's error reward); a
-    scenario that failed validation is warned about in the words ``run`` and
-    ``submit`` use (the server scores questions only); ``--strict`` refuses the
-    benchmark for either instead.
-
-    Raises:
-        BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
-            template does not compile or is refused, or a scenario failed
-            validation.
-        ConfigError: a bad model spec or reward config, a malformed Redis URL, or
-            a missing API key.
-        RedisAccessError: Redis is unreachable or refuses the password or TLS.
-    """
-    from verifleet.limits import RedisCallGate
-    from verifleet.reward import (
-        LoopSafeGate,
-        MemoryJudgeCache,
-        RedisJudgeCache,
-        RewardScorer,
-        reward_resources,
-    )
-    from verifleet.schemas import BenchmarkLoadError, load_benchmark
-    from verifleet.store import RedisTarget
-
-    from .._fleet.submit import template_problems
-
-    benchmark = load_benchmark(
-        args.benchmark, trust_callables=args.trust_callables, validate_templates=False
-    )
-    failing = template_problems(benchmark)
-    if failing and args.strict:
-        raise BenchmarkLoadError(
-            f"--strict: {len(failing)} problem(s) that would fail alone:\n  "
-            + "\n  ".join(failing),
-            path=str(args.benchmark),
-        )
-    for problem in failing:
-        print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
-    if models is None:
-        models = judge_models(args.parsing, stack)
-    reward = _reward_config(args.reward_config, benchmark.custom_metadata)
-    gate = None
-    cache: Any = MemoryJudgeCache()
-    if redis_url:
-        target = RedisTarget.parse(redis_url)
-        target.check()  # a wrong password or CA fails here, not on the first request
-        client = target.client()
-        cache = RedisJudgeCache(client)
-        if shared_limits is not None:
-            # The fleet's endpoint limits (window, budgets, pauses), shared by
-            # every --workers process and by the fleet's workers on the same
-            # Redis. A lease outlives the request (and so its judge calls); a
-            # call waits for its slot at most as long as its request may take.
-            gate = LoopSafeGate(
-                RedisCallGate(client, lease_seconds=shared_limits + 30.0, max_wait=shared_limits)
-            )
-    resources = reward_resources(cache, call_gate=gate)
-    # The operator's benchmark is the server's one job: its templates share a
-    # warm template process per executor (a template process per source, as
-    # for inline questions, meant a fork and a compile for most calls of a
-    # benchmark with more templates than an executor keeps processes).
-    scope = (
-        "serve-"
-        + hashlib.sha256(
-            "\0".join(q.answer_template or "" for q in benchmark.questions).encode()
-        ).hexdigest()[:16]
-    )
-    scorer = RewardScorer(
-        benchmark,
-        models,
-        reward,
-        resources=resources,
-        sandbox_scope=scope,
-        inline_executors=_inline_executors(args),
-    )
-    _with_cost_and_cache(scorer, args, redis_url)
-    problems = missing_credentials(scorer.config)
-    if problems:
-        raise ConfigError("; ".join(problems))
-    return scorer
-
-
-def _inline_executors(args: argparse.Namespace) -> int:
-    """``--inline-executors`` (serve only): None means as many as the benchmark's."""
-    count = getattr(args, "inline_executors", 0)
-    if count is None:
-        from verifleet.sandbox import SandboxSettings
-
-        return SandboxSettings.from_env().pool_size
-    return int(count)
-
-
-def _with_cost_and_cache(
-    scorer: RewardScorer, args: argparse.Namespace, redis_url: str | None
-) -> None:
-    """``--cache`` (the fleet's call cache with ``redis_url``, else the local file)
-    and ``--pricing`` on the scorer's judge calls (docs/iterating.md)."""
-    data: dict[str, Any] = {}
-    apply_cost_arguments(data, args, None)
-    if data.get("cache"):
-        scorer.resources.call_cache = open_cache(redis_url)
-    if data:
-        import dataclasses
-
-        scorer.config = scorer.config.model_copy(update=data)
-        # Units run against the scorer's spec: it must carry the same config.
-        scorer.spec = dataclasses.replace(scorer.spec, config=scorer.config)
 
 
 def register(commands: Any) -> None:
@@ -436,8 +238,7 @@ def check_exposure(
 
 
 def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
-    from .._serve_access import parse_networks
-    from ..serve import service_for
+    from verifleet.reward.serve import parse_networks, service_for
 
     # The scorer itself, not one rebuilt from its parts: --cache and --pricing
     # changed its config after it was built.
@@ -499,6 +300,7 @@ def worker_app() -> FastAPI:
     Raises:
         KeyError: not started by ``verifleet serve --workers``.
     """
+    from verifleet.reward.serve import settle_heap
     from verifleet.schemas import ModelConfig
 
     state = json.loads(os.environ[SERVE_STATE_ENV])
@@ -526,7 +328,7 @@ def _listen_for_probes(args: argparse.Namespace, app: Any) -> None:
         OSError: the port cannot be bound.
     """
     if getattr(args, "health_port", None):
-        from .._serve_health import HealthListener
+        from verifleet.reward.serve import HealthListener
 
         HealthListener(args.host, args.health_port, app.routes_fast.admission).start()
 
@@ -534,15 +336,13 @@ def _listen_for_probes(args: argparse.Namespace, app: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .._serve_protocol import CoalescingHttpToolsProtocol
+    from verifleet.reward.serve import CoalescingHttpToolsProtocol, parse_networks, settle_heap
 
     if args.nemo_gym_dir is not None:
         assert _PARSER is not None
         server = write_nemo_gym_dir(_PARSER, args)
         print(f"wrote the NeMo Gym server directory {server} (docs/reward.md, NeMo Gym)")
         return 0
-    from .._serve_access import parse_networks
-
     networks = parse_networks(args.allow_net)  # a bad CIDR fails here, not in the app
     tokens = _tokens(args)  # an unreadable or empty --tokens-file fails here
     check_exposure(
@@ -569,7 +369,7 @@ def _serve(args: argparse.Namespace) -> int:
             "port": args.port,
             "log_level": "warning",
             "access_log": False,
-            # httptools, each reply written in one system call (_serve_protocol).
+            # httptools, each reply written in one system call (reward/serve/_protocol.py).
             "http": CoalescingHttpToolsProtocol,
             "loop": "uvloop",
             # Thousands of RL rollouts arrive at once: the kernel's accept queue

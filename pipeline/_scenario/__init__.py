@@ -5,9 +5,9 @@ Re-exported by :mod:`verifleet.pipeline`; import from there.
 
 from __future__ import annotations
 
-import importlib
 import typing
-from typing import Any
+
+from verifleet import _lazy
 
 if typing.TYPE_CHECKING:
     from ._outcomes import evaluate_outcomes
@@ -34,14 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)

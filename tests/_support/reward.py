@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from _support.asgi_thread import serve_in_thread
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import RewardConfig, reward_resources
+from verifleet.reward.serve import create_app
 from verifleet.schemas import Benchmark, LLMRubricTrait, ModelConfig, Question, RegexTrait, Rubric
 
 GEO_TEMPLATE = textwrap.dedent(

@@ -201,7 +201,7 @@ def test_the_reward_servers_setup_warns_in_the_same_words_and_strict_refuses(
     """``serve`` and ``reward`` share this setup; the reward server scores questions,
     so a broken scenario does not stop it, and ``--strict`` refuses the benchmark."""
     from verifleet.orchestrator.cli import build_parser
-    from verifleet.orchestrator.cli.serve import reward_setup
+    from verifleet.orchestrator.cli._reward_args import reward_setup
     from verifleet.schemas import BenchmarkLoadError
 
     path = _broken_checkpoint(tmp_path)

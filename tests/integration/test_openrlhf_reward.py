@@ -27,8 +27,8 @@ from _support.redis_server import free_port
 from _support.reward import CORRECT, QUESTION, geo_benchmark
 from _support.tiny_rl import CAPITALS_REWARD, capitals_benchmark, question_text, word_tokenizer
 
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import RewardConfig, reward_resources
+from verifleet.reward.serve import create_app
 from verifleet.schemas import Benchmark, ModelConfig
 
 OPENRLHF = "openrlhf==0.11.2"

@@ -29,13 +29,13 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import (
     JudgeCache,
     RedisJudgeCache,
     RewardConfig,
     reward_resources,
 )
+from verifleet.reward.serve import create_app
 from verifleet.schemas import ModelConfig, dump_benchmark
 
 HYBRID = RewardConfig.build(
@@ -309,7 +309,7 @@ def test_serve_contains_a_broken_template_to_its_question_unless_strict(
     import contextlib
 
     from verifleet.orchestrator.cli import build_parser
-    from verifleet.orchestrator.cli.serve import reward_setup
+    from verifleet.orchestrator.cli._reward_args import reward_setup
     from verifleet.reward import PlainVerifyRequest
     from verifleet.schemas import BenchmarkLoadError
 

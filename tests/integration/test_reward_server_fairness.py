@@ -24,8 +24,8 @@ from _support.asgi_thread import serve_in_thread
 from _support.reward import CORRECT, JUDGE_ANSWERS, geo_benchmark
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import RewardConfig, reward_resources
+from verifleet.reward.serve import create_app
 from verifleet.schemas import ModelConfig
 
 pytestmark = pytest.mark.integration

@@ -17,8 +17,8 @@ from _support.redis_server import free_port
 from _support.reward import CORRECT, JUDGE_ANSWERS, WRONG, geo_benchmark
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import RewardConfig
+from verifleet.reward.serve import create_app
 from verifleet.schemas import ModelConfig
 
 pytestmark = pytest.mark.integration

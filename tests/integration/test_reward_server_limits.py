@@ -26,7 +26,7 @@ from _support.reward import CORRECT, JUDGE_ANSWERS, WRONG, geo_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.limits import RedisCallGate
 from verifleet.orchestrator.cli import build_parser
-from verifleet.orchestrator.cli.serve import reward_setup
+from verifleet.orchestrator.cli._reward_args import reward_setup
 from verifleet.pipeline import run_bridged
 from verifleet.reward import LoopSafeGate, PlainVerifyRequest, RewardScorer
 from verifleet.schemas import ModelConfig, dump_benchmark

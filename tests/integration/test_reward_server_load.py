@@ -22,9 +22,8 @@ from _support.asgi_thread import serve_in_thread
 from _support.reward import CORRECT, JUDGE_ANSWERS, WRONG, geo_benchmark
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator._serve_protocol import CoalescingHttpToolsProtocol
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import RewardConfig, reward_resources
+from verifleet.reward.serve import CoalescingHttpToolsProtocol, create_app
 from verifleet.schemas import ModelConfig
 
 pytestmark = pytest.mark.integration

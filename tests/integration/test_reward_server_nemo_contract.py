@@ -23,8 +23,8 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator._serve_access import parse_networks
 from verifleet.reward import RewardConfig
+from verifleet.reward.serve import parse_networks
 from verifleet.schemas import ConfigError
 
 pytestmark = pytest.mark.integration

@@ -28,9 +28,9 @@ from _support.redis_server import free_port
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator._fleet.job import Job
 from verifleet.orchestrator._local.runner import LocalRunner
-from verifleet.orchestrator.serve import create_app
 from verifleet.pipeline import PipelineResources
 from verifleet.reward import RewardConfig, reward_resources
+from verifleet.reward.serve import create_app
 from verifleet.sandbox import SandboxPool, SandboxSettings
 from verifleet.schemas import ModelConfig, VerificationConfig, VerificationResult
 from verifleet.store import JobStatus

@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator.cli import build_parser
-from verifleet.orchestrator.cli.serve import _app, reward_setup
+from verifleet.orchestrator.cli._reward_args import reward_setup
+from verifleet.orchestrator.cli.serve import _app
 from verifleet.schemas import dump_benchmark
 
 pytestmark = pytest.mark.integration

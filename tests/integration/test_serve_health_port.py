@@ -11,8 +11,8 @@ import pytest
 from _support.redis_server import free_port
 
 from verifleet import __version__
-from verifleet.orchestrator._serve_admission import Admission
-from verifleet.orchestrator._serve_health import HealthListener
+from verifleet.reward.serve import HealthListener
+from verifleet.reward.serve._admission import Admission
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from verifleet.orchestrator._serve_heap import GEN0_THRESHOLD
+from verifleet.reward.serve._heap import GEN0_THRESHOLD
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,7 @@ def test_settle_heap_freezes_what_is_alive_and_spaces_young_collections() -> Non
     script = textwrap.dedent(
         """
         import gc
-        from verifleet.orchestrator._serve_heap import settle_heap
+        from verifleet.reward.serve import settle_heap
         kept = [[i] for i in range(5000)]  # alive at start-up, like a benchmark
         assert gc.get_freeze_count() == 0
         settle_heap()

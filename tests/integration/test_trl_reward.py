@@ -15,7 +15,6 @@ from _support.redis_server import free_port
 from _support.reward import CORRECT, JUDGE_ANSWERS, PARTIAL, QUESTION, WRONG, geo_benchmark
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.orchestrator.serve import create_app
 from verifleet.reward import (
     RewardConfig,
     RewardScorer,
@@ -24,6 +23,7 @@ from verifleet.reward import (
     trl_reward,
     trl_reward_local,
 )
+from verifleet.reward.serve import create_app
 from verifleet.schemas import ModelConfig
 
 CONTINUOUS = RewardConfig(mode="continuous")

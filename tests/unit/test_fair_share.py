@@ -15,9 +15,9 @@ import asyncio
 import pytest
 
 from verifleet.errors import ConfigError
-from verifleet.orchestrator._serve_access import CallerIdentity
-from verifleet.orchestrator._serve_admission import Admission
 from verifleet.pipeline import FairShare
+from verifleet.reward.serve._access import CallerIdentity
+from verifleet.reward.serve._admission import Admission
 from verifleet.web import bearer_token_ok
 
 

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from verifleet.orchestrator._fleet.broker import Broker
 from verifleet.orchestrator.cli import main
 from verifleet.orchestrator.cli.serve import check_exposure
 from verifleet.orchestrator.cli.worker import flower_command
 from verifleet.schemas import ConfigError
-from verifleet.store import RedisTarget, mask_password
+from verifleet.store import Broker, RedisTarget, mask_password
 from verifleet.workers._settings import WorkerSettings
 from verifleet.workers.app import make_app
 

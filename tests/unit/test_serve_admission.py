@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifleet.orchestrator._serve_admission import Admission
+from verifleet.reward.serve._admission import Admission
 
 
 def test_admission_takes_places_all_or_none_and_suggests_a_wait() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from verifleet.orchestrator._serve_protocol import CoalescingTransport
+from verifleet.reward.serve._protocol import CoalescingTransport
 
 
 async def _exchange(close_in_same_turn: bool) -> bytes:

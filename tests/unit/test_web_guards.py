@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
 from verifleet.orchestrator import write_results
-from verifleet.orchestrator._serve_admission import Admission
-from verifleet.orchestrator.serve import _guarded
+from verifleet.reward.serve._admission import Admission
+from verifleet.reward.serve._app import _guarded
 from verifleet.viewer import FileRun, create_app
 from verifleet.web import host_allowed, is_loopback
 

@@ -1,5 +1,5 @@
 """The reward service: ``POST /verify``, ``POST /verify/batch``, ``GET /health``,
-``GET /ready``, OpenRLHF's ``POST /get_reward`` (:mod:`._serve_openrlhf`) and the
+``GET /ready``, OpenRLHF's ``POST /get_reward`` (:mod:`._openrlhf`) and the
 OpenAPI document.
 
 Status codes: 200 with the reward; 400 for a body that is not JSON; 401 without
@@ -8,14 +8,14 @@ it); 403 for a ``Host`` the server does not answer to (DNS rebinding); 404 for a
 unknown question id; 413 for a body over the size limit; 422 for a body of the
 wrong shape or a response with nothing to verify; 503 with ``Retry-After`` when
 ``max_inflight`` rollouts are being scored already, or the caller holds its fair
-share of them while others are active (:mod:`._serve_admission`); 500 only for faults of the
+share of them while others are active (:mod:`._admission`); 500 only for faults of the
 server itself. A request that could not be verified for an infrastructure reason
 (judge unreachable or refusing, a sandbox executor failure, the deadline) is never
 answered as a score: 502/503/504 with ``reward: null`` and the failure, or (with
 ``infra_errors="null"``) 200 with ``reward: null`` and the failure.
 
 ``/verify``, ``/verify/batch``, ``/health`` and ``/ready`` are served as plain ASGI
-(:mod:`._serve_routes`) behind the guards; the FastAPI app declares them for the
+(:mod:`._routes`) behind the guards; the FastAPI app declares them for the
 OpenAPI document and serves the rest. Every request is scored on the event loop
 (:func:`~verifleet.pipeline.run_bridged`):
 judge calls are asynchronous HTTP, sandbox calls run in worker threads, so neither
@@ -47,18 +47,17 @@ from verifleet.reward import (
 from verifleet.schemas import Benchmark, ConfigError, ModelConfig, VerificationResult
 from verifleet.web import ASGIApp, BearerAuth, BodyLimit, HostCheck, Receive, Scope, Send
 
-from ._serve_access import CallerIdentity, ClientNetworks, FairBy, Network
-from ._serve_admission import Admission, AdmissionGate
-from ._serve_batch import BATCH_PATH
-from ._serve_defaults import (
+from ._access import CallerIdentity, ClientNetworks, FairBy, Network
+from ._admission import Admission, AdmissionGate
+from ._batch import BATCH_PATH
+from ._defaults import (
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_REQUEST_TIMEOUT,
 )
-from ._serve_openrlhf import OPENRLHF_PATH, declare_openrlhf, openrlhf_route
-from ._serve_routes import (
-    FAILURE_STATUS,
+from ._openrlhf import OPENRLHF_PATH, declare_openrlhf, openrlhf_route
+from ._routes import (
     HEALTH_PATH,
     READY_PATH,
     VERIFY_PATH,
@@ -66,15 +65,9 @@ from ._serve_routes import (
     ServiceRoutes,
 )
 
+# The package's __init__ is the public API; this module defines the app.
 __all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_INFLIGHT",
-    "DEFAULT_REQUEST_TIMEOUT",
-    "FAILURE_STATUS",
-    "HEALTH_PATH",
-    "READY_PATH",
     "HealthResponse",
-    "InfraErrors",
     "RewardService",
     "VerifyResponse",
     "create_app",
@@ -277,7 +270,7 @@ def create_app(
             share the benchmark's; see :class:`~verifleet.reward.RewardScorer`).
         fair_share: How callers are told apart for their fair shares of the
             in-flight places and the sandbox executors
-            (:class:`~._serve_access.CallerIdentity`; ``off``: first come,
+            (:class:`~._access.CallerIdentity`; ``off``: first come,
             first served).
 
     Raises:

@@ -16,7 +16,7 @@ from typing import Any
 from verifleet.pipeline import run_bridged
 from verifleet.reward import Failure, RewardScorer, ScoredRollout
 
-from ._serve_protocol import OnDisconnect
+from ._protocol import OnDisconnect
 
 __all__ = [
     "DisconnectWatch",

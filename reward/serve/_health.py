@@ -25,7 +25,7 @@ from typing import Any
 
 from verifleet._version import __version__
 
-from ._serve_admission import Admission
+from ._admission import Admission
 
 __all__ = ["HealthListener"]
 

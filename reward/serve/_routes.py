@@ -29,11 +29,11 @@ from verifleet.reward import (
 )
 from verifleet.web import Receive, Scope, Send, bearer_token_ok
 
-from ._serve_admission import Admission
-from ._serve_batch import BATCH_PATH, REQUEST, BatchReply, score_batch, validation_problems
-from ._serve_nemo import NemoGymRoutes, add_component_fields, failsafe_fields
-from ._serve_protocol import DISCONNECT_EXTENSION, OnDisconnect
-from ._serve_scoring import score_on_loop
+from ._admission import Admission
+from ._batch import BATCH_PATH, REQUEST, BatchReply, score_batch, validation_problems
+from ._nemo import NemoGymRoutes, add_component_fields, failsafe_fields
+from ._protocol import DISCONNECT_EXTENSION, OnDisconnect
+from ._scoring import score_on_loop
 
 __all__ = [
     "FAILURE_STATUS",
@@ -143,7 +143,7 @@ class ServiceRoutes:
         timeout: Seconds one rollout may take.
         max_batch: Rollouts one batch may carry.
         infra_errors: How ``/verify`` answers an infrastructure failure
-            (``failsafe``: NeMo Gym's judge-failure shape, :mod:`._serve_nemo`).
+            (``failsafe``: NeMo Gym's judge-failure shape, :mod:`._nemo`).
         token: The bearer token (``/health`` details need it, or one of the
             tokens when several), if any.
     """
@@ -277,7 +277,7 @@ class ServiceRoutes:
         await _send(send, status, payload, {"retry-after": "1"} if status == 503 else None)
 
     async def verify_batch(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Many rollouts, one entry each, in order (:mod:`._serve_batch`)."""
+        """Many rollouts, one entry each, in order (:mod:`._batch`)."""
         raw = await _body(receive)
         if raw is None:
             return

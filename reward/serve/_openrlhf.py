@@ -29,11 +29,11 @@ from fastapi import FastAPI
 
 from verifleet.reward import RewardScorer
 
-from ._serve_admission import Admission
-from ._serve_batch import BatchReply, score_rollouts
-from ._serve_protocol import OnDisconnect
-from ._serve_routes import FAILURE_STATUS, BodyRoute, decode_json
-from ._serve_scoring import Receive
+from ._admission import Admission
+from ._batch import BatchReply, score_rollouts
+from ._protocol import OnDisconnect
+from ._routes import FAILURE_STATUS, BodyRoute, decode_json
+from ._scoring import Receive
 
 __all__ = ["END_MARKERS", "OPENRLHF_PATH", "declare_openrlhf", "openrlhf_route"]
 

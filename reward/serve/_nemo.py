@@ -159,7 +159,7 @@ class NemoGymRoutes:
     ``/close_session``, ``/aggregate_metrics``, ``GET /reverify_mode``)."""
 
     def routes(self) -> dict[tuple[str, str], Handler]:
-        """(method, path) -> handler, for :class:`~._serve_routes.ServiceRoutes`."""
+        """(method, path) -> handler, for :class:`~._routes.ServiceRoutes`."""
         return {
             ("POST", SEED_PATH): self.seed_session,
             ("POST", CLOSE_PATH): self.close_session,

@@ -30,9 +30,9 @@ from verifleet.reward import (
     VerifyRequest,
 )
 
-from ._serve_admission import Admission, refusal
-from ._serve_protocol import OnDisconnect
-from ._serve_scoring import DisconnectWatch, Receive, score_on_loop
+from ._admission import Admission, refusal
+from ._protocol import OnDisconnect
+from ._scoring import DisconnectWatch, Receive, score_on_loop
 
 __all__ = [
     "BATCH_PATH",

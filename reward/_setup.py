@@ -1,0 +1,108 @@
+"""The scorer of a reward service or a rollout file: its judge cache and endpoint
+limits (shared through Redis when given), its sandbox scope, and the reward config
+a benchmark carries.
+
+``verifleet serve``, its ``--workers`` processes and ``verifleet reward`` build
+their scorer here; the CLI only reads the flags (the benchmark, the judges, the
+cost options) and hands them on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from verifleet.limits import RedisCallGate
+from verifleet.pipeline import CallCache
+from verifleet.schemas import Benchmark, ModelConfig
+from verifleet.store import RedisTarget
+
+from ._config import RewardConfig, load_reward_config
+from ._judge_cache import JudgeCache, MemoryJudgeCache, RedisJudgeCache
+from ._loop_gate import LoopSafeGate
+from ._scorer import RewardScorer, reward_resources
+
+__all__ = ["build_scorer", "reward_config_for"]
+
+
+def reward_config_for(path: Path | None, metadata: Mapping[str, Any]) -> RewardConfig:
+    """The file's config, else the benchmark's own (``custom_metadata.reward``),
+    else binary rewards.
+
+    Raises:
+        ConfigError: the file or the benchmark's config is invalid.
+    """
+    if path is not None:
+        return load_reward_config(path)
+    if "reward" in metadata:
+        return RewardConfig.build(metadata["reward"])
+    return RewardConfig()
+
+
+def build_scorer(
+    benchmark: Benchmark,
+    models: Sequence[ModelConfig],
+    reward: RewardConfig,
+    *,
+    redis_url: str | None = None,
+    shared_limits: float | None = None,
+    inline_executors: int = 0,
+    config_update: Mapping[str, Any] | None = None,
+    call_cache: CallCache | None = None,
+) -> RewardScorer:
+    """The scorer for ``benchmark`` (the service's one job: its templates share a
+    warm template process per executor) and its judges; its judge-call cache is
+    shared through ``redis_url`` when given, and with ``shared_limits`` (the
+    seconds one request may take) so are the judges' endpoint limits (the fleet's
+    call gate). ``config_update`` sets verification config fields (``pricing``,
+    ``cache``, ``max_cost_usd``); ``call_cache`` serves the cache it turns on.
+
+    Raises:
+        ConfigError: the reward config does not fit the benchmark, or a
+            malformed Redis URL.
+        RedisAccessError: Redis is unreachable or refuses the password or TLS.
+    """
+    gate = None
+    cache: JudgeCache = MemoryJudgeCache()
+    if redis_url:
+        target = RedisTarget.parse(redis_url)
+        target.check()  # a wrong password or CA fails here, not on the first request
+        client = target.client()
+        cache = RedisJudgeCache(client)
+        if shared_limits is not None:
+            # The fleet's endpoint limits (window, budgets, pauses), shared by
+            # every --workers process and by the fleet's workers on the same
+            # Redis. A lease outlives the request (and so its judge calls); a
+            # call waits for its slot at most as long as its request may take.
+            gate = LoopSafeGate(
+                RedisCallGate(client, lease_seconds=shared_limits + 30.0, max_wait=shared_limits)
+            )
+    resources = reward_resources(cache, call_gate=gate)
+    # The operator's benchmark is the server's one job: its templates share a
+    # warm template process per executor (a template process per source, as
+    # for inline questions, meant a fork and a compile for most calls of a
+    # benchmark with more templates than an executor keeps processes).
+    scope = (
+        "serve-"
+        + hashlib.sha256(
+            "\0".join(q.answer_template or "" for q in benchmark.questions).encode()
+        ).hexdigest()[:16]
+    )
+    scorer = RewardScorer(
+        benchmark,
+        models,
+        reward,
+        resources=resources,
+        sandbox_scope=scope,
+        inline_executors=inline_executors,
+    )
+    if config_update:
+        if config_update.get("cache"):
+            scorer.resources.call_cache = call_cache
+        scorer.config = scorer.config.model_copy(update=dict(config_update))
+        # Units run against the scorer's spec: it must carry the same config.
+        scorer.spec = dataclasses.replace(scorer.spec, config=scorer.config)
+    return scorer
