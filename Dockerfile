@@ -36,6 +36,7 @@ COPY orchestrator/ orchestrator/
 COPY sandbox/ sandbox/
 COPY store/ store/
 COPY reward/ reward/
+COPY results/ results/
 COPY viewer/ viewer/
 COPY limits/ limits/
 COPY web/ web/

@@ -77,7 +77,7 @@ def _script_names() -> dict[str, str]:
         "verifleet.store._call_cache",
         "verifleet.store._ledger",
         "verifleet.limits._redis",
-        "verifleet.orchestrator._fleet.drain",
+        "verifleet.results._drain",
     ):
         mod = importlib.import_module(module)
         for attr, value in vars(mod).items():

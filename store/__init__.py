@@ -25,6 +25,7 @@ if typing.TYPE_CHECKING:
     from ._keys import MAX_JOB_ID_LENGTH, JobKeys, RewardJobKeys, job_id_problem, job_id_taken
     from ._ledger import CostLedger, JobCost
     from ._liveness import Liveness
+    from ._lock import TokenLock
     from ._protocol import (
         BATCH_TASK_NAME,
         DEFAULT_QUEUE,
@@ -105,6 +106,7 @@ _LAZY: dict[str, str] = {
     "result_key": "._units",
     "scenario_result_keys": "._units",
     "unit_messages": "._units",
+    "TokenLock": "._lock",
 }
 
 __all__ = [
@@ -135,6 +137,7 @@ __all__ = [
     "RolloutRef",
     "ScenarioUnit",
     "Schedule",
+    "TokenLock",
     "UnfinishedJob",
     "Unit",
     "UnitBatchRef",

@@ -12,12 +12,12 @@ fleet's rate), so a fleet of any size neither starves nor queues more than about
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._keys import JobKeys
+from ._lock import TokenLock
 from ._packing import pack_units
 from ._schedule import Schedule, unit_ref_at
 from ._sending import send_units
@@ -32,12 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["QueueFeeder"]
 
 log = logging.getLogger(__name__)
-
-# KEYS: lock. ARGV: token. Release only a lock this feeder still holds.
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class QueueFeeder:
@@ -106,7 +100,7 @@ class QueueFeeder:
         self.rate = 0.0
         """Messages taken from the queue per second (smoothed)."""
         self._lock = f"{prefix}:sched:{queue}:lock"
-        self._unlock = client.register_script(_UNLOCK)
+        self._locks = TokenLock(client)
         self._given = self.schedule.given_out_key(queue)
         # Units per message of what is queued (a running estimate shared by the
         # fleet's feeders): the depth is counted in units, the queue in messages.
@@ -209,8 +203,8 @@ class QueueFeeder:
         self.calm_for = self._calm(backlog, depth)
         if backlog >= depth // 2:
             return 0
-        token = secrets.token_hex(8)
-        if not self.client.set(self._lock, token, nx=True, px=10_000):
+        token = self._locks.acquire(self._lock, ms=10_000)
+        if token is None:
             return 0
         try:
             # The shares before the claim: a job whose last units go out now is
@@ -243,5 +237,5 @@ class QueueFeeder:
                 self.client.set(self._per_message, f"{mean:.3f}", ex=3600)
                 self.calm_for = self._calm(backlog + len(refs), depth)
         finally:
-            self._unlock(keys=[self._lock], args=[token])
+            self._locks.release(self._lock, token)
         return len(refs) if sent else 0

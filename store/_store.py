@@ -430,14 +430,32 @@ class ResultStore(UnitWrites):
             redis.RedisError: Redis is unreachable.
             zstandard.ZstdError: a stored blob is corrupt.
         """
-        key = self.keys(job_id).results
         decompress = self._decompress
+        for page in self._scan_results(job_id, batch):
+            yield [decompress(blob) for blob in page.values()]
+
+    def iter_keyed_batches(
+        self, job_id: str, *, batch: int = 1000
+    ) -> Iterator[list[tuple[str, bytes]]]:
+        """:meth:`iter_stored_batches` with each result's key: ``(key, JSON)`` pairs.
+
+        Raises:
+            redis.RedisError: Redis is unreachable.
+            zstandard.ZstdError: a stored blob is corrupt.
+        """
+        decompress = self._decompress
+        for page in self._scan_results(job_id, batch):
+            yield [(reply_text(key), decompress(blob)) for key, blob in page.items()]
+
+    def _scan_results(self, job_id: str, batch: int) -> Iterator[dict[bytes, bytes]]:
+        """The job's result hash one HSCAN page (field -> blob) at a time."""
+        key = self.keys(job_id).results
         cursor = 0
         while True:
             # This client answers bytes: a dict of field -> blob, whatever the stubs say.
             reply: Any = self.client.hscan(key, cursor, count=batch)
             cursor, page = reply
-            yield [decompress(blob) for blob in page.values()]
+            yield page
             if cursor == 0:
                 return
 

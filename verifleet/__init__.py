@@ -27,11 +27,10 @@ from __future__ import annotations
 import importlib
 import typing
 
-__version__ = "0.1.0"
-
 if typing.TYPE_CHECKING:
     from verifleet._api import run, submit
-    from verifleet.orchestrator._fleet.job import Job
+    from verifleet._version import __version__
+    from verifleet.orchestrator import Job
     from verifleet.schemas import (
         Benchmark,
         VerificationConfig,
@@ -41,9 +40,10 @@ if typing.TYPE_CHECKING:
 
 # name -> module that defines it, imported when the name is first used.
 _LAZY = {
+    "__version__": "verifleet._version",
     "run": "verifleet._api",
     "submit": "verifleet._api",
-    "Job": "verifleet.orchestrator._fleet.job",
+    "Job": "verifleet.orchestrator",
     "Benchmark": "verifleet.schemas",
     "VerificationConfig": "verifleet.schemas",
     "VerificationResultSet": "verifleet.schemas",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from verifleet.orchestrator._fleet.job import Job
+    from verifleet.orchestrator import Job
     from verifleet.pipeline import PipelineResources
     from verifleet.schemas import Benchmark, VerificationConfig, VerificationResultSet
 
@@ -87,7 +87,7 @@ def _config(config: Any, *, local_spec: str | None = None) -> VerificationConfig
 
 
 def _selected(benchmark: Benchmark, questions: Any, limit: int | None) -> Benchmark:
-    from verifleet.orchestrator._selection import parse_question_patterns, select_benchmark
+    from verifleet.orchestrator import parse_question_patterns, select_benchmark
 
     return select_benchmark(benchmark, questions=parse_question_patterns(questions), limit=limit)
 
@@ -161,12 +161,12 @@ def run(
         PreflightError: with ``preflight``, a model did not answer.
         UntrustedCodeError: pickled callables without ``trust_callables``.
     """
-    from verifleet.orchestrator._local.runner import LocalRunner
+    from verifleet.orchestrator import LocalRunner
 
     path = Path(out) if out is not None else None
     with contextlib.ExitStack() as stack:
         if path is not None:
-            from verifleet.orchestrator._local.lock import OutputLock, check_output
+            from verifleet.orchestrator import OutputLock, check_output
 
             check_output(path)
             stack.enter_context(OutputLock(path))
@@ -178,7 +178,7 @@ def run(
             local_spec = stack.enter_context(LocalLLMServer()).spec
         verification = _config(config, local_spec=local_spec)
         if preflight:
-            from verifleet.orchestrator._preflight import preflight_models
+            from verifleet.orchestrator import preflight_models
 
             preflight_models(verification, resources=resources)
         runner = LocalRunner(loaded, verification, resources=resources)
@@ -223,8 +223,8 @@ def _collect(runner: Any, progress: ProgressCallback | None) -> VerificationResu
 def _run_into(
     runner: Any, path: Path, *, retry_errors: bool, progress: ProgressCallback | None
 ) -> VerificationResultSet:
-    from verifleet.orchestrator import read_results
-    from verifleet.orchestrator._local.output import RunOutput
+    from verifleet.orchestrator import RunOutput
+    from verifleet.results import read_results
 
     output = RunOutput(path)
     done_keys = output.done_keys(retry_errors=retry_errors)
@@ -299,7 +299,7 @@ def submit(
         ConfigError: no Redis URL, or an invalid config mapping.
         redis.RedisError: Redis is unreachable.
     """
-    from verifleet.orchestrator._fleet.job import Job
+    from verifleet.orchestrator import Job
 
     loaded = _benchmark(benchmark, trust_callables=trust_callables)
     return Job.submit(

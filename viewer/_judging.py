@@ -1,9 +1,9 @@
 """What the viewer adds to a researcher's judgement: human labels on results, and
 the paired comparison of two runs (the figures of ``verifleet compare``).
 
-Labels are read and written by :mod:`verifleet.orchestrator.stats` only (one
+Labels are read and written by :mod:`verifleet.results.stats` only (one
 reader and writer of ``<results>.labels.jsonl``); the comparison is that
-package's :func:`~verifleet.orchestrator.stats.compare_runs`, so the page and
+package's :func:`~verifleet.results.stats.compare_runs`, so the page and
 the command line cannot disagree.
 """
 
@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from verifleet.orchestrator.stats import (
+from verifleet.results.stats import (
     append_label,
     compare_runs,
     labels_path,

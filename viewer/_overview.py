@@ -1,6 +1,6 @@
 """The overview of a run: the numbers and chart data behind the viewer's first page.
 
-Every interval and replicate figure comes from :mod:`verifleet.orchestrator.stats`
+Every interval and replicate figure comes from :mod:`verifleet.results.stats`
 (the functions the CLI's end table, ``status`` and ``compare`` use), fed with
 per-question counts: questions are the clusters (docs/results.md).
 """
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from verifleet.errors import StatisticsError
-from verifleet.orchestrator.stats import (
+from verifleet.results.stats import (
     Interval,
     clustered_mean_from_sums,
     rate_interval_from_sums,

@@ -1,7 +1,7 @@
 """Indexing a results Parquet file from its columns, without building results.
 
 A results file carries flat summary columns next to the section structs (see
-``orchestrator/_export/layout.py``): verdicts, check flags, tokens. Reading those,
+``results/_export/layout.py``): verdicts, check flags, tokens. Reading those,
 plus the rubric score texts and one list of the rubric deep judgment, gives the
 same summary rows as :func:`~._rows.summary_row` at a fraction of the cost of
 validating every result (measured in bench/viewer.py). A unit test checks that

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifleet.orchestrator import (
+from verifleet.results import (
     StoredResults,
     iter_results,
     read_parquet_rows,

@@ -3,11 +3,11 @@ computed by the very code of the local run's end table (:class:`PairCounts`)."""
 
 from __future__ import annotations
 
+from verifleet.results.stats import Interval
 from verifleet.schemas import Benchmark, JobSpec, VerificationConfig
 from verifleet.store import ResultStore
 
 from .._local.tally import PairCounts
-from ..stats import Interval
 
 __all__ = ["pair_intervals"]
 

@@ -8,6 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from verifleet.results import (
+    StoredResults,
+    build_manifest,
+    resolve_format,
+    scenario_errors,
+    write_manifest_beside,
+    write_results,
+    write_stored_parquet,
+)
 from verifleet.schemas import (
     Benchmark,
     ConfigError,
@@ -18,9 +27,6 @@ from verifleet.schemas import (
 )
 from verifleet.store import DEFAULT_QUEUE, Broker, JobProgress, JobStatus, ResultStore
 
-from .._export import resolve_format, scenario_errors, write_results, write_stored_parquet
-from .._export.manifest import build_manifest, write_manifest_beside
-from .drain import StoredResults
 from .submit import resume_job, submit_job
 
 __all__ = ["Job", "redis_url_from"]
@@ -187,7 +193,7 @@ class Job:
                 stored result is invalid; ``path`` is then left as it was.
             redis.RedisError: Redis is unreachable.
         """
-        from ..stats import label_cells, labels_path, read_label_entries
+        from verifleet.results.stats import label_cells, labels_path, read_label_entries
 
         runs = self.scenario_results()
         manifest = self.manifest()

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from verifleet.errors import JobRejectedError
+from verifleet.results import location_problem
 from verifleet.sandbox import default_pool, sandbox_checker
 from verifleet.schemas import (
     Benchmark,
@@ -37,8 +38,6 @@ from verifleet.store import (
     unit_messages,
 )
 from verifleet.templates import source_digest
-
-from .roots import location_problem
 
 __all__ = [
     "JobCheck",

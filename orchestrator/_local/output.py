@@ -148,9 +148,8 @@ class RunOutput:
         Returns:
             The number of results in the file.
         """
-        from verifleet.orchestrator.stats import label_cells, labels_path, read_label_entries
-
-        from .._export.manifest import write_manifest_beside
+        from verifleet.results import write_manifest_beside
+        from verifleet.results.stats import label_cells, labels_path, read_label_entries
 
         self.journal.close()
         self.scenario_journal.close()
@@ -303,7 +302,7 @@ def _load_writer(path: Path) -> None:
         try:
             import pyarrow as pa
 
-            from .._export import parquet  # noqa: F401  (the writer's modules)
+            from verifleet.results._export import parquet  # noqa: F401  (the writer's modules)
 
             pa.array([0])
         except Exception:  # finalize imports it again and reports

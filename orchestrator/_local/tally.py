@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from rich.table import Table
 
 from verifleet.errors import StatisticsError
+from verifleet.results.stats import Interval, clustered_mean_from_sums, rate_interval_from_sums
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult, result_trait_scores
-
-from ..stats import Interval, clustered_mean_from_sums, rate_interval_from_sums
 
 __all__ = ["PairCounts", "PassRateTally", "ScenarioTally", "TraitTally"]
 

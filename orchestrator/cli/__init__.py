@@ -22,7 +22,7 @@ import sys
 import threading
 from types import FrameType
 
-from verifleet import __version__
+from verifleet._version import __version__
 
 __all__ = ["COMMANDS", "Terminated", "build_parser", "main"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from verifleet.orchestrator.stats import ComparisonReport, Interval, JudgeReport
+    from verifleet.results.stats import ComparisonReport, Interval, JudgeReport
 
 __all__ = ["register"]
 
@@ -123,7 +123,7 @@ def _print_comparison(report: ComparisonReport, flips: int, level: float) -> Non
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from verifleet.orchestrator.stats import compare_models, compare_runs
+    from verifleet.results.stats import compare_models, compare_runs
     from verifleet.schemas import ConfigError
 
     if args.models and args.b is not None:
@@ -178,7 +178,7 @@ def _print_judges(report: JudgeReport) -> None:
 
 
 def _judges(args: argparse.Namespace) -> int:
-    from verifleet.orchestrator.stats import judge_report, labels_path, read_labels
+    from verifleet.results.stats import judge_report, labels_path, read_labels
 
     labels = read_labels(args.labels or labels_path(args.results))
     report = judge_report(_read(args.results), labels, level=args.level)

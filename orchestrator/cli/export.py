@@ -38,10 +38,9 @@ def register(commands: Any) -> None:
 
 def _export(args: argparse.Namespace) -> int:
     from verifleet.orchestrator import read_manifest, read_results, resolve_format, write_results
-    from verifleet.orchestrator.stats import carry_labels, label_cells
+    from verifleet.results import write_manifest_beside
+    from verifleet.results.stats import carry_labels, label_cells
     from verifleet.schemas import ConfigError
-
-    from .._export.manifest import write_manifest_beside
 
     source, out = Path(args.results), Path(args.out)
     if not source.is_file():

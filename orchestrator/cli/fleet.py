@@ -25,9 +25,8 @@ from .worker import DEFAULT_QUEUE
 if TYPE_CHECKING:
     from rich.console import Group
 
+    from verifleet.results.stats import Interval
     from verifleet.store import JobCost, JobProgress, ResultStore
-
-    from ..stats import Interval
 
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
@@ -295,10 +294,10 @@ def _purge_expired(store: ResultStore) -> list[str]:
 
 def _submit(args: argparse.Namespace) -> int:
     from verifleet.errors import JobRejectedError
+    from verifleet.results import location_problem
     from verifleet.schemas import load_benchmark
     from verifleet.store import Broker, ResultStore, mask_password
 
-    from .._fleet.roots import location_problem
     from .._fleet.submit import check_job, job_id_refusal, submit_job
     from ._console import make_console
     from ._sandbox import start_sandbox

@@ -272,7 +272,7 @@ def _reverify(args: argparse.Namespace) -> int:
         raise ConfigError("--out FILE is required (or --submit, for a fleet job)")
     start_sandbox(args)
     if Path(args.results).exists():
-        from verifleet.orchestrator.stats import carry_labels
+        from verifleet.results.stats import carry_labels
 
         # Labels are about the answers, which re-judging keeps: the new file has
         # them too (and its Parquet/CSV label columns are filled from them).

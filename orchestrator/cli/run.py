@@ -354,7 +354,7 @@ def _execute(
     elapsed = time.monotonic() - started
     _stop_on_failed_start(ready, runner)
     _wait_for_preflight(preflight, runner)
-    from .._export.manifest import build_manifest
+    from verifleet.results import build_manifest
 
     written = output.finalize(build_manifest(benchmark, config))
     if preflight is not None:

@@ -225,12 +225,12 @@ def _supervise(args: argparse.Namespace) -> int:
 
 
 def _results_roots(args: argparse.Namespace) -> Any:
-    """The worker's results roots (:class:`~.._fleet.roots.ResultsRoots`).
+    """The worker's results roots (:class:`~verifleet.results.ResultsRoots`).
 
     Raises:
         ConfigError: a root is empty or on a scheme off the allow-list.
     """
-    from .._fleet.roots import ResultsRoots
+    from verifleet.results import ResultsRoots
 
     try:
         return ResultsRoots.from_settings(args.results_root)
@@ -248,9 +248,8 @@ def _celery_worker(args: argparse.Namespace) -> int:
     _target(url).check()
     # The app reads its settings from the environment when it is imported.
     os.environ["VERIFLEET_REDIS_URL"] = url
+    from verifleet.results import start_drainer
     from verifleet.workers.app import app
-
-    from .._fleet.drain import start_drainer
 
     # Results of jobs submitted with --results-to leave Redis from here: the
     # drainer writes Parquet, which the workers' own modules never import.

@@ -33,7 +33,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
-from verifleet import __version__
+from verifleet._version import __version__
 from verifleet.pipeline import PipelineResources, close_async_senders
 from verifleet.reward import (
     EquivalenceVerdict,

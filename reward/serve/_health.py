@@ -23,7 +23,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from verifleet import __version__
+from verifleet._version import __version__
 
 from ._admission import Admission
 

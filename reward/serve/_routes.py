@@ -19,7 +19,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import ValidationError
 
-from verifleet import __version__
+from verifleet._version import __version__
 from verifleet.reward import (
     Failure,
     InvalidRequestError,

@@ -21,7 +21,7 @@ from _support.jobs import capitals_benchmark
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator import read_manifest, read_results
 from verifleet.orchestrator._fleet.job import Job
-from verifleet.orchestrator.stats import append_label, labels_path, read_labels, unit_key
+from verifleet.results.stats import append_label, labels_path, read_labels, unit_key
 from verifleet.schemas import FINGERPRINT_PARTS, ModelConfig, VerificationConfig, dump_benchmark
 from verifleet.store import JobStatus
 

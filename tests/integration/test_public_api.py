@@ -32,7 +32,7 @@ def test_the_orchestrator_package_loads_its_exports_on_first_use() -> None:
         "assert 'pyarrow' not in sys.modules, 'pyarrow at import'\n"
         "assert 'verifleet.orchestrator._localllm' not in sys.modules\n"
         "o.read_results\n"
-        "assert 'verifleet.orchestrator._export' in sys.modules\n"
+        "assert 'verifleet.results._export' in sys.modules\n"
         "assert 'verifleet.orchestrator._localllm' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from verifleet.orchestrator._fleet.shards import read_shard, shard_keys, write_shard
+from verifleet.results._shards import read_shard, shard_keys, write_shard
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ def test_writing_a_shard_does_not_import_pandas(tmp_path: Path) -> None:
     # pandas costs a drained worker ~50 MB for good; pa.array imports it on first use.
     code = (
         "import sys\n"
-        "from verifleet.orchestrator._fleet.shards import write_shard\n"
+        "from verifleet.results._shards import write_shard\n"
         f"write_shard({str(tmp_path)!r}, 'job', [('k', b'{{}}')])\n"
         "print('pandas' in sys.modules)\n"
     )

@@ -9,9 +9,9 @@ from pathlib import Path
 import redis
 from _support.factories import make_result
 
-from verifleet.orchestrator._fleet.drain import ResultDrain, StoredResults
-from verifleet.orchestrator._fleet.roots import ResultsRoots
-from verifleet.orchestrator._fleet.shards import read_shard, write_shard
+from verifleet.results._drain import ResultDrain, StoredResults
+from verifleet.results._roots import ResultsRoots
+from verifleet.results._shards import read_shard, write_shard
 from verifleet.store import JobStatus, ResultStore, result_key
 
 

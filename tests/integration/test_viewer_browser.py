@@ -21,7 +21,7 @@ from selenium.webdriver.support.ui import Select
 
 from verifleet.orchestrator import read_results, write_results
 from verifleet.orchestrator._local.tally import PassRateTally
-from verifleet.orchestrator.stats import replicate_stats
+from verifleet.results.stats import replicate_stats
 from verifleet.schemas import VerificationResultSet
 
 pytestmark = pytest.mark.integration

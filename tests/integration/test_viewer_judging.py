@@ -25,7 +25,7 @@ from _support.viewer_data import full_run
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from verifleet.orchestrator import read_results, write_results
-from verifleet.orchestrator.stats import labels_path, read_label_entries, unit_key
+from verifleet.results.stats import labels_path, read_label_entries, unit_key
 from verifleet.schemas import ResultFingerprint, VerificationResult
 
 pytestmark = pytest.mark.integration

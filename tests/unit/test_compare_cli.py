@@ -16,7 +16,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from verifleet.orchestrator import write_results
-from verifleet.orchestrator.stats import append_label, labels_path, unit_key
+from verifleet.results.stats import append_label, labels_path, unit_key
 from verifleet.schemas import ResultFingerprint, VerificationResult
 
 QUESTIONS = 30

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from verifleet.orchestrator import RESULT_ARROW_SCHEMA
-from verifleet.orchestrator._export.arrow_types import codec_for_annotation, codec_for_model
+from verifleet.results._export.arrow_types import codec_for_annotation, codec_for_model
 
 
 class Colour(enum.Enum):

@@ -251,7 +251,7 @@ def test_missing_file_is_an_export_error_at_call_time(tmp_path: Path) -> None:
 
 
 def test_every_summary_column_is_filled_for_a_complete_result(tmp_path: Path) -> None:
-    from verifleet.orchestrator._export.layout import SUMMARY_COLUMNS
+    from verifleet.results._export.layout import SUMMARY_COLUMNS
     from verifleet.schemas import (
         VerificationResultDeepJudgment,
         VerificationResultDeepJudgmentRubric,

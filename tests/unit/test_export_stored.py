@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 from test_export_roundtrip import results as any_result
 
 from verifleet.orchestrator import RESULT_ARROW_SCHEMA, read_results, write_results
-from verifleet.orchestrator._export import write_stored_parquet
-from verifleet.orchestrator._export.layout import result_to_row
-from verifleet.orchestrator._export.parquet import ParquetResultWriter
-from verifleet.orchestrator._export.prefetch import prefetched
-from verifleet.orchestrator._export.stored import stored_batch
+from verifleet.results import write_stored_parquet
+from verifleet.results._export.layout import result_to_row
+from verifleet.results._export.parquet import ParquetResultWriter
+from verifleet.results._export.prefetch import prefetched
+from verifleet.results._export.stored import stored_batch
 from verifleet.schemas import ExportError, VerificationResult, VerificationResultSet
 from verifleet.store import result_key
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from verifleet.errors import StatisticsError
 from verifleet.orchestrator import read_results, write_results
-from verifleet.orchestrator.stats import (
+from verifleet.results.stats import (
     Label,
     append_label,
     carry_labels,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verifleet.orchestrator._fleet.roots import ResultsRoots, location_problem
+from verifleet.results._roots import ResultsRoots, location_problem
 from verifleet.store import job_id_problem
 
 

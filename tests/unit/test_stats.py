@@ -20,7 +20,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 from statsmodels.stats.proportion import proportion_confint
 
 from verifleet.errors import StatisticsError
-from verifleet.orchestrator.stats import (
+from verifleet.results.stats import (
     binom_cdf_half,
     classification,
     cluster_bootstrap_mean,

@@ -1,4 +1,4 @@
-"""The viewer's intervals and replicate figures against orchestrator.stats and the
+"""The viewer's intervals and replicate figures against results.stats and the
 CLI's end table, on a fixed replicated run where the Wilson interval (every
 verdict independent) is visibly narrower than the clustered one (questions as
 clusters): the viewer must show the clustered one, the very one the CLI prints."""
@@ -20,7 +20,7 @@ from rich.console import Console
 
 from verifleet.orchestrator import write_results
 from verifleet.orchestrator._local.tally import PassRateTally
-from verifleet.orchestrator.stats import (
+from verifleet.results.stats import (
     clustered_mean,
     naive_mean,
     rate_interval,

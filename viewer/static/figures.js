@@ -1,6 +1,6 @@
 // verifleet viewer: the overview's statistics beyond the bars: the overall pass
 // rate's interval and the replicate figures (pass@k, pass^k, consistency, the
-// flakiest questions). The server computes every number with orchestrator.stats;
+// flakiest questions). The server computes every number with results.stats;
 // this file only shows them. Loaded before app.js, which calls
 // window.verifleetFigures with its helpers.
 "use strict";

@@ -29,7 +29,7 @@ from typing import Any
 
 from verifleet.store import job_id_problem
 
-from .roots import location_problem
+from ._roots import location_problem
 
 __all__ = ["read_shard", "shard_keys", "write_shard"]
 

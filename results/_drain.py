@@ -1,6 +1,6 @@
 """Draining a job's finished results out of Redis into shards, and reading both.
 
-See :mod:`.shards` for the shard files and why a shard written twice or
+See :mod:`._shards` for the shard files and why a shard written twice or
 half-written is never counted twice or lost. The drainer takes a page of the
 job's result hash (results are written once, under their keys, and a unit done
 never writes again), writes it as one shard, then records the shard and removes
@@ -12,7 +12,7 @@ The drainer runs in ``verifleet worker`` processes (a thread), not in
 :mod:`verifleet.workers`, whose import graph stays free of pyarrow; it is
 imported only when a job has a results location.
 
-A drainer writes only what its operator allows (:mod:`.roots`): jobs of the
+A drainer writes only what its operator allows (:mod:`._roots`): jobs of the
 queues its worker serves, with a well-formed job id, whose location lies under
 one of the worker's results roots on an accepted scheme. It leaves any other
 job's results in Redis and says why in its log, once per job.
@@ -21,18 +21,17 @@ job's results in Redis and says why in its log, once per job.
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from collections.abc import Collection, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import redis
 
 from verifleet.schemas import VerificationResult
-from verifleet.store import JobStatus, ResultStore, job_id_problem
+from verifleet.store import JobStatus, ResultStore, TokenLock, job_id_problem
 
-from .roots import ResultsRoots
-from .shards import read_shard, shard_keys, write_shard
+from ._roots import ResultsRoots
+from ._shards import read_shard, shard_keys, write_shard
 
 __all__ = ["DrainerThread", "ResultDrain", "StoredResults", "start_drainer"]
 
@@ -41,19 +40,12 @@ log = logging.getLogger(__name__)
 
 class WorkerSettingsLike(Protocol):
     """What the drainer reads of ``verifleet.workers``' settings (not imported
-    here: the orchestrator does not import worker code but in its CLI)."""
+    here: results sit below the workers, whose modules stay free of pyarrow)."""
 
     redis_url: str
     prefix: str
     drain_batch: int
     drain_interval: float
-
-
-# KEYS: lock. ARGV: token.
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class ResultDrain:
@@ -87,7 +79,7 @@ class ResultDrain:
         self.queues = None if queues is None else frozenset(queues)
         self.batch = batch
         self.lock_ms = int(lock_seconds * 1000)
-        self._unlock = store.client.register_script(_UNLOCK)
+        self._locks = TokenLock(store.client)
         self._refused: set[tuple[str, str]] = set()
 
     def candidates(self) -> list[tuple[str, str]]:
@@ -119,8 +111,8 @@ class ResultDrain:
         if refusal is not None:
             raise PermissionError(refusal)
         lock = self.store.keys(job_id).drain_lock
-        token = secrets.token_hex(8)
-        if not self.store.client.set(lock, token, nx=True, px=self.lock_ms):
+        token = self._locks.acquire(lock, ms=self.lock_ms)
+        if token is None:
             return 0
         moved = 0
         try:
@@ -138,7 +130,7 @@ class ResultDrain:
                 moved += removed
                 log.info("job %s: %d results drained to %s", job_id, removed, shard)
         finally:
-            self._unlock(keys=[lock], args=[token])
+            self._locks.release(lock, token)
 
 
 class DrainerThread(threading.Thread):
@@ -216,17 +208,10 @@ class StoredResults:
             redis.RedisError: Redis is unreachable.
         """
         seen: set[str] = set()
-        keys = self.store.keys(self.job_id).results
-        cursor = 0
-        while True:
-            reply: Any = self.store.client.hscan(keys, cursor, count=batch)
-            cursor, found = reply
-            fresh = [(k.decode(), self.store.decompress(b)) for k, b in found.items()]
-            fresh = [(k, b) for k, b in fresh if k not in seen]
+        for found in self.store.iter_keyed_batches(self.job_id, batch=batch):
+            fresh = [(k, b) for k, b in found if k not in seen]
             seen.update(k for k, _ in fresh)
             yield fresh
-            if cursor == 0:
-                break
         # Listed after the scan: a result drained while it ran (HSCAN promises
         # only what stays) is in one of these.
         page: list[tuple[str, bytes]] = []

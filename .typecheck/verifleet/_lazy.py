@@ -1,0 +1,1 @@
+../../verifleet/_lazy.py

@@ -1,0 +1,1 @@
+../../verifleet/_version.py
