@@ -177,6 +177,17 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
+def descendant_pids(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (from /proc; empty once it is gone)."""
+    kids, found = _children(), []
+    stack = list(kids.get(pid, []))
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(kids.get(child, []))
+    return found
+
+
 def descendants_cpu_seconds(pid: int, exclude: Sequence[int] = ()) -> float:
     """CPU seconds of the live descendants of ``pid`` (the sandbox's template
     executors, say), plus those of its children it has reaped, leaving out the

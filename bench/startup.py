@@ -38,12 +38,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import EndpointProc, RedisProc, capitals, machine_line
+from bench._harness import (
+    EndpointProc,
+    RedisProc,
+    capitals,
+    cpu_seconds,
+    descendant_pids,
+    machine_line,
+)
 from bench.redis_cost_ab import build_side
 from verifleet.schemas import dump_benchmark
 
@@ -141,7 +149,10 @@ def submit_command(
 
     Returns:
         ``wall`` (seconds to its exit), ``cpu`` (the command and the
-        processes it started) and ``units`` (the units it says it enqueued).
+        processes it reaped), ``tree_cpu`` (the command and every process
+        under it, sampled from /proc while it runs: the sandbox's executors
+        and template processes are killed, not reaped, when it exits, so
+        ``cpu`` leaves them out) and ``units`` (the units it says it enqueued).
 
     Raises:
         SystemExit: the command failed (its stderr's tail printed).
@@ -154,15 +165,28 @@ def submit_command(
     argv += ["--parsing", model, "--redis", redis_url]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, env=env, cwd=work)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
+    # Each process's CPU as last seen (a template process lives for a few
+    # hundred templates, so 50 ms samples miss little of it).
+    seen: dict[int, float] = {}
+    with ThreadPoolExecutor(1) as reader:
+        output = reader.submit(proc.communicate)
+        while proc.poll() is None:
+            for pid in [proc.pid, *descendant_pids(proc.pid)]:
+                seen[pid] = max(seen.get(pid, 0.0), cpu_seconds(pid))
+            time.sleep(0.05)
+        stdout, stderr = output.result()
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        sys.stderr.write(proc.stderr.decode()[-3000:])
+        sys.stderr.write(stderr.decode()[-3000:])
         raise SystemExit(f"verifleet submit failed (exit {proc.returncode})")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    enqueued = _ENQUEUED.search(proc.stdout.decode())
-    return {"wall": wall, "cpu": cpu, "units": float(enqueued.group(1)) if enqueued else 0.0}
+    # The command's own CPU from rusage (exact); its descendants' as sampled.
+    tree_cpu = max(cpu, cpu + sum(seen.values()) - seen.get(proc.pid, 0.0))
+    enqueued = _ENQUEUED.search(stdout.decode())
+    units = float(enqueued.group(1)) if enqueued else 0.0
+    return {"wall": wall, "cpu": cpu, "tree_cpu": tree_cpu, "units": units}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,7 +306,8 @@ def _submits(
                     got = submit_command(python, path, endpoint.base_url, redis_proc.url, work)
                 print(
                     f"load {load:4.1f} {label:>8}: submit of {args.n} questions returned in "
-                    f"{got['wall']:5.1f} s, CPU {got['cpu']:5.1f} s, {got['units']:.0f} units enqueued",
+                    f"{got['wall']:5.1f} s, CPU {got['cpu']:5.1f} s (with the sandbox's processes "
+                    f"{got['tree_cpu']:5.1f} s), {got['units']:.0f} units enqueued",
                     flush=True,
                 )
 
