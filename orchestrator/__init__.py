@@ -31,6 +31,7 @@ if typing.TYPE_CHECKING:
         write_results,
     )
     from ._fleet.job import Job
+    from ._local.driver import LocalDriver
     from ._local.lock import OutputLock, check_output
     from ._local.output import RunOutput
     from ._local.runner import LocalRunner
@@ -66,6 +67,7 @@ _LAZY: dict[str, str] = {
     # what verifleet.run and verifleet.submit drive (verifleet/_api.py): a job, the
     # local runner, its output file and lock, the preflight and question selection
     "Job": "._fleet.job",
+    "LocalDriver": "._local.driver",
     "LocalRunner": "._local.runner",
     "OutputLock": "._local.lock",
     "RunOutput": "._local.output",
@@ -86,6 +88,7 @@ __all__ = [
     "RESULT_ARROW_SCHEMA",
     "RESULT_FORMATS",
     "Job",
+    "LocalDriver",
     "LocalLLMError",
     "LocalLLMServer",
     "LocalRunner",

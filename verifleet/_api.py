@@ -182,77 +182,40 @@ def run(
 
             preflight_models(verification, resources=resources)
         runner = LocalRunner(loaded, verification, resources=resources)
-        if path is None:
-            return _collect(runner, progress)
-        return _run_into(runner, path, retry_errors=retry_errors, progress=progress)
+        return _drive(runner, path, retry_errors=retry_errors, progress=progress)
     raise AssertionError("unreachable: the block returns")
 
 
-def _collect(runner: Any, progress: ProgressCallback | None) -> VerificationResultSet:
+def _drive(
+    runner: Any, path: Path | None, *, retry_errors: bool, progress: ProgressCallback | None
+) -> VerificationResultSet:
+    """Run ``runner`` through the local driver ``verifleet run`` uses, into
+    ``path`` when given (resumed, journalled, finalized; then read back whole)."""
+    from verifleet.orchestrator import LocalDriver, read_results
     from verifleet.schemas import VerificationResultSet
 
-    total = runner.count_units() + runner.count_scenario_units()
-    done = 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(done, total)
-
-    results = []
-    for _unit, unit_results in runner.run():
-        results.extend(unit_results)
-        tick()
-    runs = []
-    for _scenario, run in runner.run_scenarios():
-        results.extend(run.results)
-        if run.scenario_result is not None:
-            runs.append(run.scenario_result)
-        tick()
-    if not runs:
-        return VerificationResultSet(results=results)
-    failed = [entry for entry in (r.error() for r in runs) if entry is not None]
-    return VerificationResultSet(
-        results=results,
-        scenario_results=runs,
-        errors=[(desc, exc) for desc, exc in failed] or None,
-    )
-
-
-def _run_into(
-    runner: Any, path: Path, *, retry_errors: bool, progress: ProgressCallback | None
-) -> VerificationResultSet:
-    from verifleet.orchestrator import RunOutput
-    from verifleet.results import read_results
-
-    output = RunOutput(path)
-    done_keys = output.done_keys(retry_errors=retry_errors)
-    done_scenarios = output.done_scenarios(retry_errors=retry_errors)
-    total = runner.count_units() + runner.count_scenario_units()
+    driver = LocalDriver(runner, path, retry_errors=retry_errors)
     count = 0
 
-    def tick(_unit: Any = None) -> None:
+    def tick(*_args: Any) -> None:
         nonlocal count
         count += 1
         if progress is not None:
-            progress(count, total)
+            progress(count, driver.total)
 
-    try:
-        for _unit, results in runner.run(done_keys=done_keys, on_skip=tick):
-            output.record(results)
-            tick()
-        for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=tick):
-            output.record_scenario(run)
-            tick()
-    except BaseException:
-        # Interrupted: the journal keeps the finished units for the next call.
-        runner.stop()
-        output.journal.close()
-        output.scenario_journal.close()
-        raise
-    output.finalize()
-    return read_results(path)
+    driver.run(tick, tick, tick)
+    if path is not None:
+        driver.finalize()
+        return read_results(path)
+    runs = driver.scenario_runs
+    if not runs:
+        return VerificationResultSet(results=driver.results)
+    failed = [entry for entry in (r.error() for r in runs) if entry is not None]
+    return VerificationResultSet(
+        results=driver.results,
+        scenario_results=runs,
+        errors=[(desc, exc) for desc, exc in failed] or None,
+    )
 
 
 def submit(

@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verifleet.errors import VerifleetError
-from verifleet.schemas import ExportError, ScenarioExecutionResult, VerificationResult
+from verifleet.schemas import (
+    CostSummary,
+    ExportError,
+    ScenarioExecutionResult,
+    VerificationResult,
+)
 from verifleet.store import result_key
 
 from .journal import Journal, journal_path
@@ -43,6 +48,9 @@ class RunOutput:
         # reads them: known from scan() on, kept up by record() and
         # record_scenario(), so that finalize() reads the results once.
         self._tracked: tuple[list[tuple[str, bool]], ...] | None = None
+        # What the results produced so far cost: known from scan() on, kept up
+        # by record(), so that a budget does not read the results again.
+        self._costs: CostSummary | None = None
         self._writer_loading = False
 
     def _existing_scenarios(self) -> list[ScenarioExecutionResult]:
@@ -68,6 +76,9 @@ class RunOutput:
         self.scenario_journal.append(run)
         if self._tracked is not None:
             self._tracked[2].extend(_tracked(r) for r in run.results)
+        if self._costs is not None:
+            for result in run.results:
+                self._costs.add(result)
 
     def _existing(self) -> Iterator[VerificationResult]:
         return (result for _source, result in self._sourced())
@@ -92,8 +103,8 @@ class RunOutput:
     def spent(self) -> float:
         """What the results already produced for this output cost (0 without
         prices)."""
-        from verifleet.schemas import CostSummary
-
+        if self._costs is not None:
+            return self._costs.total_usd
         summary = CostSummary()
         for result in self._existing():
             summary.add(result)
@@ -117,7 +128,9 @@ class RunOutput:
         done: set[str] = set()
         errored: set[str] = set()
         tracked: tuple[list[tuple[str, bool]], ...] = ([], [], [])
+        costs = CostSummary()
         for source, result in self._sourced():
+            costs.add(result)
             key = result_key(result)
             tracked[source].append((key, result.metadata.completed_without_errors))
             done.add(key)
@@ -126,6 +139,7 @@ class RunOutput:
             else:
                 errored.add(key)
         self._tracked = tracked
+        self._costs = costs
         return done, errored
 
     def record(self, results: list[VerificationResult]) -> None:
@@ -137,6 +151,8 @@ class RunOutput:
             self.journal.append(result)
             if self._tracked is not None:
                 self._tracked[1].append(_tracked(result))
+            if self._costs is not None:
+                self._costs.add(result)
 
     def finalize(self, manifest: dict[str, Any] | None = None) -> int:
         """Write every result (old and new, each once) to the output file.

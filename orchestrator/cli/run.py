@@ -176,51 +176,6 @@ def _run(args: argparse.Namespace) -> int:
         )
 
 
-def _stop_on_failed_start(ready: Callable[[], None], runner: Any) -> None:
-    """Stop the run when its sandbox executor could not start (``ready``
-    raises): nothing more is recorded.
-
-    Raises:
-        SandboxUnavailable: the configured isolation cannot be set up.
-    """
-    try:
-        ready()
-    except BaseException:
-        runner.stop()
-        raise
-
-
-def _stop_on_failed_preflight(preflight: Any, runner: Any) -> None:
-    """Stop the run when a model failed its test call (polled by the runner
-    while units run: at once, not when a unit ends).
-
-    Raises:
-        PreflightError: naming each model that did not answer.
-    """
-    failure = preflight.failure()
-    if failure is not None:
-        runner.stop()
-        raise failure
-
-
-def _wait_for_preflight(preflight: Any, runner: Any) -> None:
-    """Before a result is recorded: wait for the test calls started so far;
-    stop the run when one failed, so a model that does not answer leaves
-    nothing recorded (units that ran beside its test call would only record
-    its failure).
-
-    Raises:
-        PreflightError: naming each model that did not answer.
-    """
-    if preflight is None:
-        return
-    try:
-        preflight.wait()
-    except BaseException:
-        runner.stop()
-        raise
-
-
 def _warn(console: Console, problem: str) -> None:
     console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
 
@@ -259,9 +214,8 @@ def _execute(
     sandbox_ready: Callable[[], None] | None = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
-    from verifleet.store import result_key
 
-    from .._local.output import RunOutput
+    from .._local.driver import LocalDriver
     from .._local.progress import RunProgress
     from .._local.runner import LocalRunner
     from .._local.tally import PassRateTally, ScenarioTally, TraitTally
@@ -274,89 +228,60 @@ def _execute(
             "scenario runs (scenario_results) are not kept, and a resumed run repeats "
             "them; use .parquet or .json"
         )
-    output = RunOutput(out)
-    done, errored = output.scan()
-    if retry_errors:
-        done -= errored
-        if errored:
-            console.print(f"retrying the units of {len(errored)} errored results in {out}")
-    done_scenarios = output.done_scenarios(retry_errors=retry_errors)
-    tally = PassRateTally()
-    traits = TraitTally()
-    # Results kept as they are (reverify --stale's fresh ones): journalled once
-    # so that the file holds them and a resumed run does not add them again.
-    for result in carried:
-        key = result_key(result)
-        if key not in done:
-            output.record([result])
-            done.add(key)
-        tally.add(result)
-        traits.add(result)
     runner = runner or LocalRunner(benchmark, config)
     runner.on_template_problem = functools.partial(_warn, console)
-    if preflight is not None:
-        # The units' calls go beside the test calls (a unit's first real call
-        # of a model starts that model's test call when lazy); results are
-        # recorded once the test calls answered, and a failed one stops the
-        # run at once.
-        runner.resources.before_call = preflight.before_call
-        runner.watch = functools.partial(_stop_on_failed_preflight, preflight, runner)
-    if config.max_cost_usd is not None:
-        runner.spent_before = output.spent()
-    total = runner.count_units() + runner.count_scenario_units()
+    # The units start while the executor does (their model calls need none);
+    # the driver waits for it (and the preflight) before recording anything.
+    driver = LocalDriver(
+        runner,
+        out,
+        retry_errors=retry_errors,
+        carried=carried,
+        preflight=preflight,
+        sandbox_ready=sandbox_ready,
+    )
+    if retry_errors and driver.errored:
+        console.print(f"retrying the units of {len(driver.errored)} errored results in {out}")
+    tally = PassRateTally()
+    traits = TraitTally()
     costs = CostSummary()
     scenarios = ScenarioTally()
-    skipped = 0
-    # The units start while the executor does (their model calls need none);
-    # the first unit to finish waits for it, and a failed start stops the run
-    # before anything is recorded.
-    ready = sandbox_ready or (lambda: None)
+    for result in driver.carried:
+        tally.add(result)
+        traits.add(result)
+    total = driver.total
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
 
-        def on_skip(_unit: Any) -> None:
-            nonlocal skipped
-            skipped += 1
-            progress.advance(skipped=True)
+        def on_results(results: list[Any]) -> None:
+            for result in results:
+                tally.add(result)
+                traits.add(result)
+                costs.add(result)
+            progress.advance(failed=any(not r.metadata.completed_without_errors for r in results))
+
+        def on_scenario(run: Any) -> None:
+            for result in run.results:
+                tally.add(result)
+                traits.add(result)
+                costs.add(result)
+            assert run.scenario_result is not None
+            scenarios.add(run.scenario_result)
+            progress.advance(failed=run.scenario_result.status == "error")
 
         try:
-            for _unit, results in runner.run(done_keys=done, on_skip=on_skip):
-                _stop_on_failed_start(ready, runner)
-                _wait_for_preflight(preflight, runner)
-                output.record(results)
-                for result in results:
-                    tally.add(result)
-                    traits.add(result)
-                    costs.add(result)
-                progress.advance(
-                    failed=any(not r.metadata.completed_without_errors for r in results)
-                )
-            for _scenario, run in runner.run_scenarios(done=done_scenarios, on_skip=on_skip):
-                _stop_on_failed_start(ready, runner)
-                _wait_for_preflight(preflight, runner)
-                output.record_scenario(run)
-                for result in run.results:
-                    tally.add(result)
-                    traits.add(result)
-                    costs.add(result)
-                assert run.scenario_result is not None
-                scenarios.add(run.scenario_result)
-                progress.advance(failed=run.scenario_result.status == "error")
+            driver.run(on_results, on_scenario, lambda: progress.advance(skipped=True))
         except KeyboardInterrupt:
-            runner.stop()
-            output.journal.close()
-            output.scenario_journal.close()
+            assert driver.output is not None
             console.print(
-                f"interrupted: finished units are kept in {output.journal.path}; "
+                f"interrupted: finished units are kept in {driver.output.journal.path}; "
                 f"run the same command again to resume"
             )
             raise
     elapsed = time.monotonic() - started
-    _stop_on_failed_start(ready, runner)
-    _wait_for_preflight(preflight, runner)
     from verifleet.results import build_manifest
 
-    written = output.finalize(build_manifest(benchmark, config))
+    written = driver.finalize(build_manifest(benchmark, config))
     if preflight is not None:
         answered = preflight.answered()
         console.print(
@@ -364,6 +289,7 @@ def _execute(
             if answered
             else "preflight: no model needed a test call (every call came from the cache)"
         )
+    skipped = driver.skipped
     if skipped:
         console.print(f"resumed: {skipped} of {total} units were already in {out}")
     console.print(tally.table())
@@ -387,7 +313,7 @@ def _execute(
             "out: run the same command with a larger --max-cost to finish"
         )
     # Errored results already in the output count too unless they were re-run.
-    errors = tally.total_errors + (0 if retry_errors else len(errored))
+    errors = tally.total_errors + (0 if retry_errors else len(driver.errored))
     sys.stdout.flush()
     if not errors:
         return 0

@@ -12,6 +12,7 @@ from tests._support.factories import make_result
 from verifleet.orchestrator import iter_results
 from verifleet.orchestrator._local.journal import Journal, journal_path
 from verifleet.orchestrator._local.output import RunOutput
+from verifleet.schemas import VerificationResult
 from verifleet.store import result_key
 
 
@@ -69,3 +70,29 @@ def test_finalize_without_scan_dedups_by_key(tmp_path: Path) -> None:
     out.record([again])
     assert out.finalize() == 1
     assert _summary(path) == [("q1", None)]
+
+
+def _priced(question_id: str, cost: float) -> VerificationResult:
+    result = make_result(question_id)
+    assert result.template is not None
+    result.template.usage_metadata = {"parsing": {"model": "m-judge", "cost_usd": cost}}
+    return result
+
+
+def test_spent_after_scan_counts_what_scan_read_and_what_was_recorded(tmp_path: Path) -> None:
+    """A budget's ``spent()`` comes from the scan (no second read of the output)
+    and stays right as results and carried results are journalled."""
+    path = tmp_path / "out.parquet"
+    first = RunOutput(path)
+    first.scan()
+    first.record([_priced("q1", 0.25), _priced("q2", 0.5)])
+    first.finalize()
+    out = RunOutput(path)
+    out.scan()
+    assert out.spent() == pytest.approx(0.75)
+    # The file is gone: a spent() that read the output again would see nothing.
+    path.unlink()
+    out.record([_priced("q3", 0.125)])
+    assert out.spent() == pytest.approx(0.875)
+    # Without a scan it reads what is there (the journal alone now).
+    assert RunOutput(path).spent() == pytest.approx(0.125)
