@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verifleet.schemas import VerificationResult, numeric_trait_scores
+from verifleet.schemas import VerificationResult, numeric_trait_scores, result_trait_scores
 
 __all__ = [
     "ANSWER_CHARS",
@@ -192,16 +192,8 @@ def score_rows(
 def trait_rows(row: int, result: VerificationResult) -> list[tuple[Any, ...]]:
     """:data:`TRAIT_FIELDS` rows of every numeric rubric score of ``result`` (none
     when rubric evaluation did not run); see :func:`score_rows`."""
-    rubric = result.rubric
-    if rubric is None or not rubric.rubric_evaluation_performed:
-        return []
     meta = result.metadata
-    typed: dict[str, dict[str, Any] | None] = {
-        "llm": rubric.llm_trait_scores,
-        "regex": rubric.regex_trait_scores,
-        "callable": rubric.callable_trait_scores,
-        "agentic": rubric.agentic_trait_scores,
-    }
-    return score_rows(
-        row, meta.answering_model, meta.parsing_model, typed, rubric.metric_trait_scores
-    )
+    return [
+        (row, meta.answering_model, meta.parsing_model, name, kind, score)
+        for name, kind, score in result_trait_scores(result.rubric)
+    ]

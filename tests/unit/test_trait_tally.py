@@ -12,8 +12,7 @@ from _support.viewer_data import full_run
 from rich.console import Console
 
 from verifleet.orchestrator._local.tally import TraitTally
-from verifleet.schemas import VerificationResult, result_trait_scores
-from verifleet.viewer._rows import trait_rows
+from verifleet.schemas import VerificationResult, numeric_trait_scores, result_trait_scores
 
 
 def _replicated(replicates: int = 3) -> list[VerificationResult]:
@@ -55,10 +54,21 @@ def test_trait_means_and_clustered_intervals_equal_statsmodels() -> None:
     assert checked > 0
 
 
-def test_the_tally_reads_the_scores_the_viewer_reads() -> None:
-    for row, result in enumerate(_replicated(1)):
-        viewer = sorted((t[3], t[4], t[5]) for t in trait_rows(row, result))
-        assert viewer == sorted(result_trait_scores(result.rubric))
+def test_numeric_scores_count_booleans_as_one_and_zero_and_metrics_per_metric() -> None:
+    typed = {
+        "llm": {"polite": True, "clarity": 4, "tone": "warm"},
+        "regex": {"cites": False},
+        "callable": {"length": float("nan")},
+        "agentic": None,
+    }
+    metrics = {"overlap": {"precision": 0.5, "recall": 1}}
+    assert sorted(numeric_trait_scores(typed, metrics)) == [
+        ("cites", "regex", 0.0),
+        ("clarity", "llm", 4.0),
+        ("overlap.precision", "metric", 0.5),
+        ("overlap.recall", "metric", 1.0),
+        ("polite", "llm", 1.0),
+    ]
 
 
 def test_no_scores_no_table_and_one_question_no_interval() -> None:
