@@ -25,6 +25,7 @@ __all__ = [
     "host_allowed",
     "host_name",
     "is_loopback",
+    "matching_token",
     "presented_token",
     "send_json_error",
 ]
@@ -71,12 +72,17 @@ def bearer_token_ok(
     do not leak a token or which one matched.
     """
     given = presented_token(headers)
-    if given is None:
-        return False
     tokens = (token,) if isinstance(token, bytes) else token
-    matched = False
+    return given is not None and matching_token(given, tokens) is not None
+
+
+def matching_token(given: bytes, tokens: Collection[bytes]) -> bytes | None:
+    """The one of ``tokens`` that ``given`` equals, or None; every token is
+    compared, each in constant time (``hmac.compare_digest``)."""
+    matched = None
     for candidate in tokens:
-        matched |= hmac.compare_digest(given, candidate)
+        if hmac.compare_digest(given, candidate):
+            matched = candidate
     return matched
 
 
@@ -143,27 +149,19 @@ class BearerAuth:
         headers = scope.get("headers") or []
         queried = self._from_query(scope)
         if queried is not None:
-            matched = self._matching(queried)
+            matched = matching_token(queried, self.tokens)
             if matched is not None:
                 await self.app(scope, receive, self._setting_cookie(send, matched))
                 return
         elif bearer_token_ok(headers, self.tokens) or (
             self.cookie is not None
-            and self._matching(_cookie(headers, self.cookie) or b"") is not None
+            and matching_token(_cookie(headers, self.cookie) or b"", self.tokens) is not None
         ):
             await self.app(scope, receive, send)
             return
         await send_json_error(
             send, 401, self.message, [(b"www-authenticate", b'Bearer realm="verifleet"')]
         )
-
-    def _matching(self, given: bytes) -> bytes | None:
-        """The token ``given`` equals (every token compared, in constant time each)."""
-        matched = None
-        for candidate in self.tokens:
-            if hmac.compare_digest(given, candidate):
-                matched = candidate
-        return matched
 
     def _setting_cookie(self, send: Send, token: bytes) -> Send:
         """``send`` with the token cookie added to the response's headers."""
