@@ -53,6 +53,7 @@ from .validation import (
     compute_template_id,
     inject_question_id,
     source_digest,
+    static_template_problem,
     validate_answer_template,
 )
 from .verified_field import VerificationMeta, VerifiedField
@@ -114,6 +115,7 @@ __all__ = [
     "parsed_llm_fields",
     "run_regex_checks",
     "source_digest",
+    "static_template_problem",
     "strategy_label",
     "validate_answer_template",
 ]

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = [
     "ALLOWED_DUNDER_ATTRIBUTES",
@@ -189,9 +190,10 @@ def _import_problem(node: ast.Import | ast.ImportFrom) -> str | None:
     return None
 
 
-def _annotation_strings(tree: ast.AST) -> Iterator[tuple[str, int]]:
-    """String constants used as (parts of) annotations: they are evaluated later."""
-    for node in ast.walk(tree):
+def _annotation_strings(annotated: list[ast.AST]) -> Iterator[tuple[str, int]]:
+    """String constants used as (parts of) the annotations of ``annotated``
+    (annotated assignments, arguments, functions' returns): they are evaluated later."""
+    for node in annotated:
         annotations: list[ast.expr | None] = []
         if isinstance(node, ast.AnnAssign | ast.arg):
             annotations.append(node.annotation)
@@ -205,39 +207,72 @@ def _annotation_strings(tree: ast.AST) -> Iterator[tuple[str, int]]:
                     yield inner.value, inner.lineno
 
 
-def _node_problem(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return _import_problem(node)
-    if isinstance(node, ast.Name):
-        # Only reading the name reaches the builtin; a field called ``input`` is fine.
-        if node.id in FORBIDDEN_NAMES and isinstance(node.ctx, ast.Load):
-            return f"uses {node.id!r}, which templates may not call"
-        if is_dunder(node.id) and node.id not in {"__name__", "__doc__"}:
-            return f"uses {node.id!r}: dunder names are not available to templates"
-        return None
-    if isinstance(node, ast.Attribute):
-        return _attribute_problem(node)
-    if isinstance(node, ast.Call):
-        return _call_problem(node)
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        if _FORMAT_PRIVATE.search(node.value):
-            return "contains a format string that reaches private attributes"
-        return None
+def _name_problem(node: ast.Name) -> str | None:
+    # Only reading the name reaches the builtin; a field called ``input`` is fine.
+    if node.id in FORBIDDEN_NAMES and isinstance(node.ctx, ast.Load):
+        return f"uses {node.id!r}, which templates may not call"
+    if is_dunder(node.id) and node.id not in {"__name__", "__doc__"}:
+        return f"uses {node.id!r}: dunder names are not available to templates"
     return None
+
+
+def _constant_problem(node: ast.Constant) -> str | None:
+    if isinstance(node.value, str) and _FORMAT_PRIVATE.search(node.value):
+        return "contains a format string that reaches private attributes"
+    return None
+
+
+#: The node types that can be refused, and their check; every other node
+#: type only leads to its children.
+_CHECKS: dict[type, Callable[[Any], str | None]] = {
+    ast.Import: _import_problem,
+    ast.ImportFrom: _import_problem,
+    ast.Name: _name_problem,
+    ast.Attribute: _attribute_problem,
+    ast.Call: _call_problem,
+    ast.Constant: _constant_problem,
+}
+
+#: Node types whose annotations may hold strings pydantic evaluates later.
+_ANNOTATED = (ast.AnnAssign, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def find_violation(tree: ast.AST, *, depth: int = 0) -> tuple[str, int] | None:
     """The first forbidden construct in ``tree`` as ``(problem, line)``, or None.
 
-    String annotations are parsed and checked too, because pydantic evaluates them.
+    Nodes are checked in :func:`ast.walk`'s order (breadth first), so the
+    first one found is the one a plain walk finds; string annotations are
+    parsed and checked after the whole tree, because pydantic evaluates them.
+    One walk serves both: the annotated nodes are noted on the way.
     """
-    for node in ast.walk(tree):
-        problem = _node_problem(node)
-        if problem is not None:
-            return problem, getattr(node, "lineno", 0)
+    todo: list[ast.AST] = [tree]
+    annotated: list[ast.AST] = []
+    checks, annotated_types, ast_type = _CHECKS, _ANNOTATED, ast.AST
+    index = 0
+    # ast.walk's breadth-first order, without its generator and deque: the
+    # guard runs on every template a submission or a worker sees.
+    while index < len(todo):
+        node = todo[index]
+        index += 1
+        check = checks.get(type(node))
+        if check is not None:
+            problem = check(node)
+            if problem is not None:
+                return problem, getattr(node, "lineno", 0)
+        elif isinstance(node, annotated_types):
+            annotated.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast_type):
+                        todo.append(item)
+            elif isinstance(value, ast_type) and name != "ctx":
+                # Load/Store/Del have no children and are never refused.
+                todo.append(value)
     if depth > 2:
         return None
-    for text, line in _annotation_strings(tree):
+    for text, line in _annotation_strings(annotated):
         try:
             inner = ast.parse(text.strip(), mode="eval")
         except SyntaxError:

@@ -35,6 +35,7 @@ __all__ = [
     "inject_question_id",
     "probe_instance",
     "source_digest",
+    "static_template_problem",
     "validate_answer_template",
 ]
 
@@ -140,16 +141,7 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     # collide under it must not resolve names through each other's module.
     module_name = f"{TEMPLATE_MODULE_PREFIX}{source_digest(source)}"
     with COMPILE_LOCK:
-        try:
-            tree = ast.parse(source, filename=f"{TEMPLATE_FILENAME_PREFIX}{template_id}>")
-        except SyntaxError as exc:
-            raise _fail(
-                f"template does not compile: {exc.msg} (line {exc.lineno})", question_id
-            ) from None
-        violation = find_violation(tree)
-        if violation is not None:
-            problem, line = violation
-            raise _fail(f"template {problem} (line {line})", question_id)
+        tree = _checked_tree(source, template_id, question_id)
         code = compile(tree, f"{TEMPLATE_FILENAME_PREFIX}{template_id}>", "exec")
         namespace = new_template_namespace(module_name)
         try:
@@ -167,6 +159,49 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
         _complete(answer_cls, namespace, question_id)
     answer_cls.template_source = source
     return answer_cls
+
+
+def _checked_tree(source: str, template_id: str, question_id: str | None) -> ast.Module:
+    """``source`` parsed and passed by the static guard (the caller holds
+    ``COMPILE_LOCK``).
+
+    Raises:
+        TemplateValidationError: A syntax error (with its line) or a forbidden
+            construct (named, with its line).
+    """
+    try:
+        tree = ast.parse(source, filename=f"{TEMPLATE_FILENAME_PREFIX}{template_id}>")
+    except SyntaxError as exc:
+        raise _fail(
+            f"template does not compile: {exc.msg} (line {exc.lineno})", question_id
+        ) from None
+    violation = find_violation(tree)
+    if violation is not None:
+        problem, line = violation
+        raise _fail(f"template {problem} (line {line})", question_id)
+    return tree
+
+
+def static_template_problem(source: str | None) -> str | None:
+    """What the static checks alone find wrong with ``source`` (it is empty,
+    does not parse, or uses a construct the guard refuses), in the words
+    :func:`compile_answer_class` uses for it; None when they find nothing.
+    Nothing of the template runs: a template that passes can still fail to
+    compile (its class body raising, no answer class, no ``verify()``...).
+
+    Raises:
+        RecursionError, MemoryError: The source is nested or large beyond
+            what the parser takes (a caller running untrusted source runs it
+            where that is contained: the sandbox's executors).
+    """
+    if source is None or not source.strip():
+        return "template source is empty"
+    with COMPILE_LOCK:
+        try:
+            _checked_tree(source, compute_template_id(source), None)
+        except TemplateValidationError as exc:
+            return exc.problem
+    return None
 
 
 def _complete(answer_cls: type[BaseAnswer], namespace: dict[str, Any], qid: str | None) -> None:
