@@ -53,6 +53,7 @@ from ._protocol import (
     Failure,
     RegexTraitRequest,
     Reply,
+    StaticCheckRequest,
     TraitRequest,
     decode_request,
     encode,
@@ -64,6 +65,7 @@ from ._runtime import (
     describe,
     evaluate,
     regex_trait,
+    static_check,
     trait,
 )
 from ._scenario_code import ScenarioCodeRequest, run_scenario_code
@@ -181,8 +183,8 @@ def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
     request = decode_request(line)
     if isinstance(request, DescribeRequest | EvaluateRequest):
         _template_main(slot, request, line, limits)
-    elif isinstance(request, RegexTraitRequest) or not limits.fork_per_call:
-        # A regex runs no code of anyone's; a trait in ``template`` mode keeps
+    elif isinstance(request, RegexTraitRequest | StaticCheckRequest) or not limits.fork_per_call:
+        # A regex or a static check runs no code of anyone's; a trait in ``template`` mode keeps
         # its process for its job: both serve call after call here.
         _enter_unit(limits, collect=True)
         _serve(slot, line, limits)
@@ -437,6 +439,8 @@ def _run(request: object) -> BaseModel:
         return check_trait(request)
     if isinstance(request, RegexTraitRequest):
         return regex_trait(request)
+    if isinstance(request, StaticCheckRequest):
+        return static_check(request)
     if isinstance(request, ScenarioCodeRequest):
         return run_scenario_code(request)
     raise RequestError("protocol", f"{type(request).__name__} is not run in a child")

@@ -14,7 +14,7 @@ import dataclasses
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -42,6 +42,8 @@ from ._protocol import (
     PingResult,
     RegexTraitRequest,
     Reply,
+    StaticCheckRequest,
+    StaticCheckResult,
     TraitRequest,
     TraitResult,
 )
@@ -478,6 +480,36 @@ class SandboxPool:
             TemplateValidationError: As :meth:`load_template`.
         """
         self.load_template(source, question_id or "")
+
+    def static_problems(self, sources: Sequence[str]) -> list[str | None]:
+        """The static checks of every source (parse and the guard; none of
+        their code runs), all in one round trip to an executor: per source,
+        in order, the words :meth:`validate_template` would use for what they
+        found, or None. A template that passes can still fail to compile.
+
+        A source that crashes or hangs the shared process the checks run in
+        fails the batch; each of its sources is then checked alone, so only
+        that one is reported (as exhausting the sandbox or running too long).
+
+        Raises:
+            ExecutorCrashed: The executor itself failed, or a check failed for
+                a reason that is not the source's (a protocol or outside error).
+            SandboxUnavailable: No executor can be started.
+        """
+        if not sources:
+            return []
+        reply = self._call(lambda i, _: StaticCheckRequest(id=i, sources=list(sources)))
+        if reply.ok:
+            problems = StaticCheckResult.model_validate(reply.result).problems
+            if len(problems) != len(sources):
+                raise ExecutorCrashed("a static check answered for other sources than it was sent")
+            return problems
+        kind = reply.error.kind if reply.error is not None else "internal"
+        if kind not in ("timeout", "crash", "template"):
+            raise ExecutorCrashed(_error_text(reply))
+        if len(sources) == 1:
+            return [_error_text(reply)]
+        return [problem for source in sources for problem in self.static_problems([source])]
 
     # --- callable traits ---------------------------------------------------------------
 

@@ -38,6 +38,8 @@ __all__ = [
     "Request",
     "ScenarioCodeRequest",
     "ScenarioCodeResult",
+    "StaticCheckRequest",
+    "StaticCheckResult",
     "TraitRequest",
     "TraitResult",
     "Verification",
@@ -139,6 +141,14 @@ class RegexTraitRequest(_Request):
     text: str = ""
 
 
+class StaticCheckRequest(_Request):
+    """Parse and guard many templates (none of their code runs): a shared
+    process serves these, as it does regex traits."""
+
+    op: Literal["static_check"] = "static_check"
+    sources: list[str]
+
+
 class ScenarioCodeRequest(_Request):
     """Run one piece of a scenario's code (``sandbox/_scenario_code.py``):
     ``role`` says what it is and what ``args`` hold."""
@@ -157,6 +167,7 @@ Request = Annotated[
     | TraitRequest
     | CheckTraitRequest
     | RegexTraitRequest
+    | StaticCheckRequest
     | ScenarioCodeRequest,
     Field(discriminator="op"),
 ]
@@ -209,6 +220,13 @@ class TraitResult(_Message):
     """A trait's value (bool, int or class index; ``True`` for a check)."""
 
     value: Any
+
+
+class StaticCheckResult(_Message):
+    """Per source of a :class:`StaticCheckRequest`, in order: what the static
+    checks found wrong with it, or None."""
+
+    problems: list[str | None]
 
 
 class ScenarioCodeResult(_Message):

@@ -33,6 +33,7 @@ from ._protocol import (
     RegexTraitRequest,
     Reply,
     Request,
+    StaticCheckRequest,
     TraitRequest,
     encode,
     source_digest,
@@ -143,6 +144,9 @@ class Router:
         traits keep one per (scope, trait) unless every call is to be fresh."""
         if isinstance(request, RegexTraitRequest):
             return ("", "regex")
+        if isinstance(request, StaticCheckRequest):
+            # Parsing runs no one's code: one process serves every scope.
+            return ("", "static")
         if isinstance(request, TraitRequest | CheckTraitRequest) and not self._limits.fork_per_call:
             trait = json.dumps(request.trait, sort_keys=True)
             return (request.scope, "trait:" + hashlib.sha256(trait.encode()).hexdigest())

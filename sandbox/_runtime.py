@@ -27,6 +27,7 @@ from verifleet.templates import (
     judge_json_schema,
     parsed_ground_truth,
     parsed_llm_fields,
+    static_template_problem,
     validate_answer_template,
 )
 
@@ -39,6 +40,8 @@ from ._protocol import (
     EvaluateRequest,
     EvaluateResult,
     RegexTraitRequest,
+    StaticCheckRequest,
+    StaticCheckResult,
     TraitRequest,
     TraitResult,
     Verification,
@@ -51,6 +54,7 @@ __all__ = [
     "describe",
     "evaluate",
     "regex_trait",
+    "static_check",
     "trait",
 ]
 
@@ -172,6 +176,21 @@ def evaluate(cls: type[BaseAnswer], request: EvaluateRequest) -> EvaluateResult:
         granular_error=granular_error,
     )
     return EvaluateResult(parsed=parsed, verification=verification)
+
+
+def static_check(request: StaticCheckRequest) -> StaticCheckResult:
+    """The static checks (parse and guard) of each source, in order; nothing
+    of any template runs. A source the parser cannot take (nested or large
+    beyond its limits) gets the words a compile of it gets from the host."""
+    problems: list[str | None] = []
+    for source in request.sources:
+        try:
+            problems.append(static_template_problem(source))
+        except (MemoryError, RecursionError) as exc:
+            # As SandboxPool words a ``crash`` reply to compiling it.
+            problem = f"compiling the template: {type(exc).__name__}"
+            problems.append(f"template code exhausted the sandbox: {problem}")
+    return StaticCheckResult(problems=problems)
 
 
 def check_trait(request: CheckTraitRequest) -> TraitResult:

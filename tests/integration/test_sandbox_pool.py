@@ -240,3 +240,22 @@ def test_a_described_process_waits_for_its_call_while_a_used_one_can_go() -> Non
         assert sandbox.compiled_stats().compiled == 3
     finally:
         sandbox.close()
+
+
+def test_static_checks_of_many_templates_in_one_round_trip(pool: SandboxPool) -> None:
+    """One request checks a batch (parse and guard; nothing runs): each
+    source's words are those of the check in process, a source the parser
+    cannot take is reported alone, and an honest template passes."""
+    from verifleet.templates import static_template_problem
+
+    deep = "x = 1" + " + 1" * 200_000  # deeper than the parser's recursion allows
+    sources = [HONEST, "class Answer(:\n    pass\n", "import os\n", deep, "_ = 1 / 0\n" + HONEST]
+    problems = pool.static_problems(sources)
+    assert len(problems) == len(sources)
+    assert problems[0] is None and problems[4] is None  # only a compile refuses the last
+    assert problems[1] == static_template_problem(sources[1])
+    assert problems[2] == static_template_problem(sources[2])
+    assert (
+        problems[3] == "template code exhausted the sandbox: compiling the template: RecursionError"
+    )
+    assert pool.static_problems([]) == []
