@@ -238,9 +238,13 @@ def submit(
         config: As for :func:`run`.
         redis_url: The fleet's Redis; ``VERIFLEET_REDIS_URL`` when None.
         trust_callables: As for :func:`run`.
-        strict: Reject the whole job when any question's template does not
-            compile or is refused; by default such a question fails alone (its
-            results carry the error) and the others run.
+        strict: Compile every template before anything is queued, and reject
+            the whole job when any does not compile or is refused. By default
+            templates are checked statically (syntax and the sandbox's guard)
+            and the workers compile each for its first unit: a question whose
+            template fails either fails alone (its results carry the error)
+            and the others run; ``Job.failing_questions`` lists those the
+            static checks found.
         job_id: A job id of your own (a fresh sortable one by default):
             letters, digits, ``.``, ``_``, ``-``; an existing job's id is
             refused (``JobRejectedError``).

@@ -77,9 +77,12 @@ class Job:
         weight: float = 1.0,
         results_to: str | None = None,
     ) -> Job:
-        """Validate and enqueue a job; see :func:`submit_job` (``strict`` rejects
-        it when any question's template would fail; by default that question
-        fails alone). :attr:`failing_questions` lists such questions. Only the
+        """Validate and enqueue a job; see :func:`submit_job` (``strict``
+        compiles every template first and rejects the job when any would fail;
+        by default templates are checked statically, and a question whose
+        template fails fails alone). :attr:`failing_questions` lists those the
+        checks found (a template that passes the static checks but does not
+        compile is found by the workers: its results carry the error). Only the
         workers of ``queue`` run it, sharing their slots with the queue's other
         jobs in proportion to ``weight``. With ``results_to`` its finished
         results leave Redis for Parquet shards there as it runs.

@@ -61,6 +61,12 @@ class SubmitReport(BaseModel):
     expected_results: int
     failing_questions: list[str] = []
     """Questions enqueued although their template will fail them (one message each)."""
+    templates_checked: int = 0
+    """Distinct templates checked before anything was queued."""
+    templates_compiled: bool = True
+    """Whether they were compiled (``strict``), or only checked statically (parse
+    and guard): then one that does not compile fails its own questions on the
+    workers, with the error in their results."""
 
 
 def new_job_id() -> str:
@@ -87,8 +93,9 @@ class _DescribingChecker:
         # What the executors said of each source, by SHA-256 of the source.
         self._said: dict[str, dict[str, Any]] = {}
 
-    def describe_all(self, sources: Iterable[str], scope: str) -> None:
-        """Describe each distinct source of ``sources`` in ``scope``, in parallel.
+    def describe_all(self, sources: Iterable[str], scope: str) -> int:
+        """Describe each distinct source of ``sources`` in ``scope``, in parallel;
+        returns how many there were.
 
         Raises:
             ExecutorCrashed: An executor failed (not a template's code: that is
@@ -111,6 +118,7 @@ class _DescribingChecker:
             for digest, said in zip(todo, threads.map(describe, todo.values()), strict=True):
                 if said:
                     self._said[digest] = said
+        return len(todo)
 
     def check_template(self, source: str, question_id: str | None) -> None:
         said = self._said.get(source_digest(source))
@@ -128,15 +136,79 @@ class _DescribingChecker:
         self._traits.check_trait(trait)
 
 
+class _StaticChecker:
+    """A checker that runs only the static checks of templates (parse and
+    the guard: none of their code runs), answering from checks made
+    beforehand in batches.
+
+    :meth:`check_all` has every distinct source checked, many per round trip,
+    as many round trips at once as the pool has executors;
+    :meth:`check_template` then answers from what they said. Callable traits
+    are loaded in executors as by the full check.
+    """
+
+    #: Sources per round trip, and their characters at most: few round trips,
+    #: each far below a call's limits.
+    BATCH = 256
+    BATCH_CHARS = 1 << 20
+
+    def __init__(self) -> None:
+        self.pool = default_pool()
+        self._traits = sandbox_checker(self.pool)
+        # What the checks found in each source (None: nothing), by SHA-256 of the source.
+        self._said: dict[str, str | None] = {}
+
+    def check_all(self, sources: Iterable[str]) -> int:
+        """Check each distinct source of ``sources``; returns how many there were.
+
+        Raises:
+            ExecutorCrashed: An executor failed (not a template: a source that
+                crashes the check is that source's problem).
+            SandboxUnavailable: No executor can be started.
+        """
+        todo = {source_digest(s): s for s in sources if s and s.strip()}
+        batches: list[list[str]] = [[]]
+        chars = 0
+        for source in todo.values():
+            if batches[-1] and (len(batches[-1]) >= self.BATCH or chars >= self.BATCH_CHARS):
+                batches.append([])
+                chars = 0
+            batches[-1].append(source)
+            chars += len(source)
+        workers = self.pool.settings.pool_size
+        with ThreadPoolExecutor(workers, thread_name_prefix="verifleet-check") as threads:
+            found = threads.map(self.pool.static_problems, batches)
+            for batch, problems in zip(batches, found, strict=True):
+                for source, problem in zip(batch, problems, strict=True):
+                    self._said[source_digest(source)] = problem
+        return len(todo)
+
+    def check_template(self, source: str, question_id: str | None) -> None:
+        digest = source_digest(source)
+        if digest not in self._said:
+            [self._said[digest]] = self.pool.static_problems([source])
+        problem = self._said[digest]
+        if problem is not None:
+            raise TemplateValidationError(problem, question_id=question_id)
+
+    def check_trait(self, trait: CallableTrait) -> None:
+        self._traits.check_trait(trait)
+
+
 @dataclass
 class JobCheck:
     """What checking a job found: problems that stop it, problems that fail
     their own question or scenario, and each template's description by
-    template id (JSON text) for its workers."""
+    template id (JSON text) for its workers (none when ``compiled`` is False:
+    the templates were only checked statically, and each worker describes a
+    template as it compiles it for its first unit). ``templates`` is how many
+    distinct templates were checked."""
 
     problems: list[str]
     failing: list[str]
     descriptions: dict[str, str] = field(default_factory=dict)
+    compiled: bool = True
+    templates: int = 0
 
 
 def _sources(benchmark: Benchmark) -> Iterator[str]:
@@ -147,16 +219,36 @@ def _sources(benchmark: Benchmark) -> Iterator[str]:
             yield node.question.answer_template or ""
 
 
-def check_job(benchmark: Benchmark, config: VerificationConfig | None) -> JobCheck:
+def check_job(
+    benchmark: Benchmark, config: VerificationConfig | None, *, compile_templates: bool = True
+) -> JobCheck:
     """Check a job once: every template described once, in parallel over the
     sandbox's executors, then :func:`check_benchmark`'s rules and words (as
     ``Benchmark.validate``, ``load_benchmark``, ``run`` and ``serve``); with
     no ``config``, only the benchmark's own problems.
 
+    With ``compile_templates=False`` each template gets the static checks alone (it
+    parses, and the guard refuses nothing: :meth:`SandboxPool.static_problems`,
+    in batches, in parallel), in the same words; one that passes them but
+    does not compile is not found here: its workers compile it for its first
+    unit, and its questions fail alone with the error then. What a submission
+    compiled, its workers would compile again anyway (they run the code),
+    so ``submit`` leaves the compile to them unless it is strict.
+
     Raises:
         ExecutorCrashed: A sandbox executor failed.
         SandboxUnavailable: No executor can be started.
     """
+    if not compile_templates:
+        static = _StaticChecker()
+        templates = static.check_all(_sources(benchmark))
+        found = check_benchmark(benchmark, checker=static, config=config)
+        return JobCheck(
+            found.messages(alone=False),
+            found.messages(alone=True),
+            compiled=False,
+            templates=templates,
+        )
     descriptions: dict[str, str] = {}
     checker = _DescribingChecker(descriptions)
     # The job's templates are described side by side in one template process
@@ -166,9 +258,11 @@ def check_job(benchmark: Benchmark, config: VerificationConfig | None) -> JobChe
     # serves submissions of this very benchmark alone (its own code made it;
     # stored with a job, it serves that job alone).
     content = hashlib.sha256(benchmark.model_dump_json().encode()).hexdigest()
-    checker.describe_all(_sources(benchmark), f"submit-{content[:32]}")
+    templates = checker.describe_all(_sources(benchmark), f"submit-{content[:32]}")
     found = check_benchmark(benchmark, checker=checker, config=config)
-    return JobCheck(found.messages(alone=False), found.messages(alone=True), descriptions)
+    return JobCheck(
+        found.messages(alone=False), found.messages(alone=True), descriptions, templates=templates
+    )
 
 
 def _broken_scenario_runs(
@@ -247,10 +341,15 @@ def submit_job(
     :class:`~verifleet.store.Schedule`); no message is sent here, so a job of a
     million units is submitted as fast as one of ten.
 
-    A question whose template does not compile, is refused or is missing is
+    Each distinct template is checked statically (it parses and the guard
+    refuses nothing), in batches over the sandbox's executors; none is compiled
+    here: the workers compile each for its first unit (as they would anyway).
+    A question whose template fails the static checks or is missing is
     enqueued like the others and fails alone (its results carry the error); the
-    report lists them in ``failing_questions``. ``strict=True`` rejects the
-    whole job for them instead.
+    report lists them in ``failing_questions``. One that passes them but does
+    not compile fails alone too, on the workers, with the error in its results
+    (the same words), and is not in that list. ``strict=True`` compiles every
+    template first and rejects the whole job for any of these instead.
 
     With ``results_to`` (a local or shared path, or an fsspec URL such as
     ``s3://bucket/prefix``) the workers move the job's finished results out of
@@ -262,7 +361,8 @@ def submit_job(
     ``job_id`` (default: generated) must be well formed
     (:func:`~verifleet.store.job_id_problem`) and not held by an existing job.
     ``checked`` is :func:`check_job` of this very benchmark and config, when
-    the caller checked it already (each template is then not described again).
+    the caller checked it already (each template is then not checked again;
+    with ``strict``, a check that did not compile them is made again, compiling).
 
     Raises:
         JobRejectedError: listing every problem (a malformed or taken job id, a
@@ -276,7 +376,8 @@ def submit_job(
         problem = job_id_refusal(store, job_id)
         if problem:
             raise JobRejectedError([problem])
-    checked = checked or check_job(benchmark, config)
+    if checked is None or (strict and not checked.compiled):
+        checked = check_job(benchmark, config, compile_templates=strict)
     descriptions = checked.descriptions
     problems, failing = list(checked.problems), list(checked.failing)
     if not (math.isfinite(weight) and weight > 0):
@@ -322,6 +423,8 @@ def submit_job(
         * config.replicate_count
         * len(config.parsing_models),
         failing_questions=failing,
+        templates_checked=checked.templates,
+        templates_compiled=checked.compiled,
     )
 
 

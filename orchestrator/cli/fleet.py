@@ -97,6 +97,9 @@ def parse_duration(text: str) -> float:
 _SUBMIT_DOC = """Validate everything first (templates, models, rubrics), check that every model
 answers one test call (--no-preflight skips it), store the benchmark and config
 once, and enqueue one task per unit. Nothing is enqueued when anything is wrong.
+Each template is checked statically (syntax and the sandbox's guard); the workers
+compile it for its first unit, and one that does not compile fails its own
+questions with the error in their results. --strict compiles every template first.
 
 examples:
   verifleet submit bench.yaml --answering openai:gpt-4.1-mini --parsing openai:gpt-4.1
@@ -134,8 +137,9 @@ def register(commands: Any) -> None:
     submit.add_argument(
         "--strict",
         action="store_true",
-        help="reject the whole job when a question's template does not compile or is refused "
-        "(default: that question fails alone, with its error in its results)",
+        help="compile every template before anything is queued, and reject the whole job when "
+        "one does not compile or is refused (default: templates are checked statically, "
+        "and a broken one fails its own questions, with its error in their results)",
     )
     submit.add_argument(
         "--queue",
@@ -312,8 +316,8 @@ def _submit(args: argparse.Namespace) -> int:
     if any(early):
         raise JobRejectedError([p for p in early if p])
     start_sandbox(args)  # templates and callable traits are checked in sandbox executors
-    # Templates are checked by submit_job: a broken one fails its own question
-    # (or, with --strict, rejects the job), as `verifleet run` does.
+    # A broken template fails its own questions (or, with --strict, rejects
+    # the job), as `verifleet run` does.
     benchmark = load_benchmark(
         args.benchmark, trust_callables=args.trust_callables, validate_templates=False
     )
@@ -321,8 +325,9 @@ def _submit(args: argparse.Namespace) -> int:
     config = build_config(args)
     # The job's own problems first (no network): a broken job is rejected
     # listing them, whatever state its models are in. Each template is
-    # described once, in parallel; submit_job uses this check.
-    checked = check_job(benchmark, config)
+    # checked once, in parallel: statically (the workers compile it for its
+    # first unit anyway), or compiled with --strict; submit_job uses this check.
+    checked = check_job(benchmark, config, compile_templates=args.strict)
     problems = checked.problems + (checked.failing if args.strict else [])
     if problems:
         raise JobRejectedError(problems)
@@ -350,6 +355,14 @@ def _submit(args: argparse.Namespace) -> int:
         set_budget(store, report.job_id, config.max_cost_usd)
     for problem in report.failing_questions:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
+    if not report.templates_compiled and report.templates_checked:
+        print(
+            f"{report.templates_checked} templates checked statically (syntax and the "
+            "sandbox's guard); the workers compile each for its first unit: one that does "
+            "not compile fails its own questions, counted as failed in `verifleet status`, "
+            "its error in the results (--strict compiles every template before queueing)",
+            file=sys.stderr,
+        )
     print(
         f"job {report.job_id}: {report.units} units enqueued ({report.expected_results} results "
         f"expected) on queue {broker.queue}, weight {args.weight:g}"

@@ -177,18 +177,25 @@ def test_redis_restart_mid_job(
     assert ("Task verifleet.run_units[" in fleet.log("w1")) is batched
 
 
+#: What compiling q0004's template says: its module body raises. The static
+#: checks ``submit`` makes by default cannot see it; ``--strict`` compiles.
+LOADING_PROBLEM = "template raised ZeroDivisionError while loading: division by zero"
+
+
 def _broken_benchmark(n: int) -> tuple[Benchmark, dict[str, object]]:
-    """q0001 does not compile; q0003 imports a module templates may not use."""
+    """q0001 does not compile; q0003 imports a module templates may not use;
+    q0004 parses and passes the guard but raises as its module body runs."""
     bench, answers = capitals_benchmark(n)
     bench.questions[1].answer_template = "class Answer(:\n    pass\n"
     bench.questions[3].answer_template = bench.questions[3].answer_template.replace(
         "from pydantic import Field", "import os\nfrom pydantic import Field"
     )
+    bench.questions[4].answer_template = "_ = 1 / 0\n" + (bench.questions[4].answer_template or "")
     return bench, answers
 
 
 def test_broken_templates_reject_the_job_with_strict(redis_url: str, tmp_path: Path) -> None:
-    bench, _answers = _broken_benchmark(4)
+    bench, _answers = _broken_benchmark(5)
     path = tmp_path / "broken.yaml"
     dump_benchmark(bench, path)
     proc = run_cli(
@@ -206,13 +213,15 @@ def test_broken_templates_reject_the_job_with_strict(redis_url: str, tmp_path: P
     assert "Traceback" not in proc.stderr
     assert "q0001" in proc.stderr and "q0003" in proc.stderr
     assert "os" in proc.stderr
+    # --strict compiles: what only a compile finds rejects the job too.
+    assert f"question q0004: template: {LOADING_PROBLEM}" in " ".join(proc.stderr.split())
     assert Job("nothing", redis_url).store.list_jobs() == []
 
 
 def test_broken_templates_fail_only_their_question(
     fleet: Fleet, redis_url: str, tmp_path: Path
 ) -> None:
-    bench, answers = _broken_benchmark(4)
+    bench, answers = _broken_benchmark(5)
     path = tmp_path / "broken.yaml"
     dump_benchmark(bench, path)
     with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
@@ -230,17 +239,25 @@ def test_broken_templates_fail_only_their_question(
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "q0001" in proc.stderr and "q0003" in proc.stderr  # warned, not rejected
+        # Submit compiled nothing: q0004 is found by its worker, and submit says so.
+        said = " ".join(proc.stderr.split())
+        assert "q0004" not in said
+        assert "5 templates checked statically" in said and "the workers compile each" in said
         match = re.search(r"job (\S+):", proc.stdout)
         assert match is not None, proc.stdout
         job = Job(match.group(1), redis_url)
-        assert job.wait(timeout=120).status == JobStatus.DONE
+        progress = job.wait(timeout=120)
+        assert progress.status == JobStatus.DONE and progress.failed_units == 3
     by_id = {r.metadata.question_id: r for r in job.iter_results()}
-    assert set(by_id) == {"q0000", "q0001", "q0002", "q0003"}
-    for qid in ("q0001", "q0003"):
+    assert set(by_id) == {"q0000", "q0001", "q0002", "q0003", "q0004"}
+    for qid in ("q0001", "q0003", "q0004"):
         failed = by_id[qid]
         assert failed.metadata.completed_without_errors is False
         assert failed.template is not None and failed.template.template_validation_error
     assert "os" in (by_id["q0003"].metadata.error or "")
+    # The worker's words for it are the compile's, as --strict gives them.
+    assert by_id["q0004"].template is not None
+    assert LOADING_PROBLEM in (by_id["q0004"].template.template_validation_error or "")
     for qid in ("q0000", "q0002"):
         assert by_id[qid].metadata.completed_without_errors is True
 

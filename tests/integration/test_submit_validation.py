@@ -14,8 +14,13 @@ from _support.cross_job import planting_benchmark, victim_benchmark
 from _support.jobs import capitals_benchmark
 from _support.scenarios import DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
-from verifleet.orchestrator._fleet.submit import _job_problems, template_problems, validate_job
-from verifleet.sandbox import SandboxSettings, reset_default_pool
+from verifleet.orchestrator._fleet.submit import (
+    _job_problems,
+    check_job,
+    template_problems,
+    validate_job,
+)
+from verifleet.sandbox import SandboxSettings, default_pool, reset_default_pool
 from verifleet.schemas import (
     BenchmarkLoadError,
     BrokenScenario,
@@ -49,6 +54,38 @@ def test_problems_are_reported_and_nothing_is_compiled_here() -> None:
     # Benchmark.validate() goes through the sandbox too once it is imported.
     assert len(bench.validate()) == 2
     assert _template_modules() == before
+
+
+def test_submit_checks_templates_statically_in_the_compiles_words() -> None:
+    """By default ``submit`` checks each distinct template statically (parse
+    and guard, in batches): what that finds is worded as the full check words
+    it, nothing is compiled (no executor hands a template process a template),
+    and a template only a compile refuses is left to the workers."""
+    bench, _answers = capitals_benchmark(12)
+    bench.questions[1].answer_template = "class Answer(:\n    pass\n"
+    bench.questions[9].answer_template = "import os\n" + (bench.questions[9].answer_template or "")
+    bench.questions[5].answer_template = "_ = 1 / 0\n" + (bench.questions[5].answer_template or "")
+    bench.questions[7].answer_template = bench.questions[6].answer_template  # one template, twice
+    model = ModelConfig.parse("http://127.0.0.1:9/v1#m")
+    config = VerificationConfig.build(answering_models=[model], parsing_models=[model])
+    reset_default_pool()
+    try:
+        static = check_job(bench, config, compile_templates=False)
+        compiled_by_static = default_pool().compiled_stats().compiled
+    finally:
+        reset_default_pool()
+    full = check_job(bench, config)
+
+    assert compiled_by_static == 0
+    assert (static.compiled, static.templates, static.descriptions) == (False, 11, {})
+    assert (full.compiled, full.templates) == (True, 11)
+    assert static.problems == full.problems == []
+    assert [p.split(":")[0] for p in full.failing] == [
+        "question q0001",
+        "question q0005",
+        "question q0009",
+    ]
+    assert static.failing == [full.failing[0], full.failing[2]]
 
 
 def test_a_broken_scenario_fails_alone_unless_strict() -> None:
