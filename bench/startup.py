@@ -21,7 +21,7 @@ phases (start-up before the job, the job, finalize, summary and exit).
 start-up of a 100,000-question benchmark without running it. ``--submit`` times
 ``verifleet submit`` of the benchmark instead (to a private ``redis-server`` the
 bench starts, no workers): until the command returns, its CPU, and the units it
-queued. Each run has a
+queued (``--strict``: ``submit --strict``, every template compiled). Each run has a
 cache folder of its own (``VERIFLEET_CACHE_DIR``); this checkout's executor
 bytecode is prepared once before the first run, as any earlier run leaves it.
 """
@@ -142,10 +142,11 @@ def run_command(
 
 
 def submit_command(
-    python: Path, bench: Path, url: str, redis_url: str, work: Path
+    python: Path, bench: Path, url: str, redis_url: str, work: Path, *, strict: bool = False
 ) -> dict[str, float]:
     """One ``verifleet submit`` of ``bench`` (answering and parsing model
-    ``url``'s ``m``) to ``redis_url``, timed until it returns.
+    ``url``'s ``m``) to ``redis_url`` (``--strict`` with ``strict``), timed
+    until it returns.
 
     Returns:
         ``wall`` (seconds to its exit), ``cpu`` (the command and the
@@ -162,7 +163,7 @@ def submit_command(
     env.setdefault("VERIFLEET_SANDBOX", "seccomp")
     model = f"{url}#m"
     argv = [str(python), "-m", "verifleet", "submit", str(bench), "--answering", model]
-    argv += ["--parsing", model, "--redis", redis_url]
+    argv += ["--parsing", model, "--redis", redis_url] + (["--strict"] if strict else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=work)
@@ -205,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
         "--submit",
         action="store_true",
         help="time `verifleet submit` of the benchmark (private redis-server, no workers)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --submit: `verifleet submit --strict` (every template compiled at submit)",
     )
     parser.add_argument(
         "--timeline",
@@ -303,9 +309,12 @@ def _submits(
             for label, python in order:
                 load = os.getloadavg()[0]
                 with RedisProc() as redis_proc:
-                    got = submit_command(python, path, endpoint.base_url, redis_proc.url, work)
+                    got = submit_command(
+                        python, path, endpoint.base_url, redis_proc.url, work, strict=args.strict
+                    )
+                how = "submit --strict" if args.strict else "submit"
                 print(
-                    f"load {load:4.1f} {label:>8}: submit of {args.n} questions returned in "
+                    f"load {load:4.1f} {label:>8}: {how} of {args.n} questions returned in "
                     f"{got['wall']:5.1f} s, CPU {got['cpu']:5.1f} s (with the sandbox's processes "
                     f"{got['tree_cpu']:5.1f} s), {got['units']:.0f} units enqueued",
                     flush=True,

@@ -34,7 +34,10 @@ def test_a_description_planted_by_one_job_is_never_used_for_another(
             answering_models=[ModelConfig.parse(f"{ep.base_url}#answerer")],
             parsing_models=[ModelConfig.parse(f"{ep.base_url}#judge")],
         )
-        attacker = Job.submit(bench, config, redis_url)
+        # Strict: its templates are compiled and their descriptions stored,
+        # the honest ones the attacker rewrites (a job submitted otherwise
+        # stores none, and the attacker could write them all the same).
+        attacker = Job.submit(bench, config, redis_url, strict=True)
         store = attacker.store
         stored = store.keys(attacker.job_id).templates
         refused, misled = bench.questions[0].template_id, bench.questions[1].template_id

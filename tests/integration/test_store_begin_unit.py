@@ -9,7 +9,7 @@ import redis
 from _support.factories import make_result
 from _support.jobs import capitals_benchmark
 
-from verifleet.orchestrator._fleet.job import Job
+from verifleet.orchestrator._fleet.submit import check_job, submit_job
 from verifleet.sandbox import SandboxPool, SandboxSettings
 from verifleet.schemas import (
     ModelConfig,
@@ -17,7 +17,7 @@ from verifleet.schemas import (
     VerificationConfig,
     compute_template_id,
 )
-from verifleet.store import JobStatus, ResultStore, UnitWrite
+from verifleet.store import Broker, JobStatus, ResultStore, UnitWrite
 
 
 def _store(url: str) -> ResultStore:
@@ -51,9 +51,11 @@ def test_begin_unit_of_a_cancelled_job_marks_nothing(redis_url: str) -> None:
 def test_a_worker_takes_up_the_template_description_stored_at_submission(
     redis_url: str,
 ) -> None:
-    """Submission describes each template once in its sandbox and stores it; a
-    worker asking for it as it takes a unit up gets it in the same round trip and
-    needs no executor of its own to describe the template."""
+    """A submission that compiled its templates (``--strict``, or a full
+    ``check_job`` handed to ``submit_job``, as here: the broken question fails
+    alone) describes each once in its sandbox and stores it; a worker asking
+    for it as it takes a unit up gets it in the same round trip and needs no
+    executor of its own to describe the template."""
     benchmark, _answers = capitals_benchmark(2)
     broken = benchmark.questions[1].model_copy(update={"answer_template": "import os\n"})
     benchmark = benchmark.model_copy(update={"questions": [benchmark.questions[0], broken]})
@@ -61,8 +63,14 @@ def test_a_worker_takes_up_the_template_description_stored_at_submission(
         answering_models=[ModelConfig.parse("http://127.0.0.1:9/v1#m")],
         parsing_models=[ModelConfig.parse("http://127.0.0.1:9/v1#m")],
     )
-    job = Job.submit(benchmark, config, redis_url, prefix="vfbegin")
     store = _store(redis_url)
+    broker = Broker(redis_url)
+    try:
+        job = submit_job(
+            benchmark, config, store=store, broker=broker, checked=check_job(benchmark, config)
+        )
+    finally:
+        broker.close()
     good, bad = benchmark.questions
     good_id = compute_template_id(good.answer_template)
     bad_id = compute_template_id(bad.answer_template)
