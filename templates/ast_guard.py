@@ -233,6 +233,9 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
     ast.Constant: _constant_problem,
 }
 
+#: Checked node types with no node below them but their context (Load/Store).
+_LEAVES = frozenset({ast.Name, ast.Constant})
+
 #: Node types whose annotations may hold strings pydantic evaluates later.
 _ANNOTATED = (ast.AnnAssign, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -247,18 +250,21 @@ def find_violation(tree: ast.AST, *, depth: int = 0) -> tuple[str, int] | None:
     """
     todo: list[ast.AST] = [tree]
     annotated: list[ast.AST] = []
-    checks, annotated_types, ast_type = _CHECKS, _ANNOTATED, ast.AST
+    checks, annotated_types, ast_type, leaves = _CHECKS, _ANNOTATED, ast.AST, _LEAVES
     index = 0
     # ast.walk's breadth-first order, without its generator and deque: the
     # guard runs on every template a submission or a worker sees.
     while index < len(todo):
         node = todo[index]
         index += 1
-        check = checks.get(type(node))
+        kind = type(node)
+        check = checks.get(kind)
         if check is not None:
             problem = check(node)
             if problem is not None:
                 return problem, getattr(node, "lineno", 0)
+            if kind in leaves:
+                continue
         elif isinstance(node, annotated_types):
             annotated.append(node)
         for name in node._fields:
