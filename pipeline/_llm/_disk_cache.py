@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_TTL_SECONDS", "DiskCallCache", "default_cache_dir"]
 
@@ -142,7 +141,7 @@ class DiskCallCache:
                 (count - self.max_entries,),
             )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         """Entries, bytes, hits and misses so far, and the bounds."""
         db = self._db()
         self._trim(db)
