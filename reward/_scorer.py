@@ -13,7 +13,6 @@ import logging
 import statistics
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,7 +88,7 @@ class ScoredRollout(BaseModel):
     results: list[VerificationResult]
     failure: Failure | None = None
 
-    def verdict_fields(self) -> dict[str, Any]:
+    def verdict_fields(self) -> dict[str, object]:
         """What a scored rollout line gains: ``reward`` and the verdict fields
         (``reward: null`` and ``failure`` when it could not be verified)."""
         if self.failure is not None:
@@ -100,7 +99,7 @@ class ScoredRollout(BaseModel):
                 "verification_error": self.failure.reason,
             }
         first = self.breakdowns[0]
-        fields: dict[str, Any] = {
+        fields: dict[str, object] = {
             "reward": self.reward,
             "question_id": self.question_id,
             "verify_result": first.verify_result,
@@ -192,7 +191,7 @@ class RewardScorer:
         self._inline: PipelineResources | None = None
         self.benchmark = benchmark
         self.reward_config = reward_config
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "evaluation_mode": "template_and_rubric"
             if reward_config.uses_rubric
             else "template_only",

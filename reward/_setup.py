@@ -13,7 +13,6 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from verifleet.limits import RedisCallGate
 from verifleet.pipeline import CallCache
@@ -28,7 +27,7 @@ from ._scorer import RewardScorer, reward_resources
 __all__ = ["build_scorer", "reward_config_for"]
 
 
-def reward_config_for(path: Path | None, metadata: Mapping[str, Any]) -> RewardConfig:
+def reward_config_for(path: Path | None, metadata: Mapping[str, object]) -> RewardConfig:
     """The file's config, else the benchmark's own (``custom_metadata.reward``),
     else binary rewards.
 
@@ -50,7 +49,7 @@ def build_scorer(
     redis_url: str | None = None,
     shared_limits: float | None = None,
     inline_executors: int = 0,
-    config_update: Mapping[str, Any] | None = None,
+    config_update: Mapping[str, object] | None = None,
     call_cache: CallCache | None = None,
 ) -> RewardScorer:
     """The scorer for ``benchmark`` (the service's one job: its templates share a
