@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import ConfigError
 
@@ -132,7 +132,7 @@ def reward_setup(
     reward = reward_config_for(args.reward_config, benchmark.custom_metadata)
     # --cache (the fleet's call cache with redis_url, else the local file) and
     # --pricing on the scorer's judge calls (docs/iterating.md).
-    update: dict[str, Any] = {}
+    update: dict[str, object] = {}
     apply_cost_arguments(update, args, None)
     scorer = build_scorer(
         benchmark,
