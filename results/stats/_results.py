@@ -22,6 +22,7 @@ from ._paired import PairedComparison, paired_comparison
 
 __all__ = [
     "ComparisonReport",
+    "Disagreement",
     "Flip",
     "JudgeReport",
     "UnitKey",
