@@ -7,12 +7,13 @@ be made to vary on demand)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from _support.judges import CallKind, ScriptedCallerBase
 
 from verifleet.pipeline import (
     CachingCaller,
@@ -32,33 +33,23 @@ MODEL = ModelConfig.parse("http://127.0.0.1:1/v1#judge")
 MESSAGES: list[Message] = [{"role": "user", "content": "Is Paris in France?"}]
 
 
-class Racing:
+class Racing(ScriptedCallerBase):
     """A model whose call lets ``meanwhile`` run to its end before it replies:
     the other caller's miss, call and write all happen while this call is in
     flight, as when two workers take the same call at once."""
 
+    model_name = "judge"
+
     def __init__(self, reply: str, meanwhile: Callable[[], object] | None = None) -> None:
         self.reply, self.meanwhile, self.calls = reply, meanwhile, 0
 
-    @property
-    def model_name(self) -> str:
-        return "judge"
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
+    def _reply(
+        self, kind: CallKind, messages: list[Message], stage: str, schema: dict[str, Any] | None
+    ) -> Any:
         self.calls += 1
         if self.meanwhile is not None:
             self.meanwhile()
         return self.reply
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        raise NotImplementedError
 
 
 def _backend(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> CallCache:

@@ -4,10 +4,10 @@ stored reply wins, the least recently used entry goes first."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _support.judges import CallKind, ScriptedCallerBase
 
 from verifleet.pipeline import CachingCaller, MemoryCallCache, Message, UsageTracker, call_key
 from verifleet.schemas import ModelConfig
@@ -17,32 +17,25 @@ MESSAGES: list[Message] = [{"role": "user", "content": "Is Paris in France?"}]
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
-class CountingCaller:
+class CountingCaller(ScriptedCallerBase):
     """A scripted judge whose reply changes with every call: it shows whether a
     call reached the model (a real temperature-0 server cannot be made to vary
     on demand)."""
 
+    model_name = "judge"
+
     def __init__(self) -> None:
         self.calls = 0
 
-    @property
-    def model_name(self) -> str:
-        return "judge"
-
-    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
+    def _reply(
+        self, kind: CallKind, messages: list[Message], stage: str, schema: dict[str, Any] | None
+    ) -> Any:
         self.calls += 1
-        return f"reply {self.calls}"
-
-    def invoke_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        stage: str,
-        schema: dict[str, Any],
-        schema_name: str = "response",
-    ) -> dict[str, Any]:
-        self.calls += 1
-        return {"ok": self.calls % 2 == 1, "n": self.calls}
+        return (
+            f"reply {self.calls}"
+            if kind == "text"
+            else {"ok": self.calls % 2 == 1, "n": self.calls}
+        )
 
 
 def caching(inner: CountingCaller, model: ModelConfig, cache: MemoryCallCache) -> CachingCaller:
