@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 __all__ = [
     "ALLOWED_DUNDER_ATTRIBUTES",
@@ -222,16 +221,24 @@ def _constant_problem(node: ast.Constant) -> str | None:
     return None
 
 
-#: The node types that can be refused, and their check; every other node
-#: type only leads to its children.
-_CHECKS: dict[type, Callable[[Any], str | None]] = {
-    ast.Import: _import_problem,
-    ast.ImportFrom: _import_problem,
-    ast.Name: _name_problem,
-    ast.Attribute: _attribute_problem,
-    ast.Call: _call_problem,
-    ast.Constant: _constant_problem,
-}
+#: The node types that can be refused (:func:`_node_problem`); every other
+#: node type only leads to its children.
+_CHECKED = frozenset({ast.Import, ast.ImportFrom, ast.Name, ast.Attribute, ast.Call, ast.Constant})
+
+
+def _node_problem(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return _name_problem(node)
+    if isinstance(node, ast.Constant):
+        return _constant_problem(node)
+    if isinstance(node, ast.Attribute):
+        return _attribute_problem(node)
+    if isinstance(node, ast.Call):
+        return _call_problem(node)
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return _import_problem(node)
+    return None
+
 
 #: Checked node types with no node below them but their context (Load/Store).
 _LEAVES = frozenset({ast.Name, ast.Constant})
@@ -250,7 +257,7 @@ def find_violation(tree: ast.AST, *, depth: int = 0) -> tuple[str, int] | None:
     """
     todo: list[ast.AST] = [tree]
     annotated: list[ast.AST] = []
-    checks, annotated_types, ast_type, leaves = _CHECKS, _ANNOTATED, ast.AST, _LEAVES
+    checked, annotated_types, ast_type, leaves = _CHECKED, _ANNOTATED, ast.AST, _LEAVES
     index = 0
     # ast.walk's breadth-first order, without its generator and deque: the
     # guard runs on every template a submission or a worker sees.
@@ -258,9 +265,8 @@ def find_violation(tree: ast.AST, *, depth: int = 0) -> tuple[str, int] | None:
         node = todo[index]
         index += 1
         kind = type(node)
-        check = checks.get(kind)
-        if check is not None:
-            problem = check(node)
+        if kind in checked:
+            problem = _node_problem(node)
             if problem is not None:
                 return problem, getattr(node, "lineno", 0)
             if kind in leaves:
