@@ -20,6 +20,7 @@ import orjson
 from pydantic import ValidationError
 
 from verifleet._version import __version__
+from verifleet.pipeline import call_cache_failures
 from verifleet.reward import (
     Failure,
     InvalidRequestError,
@@ -210,6 +211,7 @@ class ServiceRoutes:
                 questions=len(benchmark.questions),
                 reward_mode=scorer.reward_config.mode,
                 parsing_models=[m.model_name for m in scorer.parsing_models],
+                call_cache_failures=call_cache_failures(),
             )
         await _send(send, 200, payload)
 
