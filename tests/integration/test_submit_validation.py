@@ -144,8 +144,11 @@ def test_what_one_submission_describes_never_describes_another_benchmark() -> No
     victim_template = victim.questions[0].answer_template or ""
     # One executor: submission describes a job's templates in parallel over
     # the executors, and the plant takes only where the forging class body was
-    # compiled first, in the same template process.
-    reset_default_pool(SandboxSettings.from_env().model_copy(update={"pool_size": 1}))
+    # compiled first, in the same template process: ``job`` mode, where a
+    # job's templates share one (the default gives each its own, and no plant
+    # takes at all).
+    settings = SandboxSettings.from_env().model_copy(update={"pool_size": 1, "fresh_state": "job"})
+    reset_default_pool(settings)
     try:
         planted: dict[str, str] = {}
         _job_problems(planter, config, planted)
