@@ -240,3 +240,23 @@ def test_a_described_process_waits_for_its_call_while_a_used_one_can_go() -> Non
         assert sandbox.compiled_stats().compiled == 3
     finally:
         sandbox.close()
+
+
+def test_start_waits_for_the_start_under_way_instead_of_queueing_a_second() -> None:
+    # `verifleet run` starts its executor in the background first thing and its
+    # runner calls start() again when the units begin: executors start one
+    # after another from one thread, so a second start queued then would make
+    # the units wait for two starts.
+    sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
+    try:
+        background = threading.Thread(target=sandbox.start)
+        background.start()
+        while sandbox.stats().executors == 0:  # its start is under way
+            time.sleep(0.001)
+        sandbox.start()
+        assert sandbox.stats().executors == 1  # that one, not a second
+        background.join()
+        sandbox.start()  # one is running: nothing to start
+        assert sandbox.stats().executors == 1
+    finally:
+        sandbox.close()
