@@ -190,9 +190,9 @@ def _drive(
     runner: Any, path: Path | None, *, retry_errors: bool, progress: ProgressCallback | None
 ) -> VerificationResultSet:
     """Run ``runner`` through the local driver ``verifleet run`` uses, into
-    ``path`` when given (resumed, journalled, finalized; then read back whole)."""
-    from verifleet.orchestrator import LocalDriver, read_results
-    from verifleet.schemas import VerificationResultSet
+    ``path`` when given (resumed, journalled, finalized); the results are those
+    the file holds, from memory."""
+    from verifleet.orchestrator import LocalDriver
 
     driver = LocalDriver(runner, path, retry_errors=retry_errors)
     count = 0
@@ -204,18 +204,7 @@ def _drive(
             progress(count, driver.total)
 
     driver.run(tick, tick, tick)
-    if path is not None:
-        driver.finalize()
-        return read_results(path)
-    runs = driver.scenario_runs
-    if not runs:
-        return VerificationResultSet(results=driver.results)
-    failed = [entry for entry in (r.error() for r in runs) if entry is not None]
-    return VerificationResultSet(
-        results=driver.results,
-        scenario_results=runs,
-        errors=[(desc, exc) for desc, exc in failed] or None,
-    )
+    return driver.finalize_results()
 
 
 def submit(

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from verifleet.pipeline import ScenarioRun
-    from verifleet.schemas import ScenarioExecutionResult, VerificationResult
+    from verifleet.schemas import (
+        ScenarioExecutionResult,
+        VerificationResult,
+        VerificationResultSet,
+    )
 
     from .output import RunOutput
     from .runner import LocalRunner
@@ -160,6 +164,29 @@ class LocalDriver:
         if self.output is None:
             return len(self.results)
         return self.output.finalize(manifest)
+
+    def finalize_results(self) -> VerificationResultSet:
+        """Finalize, and return every result of the output (old and new, each
+        once) and its scenario runs from memory, as a read of the finalized
+        file would give them: no second read of the output.
+
+        Scenario runs are returned only where the output's format keeps them
+        (Parquet, JSON), as reading the file back would.
+        """
+        from verifleet.results import resolve_format, scenario_errors
+        from verifleet.schemas import VerificationResultSet
+
+        if self.output is None:
+            runs = self.scenario_runs
+            results = self.results
+        else:
+            results, runs = [], []
+            self.output.finalize(written=results, scenarios=runs)
+            if resolve_format(self.output.path, None) not in ("parquet", "json"):
+                runs = []
+        return VerificationResultSet(
+            results=results, scenario_results=runs or None, errors=scenario_errors(runs or None)
+        )
 
     def _before_record(self) -> None:
         """Stop the run when its sandbox could not start or a model failed its

@@ -154,12 +154,21 @@ class RunOutput:
             if self._costs is not None:
                 self._costs.add(result)
 
-    def finalize(self, manifest: dict[str, Any] | None = None) -> int:
+    def finalize(
+        self,
+        manifest: dict[str, Any] | None = None,
+        *,
+        written: list[VerificationResult] | None = None,
+        scenarios: list[ScenarioExecutionResult] | None = None,
+    ) -> int:
         """Write every result (old and new, each once) to the output file.
 
         Args:
             manifest: The run manifest: kept in a Parquet file's footer and
                 written beside the file (``<file>.manifest.json``) in any format.
+            written: Filled with the results written, in the file's order, so
+                that a caller who wants them need not read the file back.
+            scenarios: Filled with the scenario runs written beside them.
 
         Returns:
             The number of results in the file.
@@ -170,6 +179,8 @@ class RunOutput:
         self.journal.close()
         self.scenario_journal.close()
         runs, replaced = _latest_runs(self._existing_scenarios())
+        if scenarios is not None:
+            scenarios.extend(runs.values())
         # The labels already beside the output (a resumed run, a re-judged file).
         labels = label_cells(read_label_entries(labels_path(self.path)))
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}{self.path.suffix}")
@@ -178,11 +189,13 @@ class RunOutput:
             # run replaced another (its turns are left out by a pass of their own).
             tracked = None if replaced else self._tracked_keys()
             try:
-                count = self._write_unique(tmp, runs, replaced, manifest, labels, tracked)
+                count = self._write_unique(tmp, runs, replaced, manifest, labels, tracked, written)
             except _Untracked:
                 # The files hold other results than this object saw (another
                 # writer, or no scan()): find the winners in a pass of their own.
-                count = self._write_unique(tmp, runs, replaced, manifest, labels, None)
+                if written is not None:
+                    written.clear()
+                count = self._write_unique(tmp, runs, replaced, manifest, labels, None, written)
             os.replace(tmp, self.path)
             if manifest is not None:
                 write_manifest_beside(self.path, manifest)
@@ -205,6 +218,7 @@ class RunOutput:
         manifest: dict[str, Any] | None,
         labels: Any,
         tracked: list[tuple[str, bool]] | None,
+        written: list[VerificationResult] | None,
     ) -> int:
         """Write each result once to ``tmp``; ``tracked``: the (key, completed)
         of every result in reading order, when known (one read of the files),
@@ -244,6 +258,8 @@ class RunOutput:
                 if position >= len(known) or known[position][0] != key:
                     raise _Untracked
                 if winner.get(key) == position:
+                    if written is not None:
+                        written.append(result)
                     yield result
             if position + 1 != len(known):
                 raise _Untracked

@@ -8,11 +8,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import verifleet
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
+from verifleet.results import read_results
 from verifleet.schemas import (
     Benchmark,
     DynamicRubric,
@@ -157,3 +159,25 @@ def test_reasoning_only_deep_judgment_reads_the_whole_response(
     assert section.attributes_without_excerpts == []
     assert section.deep_judgment_model_calls == 2
     assert result.template is not None and result.template.verify_result is True
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_run_into_a_file_returns_what_the_file_holds(
+    endpoint: RunningEndpoint, tmp_path: Path, suffix: str
+) -> None:
+    # The results come from memory (the file is not read back), so they must
+    # equal a read of the finalized file, also when a run resumes one.
+    out = tmp_path / f"results{suffix}"
+    first = verifleet.run(_benchmark(), _config(endpoint), out=out)
+    assert first.results == read_results(out).results
+    bigger = Benchmark(
+        name="api", questions=[*_benchmark().questions, Question(id="again", text=QUESTION)]
+    )
+    resumed = verifleet.run(bigger, _config(endpoint), out=out)
+    stored = read_results(out)
+    assert [r.metadata.question_id for r in resumed.results] == [
+        r.metadata.question_id for r in stored.results
+    ]
+    assert resumed.results == stored.results
+    assert {r.metadata.question_id for r in resumed.results} == {"good", "broken", "again"}
+    assert resumed.scenario_results == stored.scenario_results
