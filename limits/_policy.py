@@ -28,16 +28,17 @@ congestion signal:
   in flight when an endpoint starts refusing all get 429 together; a refusal of
   a call admitted after it shrinks again), and that in-flight count is
   remembered as the endpoint's *peak*;
-- **the burst's brake**: the calls in flight at a refusal include the rest of
-  slow start's overshoot, refused too but not answered yet, which the endpoint
-  never held. Each of them, when its 429 comes, takes one call off the peak
+- **the burst's brake**: the calls in flight at slow start's first refusal
+  (its window had grown past them) include the rest of its overshoot, refused
+  too but not answered yet, which the endpoint never held. Each of them, when its 429 comes, takes one call off the peak
   and the window follows (``backoff`` x the peak), so the window settles at
   what the endpoint holds instead of above it (where every call admitted under
   it was refused again, and that second refusal paused the endpoint for every
   caller). At most half of the peak is taken off this way: slow start at most
   doubles the window per round trip, so at most half of the calls in flight
-  at its first refusal can be refused ones (an endpoint refusing everything,
-  a quota, still shrinks and pauses by its new calls' refusals);
+  at its first refusal can be refused ones. A window no larger than the
+  calls in flight, all refused (a rate limit, a quota), is no overshoot: one
+  decrease, then its new calls' refusals shrink and pause it as before;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
 - **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
@@ -215,10 +216,13 @@ class Window:
         A refusal decreases the window when its call started after the last
         decrease: the calls admitted under the old window come back refused
         together, and only one decrease is due for them, while a refusal of a
-        call admitted under the new window says it is still too large. Each of
-        the burst's other refusals takes one call off the peak instead (the
-        endpoint never held it), lowering the window with it, for at most
-        half of the peak (:attr:`unheld`). The latency signal lags (it is
+        call admitted under the new window says it is still too large. When
+        that decrease ended slow start's overshoot (its window had grown past
+        the calls in flight), each of the burst's other refusals takes one call
+        off the peak instead (the endpoint never held it), lowering the window
+        with it, for at most half of the peak (:attr:`unheld`); after any other
+        decrease (a window at the calls in flight all refused: a rate limit, a
+        quota) they change nothing. The latency signal lags (it is
         smoothed), so it counts once per ``hold`` (at least one smoothed
         latency), and the calls it counted were all held: no brake follows it.
         """
@@ -231,9 +235,11 @@ class Window:
                 self.peak -= 1.0
                 self.size = max(1.0, min(self.size, policy.backoff * self.peak))
             return
+        # Slow start's overshoot: its window had grown past the calls in flight.
+        overshoot = started is not None and self.peak is None and self.size > in_flight
+        self.unheld = float(in_flight // 2) if overshoot else 0.0
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)
-        self.unheld = float(in_flight // 2) if started is not None else 0.0
         self.shrunk_at = now
 
 

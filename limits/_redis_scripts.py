@@ -237,10 +237,16 @@ for i = 0, k - 1 do
       shrink = shrunk == nil or now - shrunk >= math.max(hold, smooth or 0)
     end
     if shrink then
+      -- slow start's overshoot (its window grew past the calls in flight):
+      -- the burst's brake may take up to half of the peak off
+      if outcome == 1 and peak == nil and size > n then
+        unheld = math.floor(n / 2)
+      else
+        unheld = 0
+      end
       size = math.max(1, tonumber(ARGV[4]) * math.min(size, n))
       peak = n
       shrunk = now
-      if outcome == 1 then unheld = math.floor(n / 2) else unheld = 0 end
     end
   end
 end

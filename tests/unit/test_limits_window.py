@@ -100,14 +100,28 @@ def test_the_burst_brake_settles_slow_start_at_what_the_endpoint_held() -> None:
 
 
 def test_the_burst_brake_takes_at_most_half_of_the_peak() -> None:
-    # An endpoint refusing everything (a quota) sends back every call in
-    # flight refused: the brake stops at half of them, the rest is the
-    # decreases and pauses of the new calls' refusals.
-    window = Window(size=40.0)
+    # Slow start's window at 60 with 40 in flight, all refused: the brake
+    # stops at half of them, the rest is the decreases and pauses of the new
+    # calls' refusals.
+    window = Window(size=60.0)
     window.pushed_back(in_flight=40, now=5.0, started=4.9, policy=POLICY)
     for _ in range(39):
         window.pushed_back(in_flight=39, now=5.1, started=4.8, policy=POLICY)
     assert window.peak == 20 and window.size == pytest.approx(0.9 * 20)
+
+
+def test_no_brake_when_the_window_was_no_larger_than_the_calls_in_flight() -> None:
+    # A window at its configured 4 with 4 in flight, 3 refused: no overshoot
+    # (a rate limit or a quota refuses what it held): one decrease, as before.
+    window = Window(size=4.0)
+    for _ in range(3):
+        window.pushed_back(in_flight=4, now=5.0, started=4.9, policy=POLICY)
+    assert window.peak == 4 and window.size == pytest.approx(0.9 * 4)
+    # nor after a decrease that did not end slow start
+    window = Window(size=70.0, peak=66.0)
+    window.pushed_back(in_flight=68, now=9.0, started=8.9, policy=POLICY)
+    window.pushed_back(in_flight=67, now=9.0, started=8.8, policy=POLICY)
+    assert window.peak == 68
 
 
 def test_refusals_after_a_latency_decrease_take_nothing_off_its_peak() -> None:
