@@ -6,8 +6,8 @@ judge's output into the template and runs verify(), per-field results, the regex
 checks and the granular score. The in-process baseline does the same work with
 the compiled class in this process (what verifleet did before the sandbox).
 
-The sandbox runs twice, side by side: ``fresh_state=template`` (a process per
-job and template) and ``fresh_state=call`` (the default: a process forked per
+The sandbox runs twice, side by side: ``fresh_state=template`` (the default: a
+process per job and template) and ``fresh_state=call`` (a process forked per
 call). Each runs N units over T templates, sequentially (latency) and then from
 C threads (throughput); CPU is this process's plus every process of the
 executor's (the call processes included), so nothing the sandbox costs is

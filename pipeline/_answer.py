@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifleet.schemas import ModelCall
@@ -32,11 +30,11 @@ class CachedAnswer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     raw_llm_response: str = ""
-    trace_messages: list[dict[str, Any]] = Field(default_factory=list)
+    trace_messages: list[dict[str, object]] = Field(default_factory=list)
     recursion_limit_reached: bool = False
-    agent_metrics: dict[str, Any] | None = None
+    agent_metrics: dict[str, object] | None = None
     answering_mcp_servers: list[str] | None = None
-    usage: dict[str, Any] | None = None
+    usage: dict[str, object] | None = None
     few_shot_example_count: int = 0
     error: str | None = None
     calls: list[ModelCall] = Field(default_factory=list)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.sandbox import TemplateEvaluation, TemplateHandle
 from verifleet.schemas import (
@@ -107,12 +107,12 @@ class VerificationContext:
     # --- parsing and verification (stages 7-8) ---------------------------------------
     #: The judge's output validated and verified by the template, in the sandbox.
     parsed_answer: TemplateEvaluation | None = None
-    parsed_llm_response: dict[str, Any] | None = None
-    parsed_gt_response: dict[str, Any] | None = None
+    parsed_llm_response: dict[str, object] | None = None
+    parsed_gt_response: dict[str, object] | None = None
     template_verification_performed: bool = False
     verify_result: bool | None = None
     field_verification_result: bool | None = None
-    verify_granular_result: Any = None
+    verify_granular_result: object = None
     field_verification_error: str | None = None
     template_validation_error: str | None = None
     field_results: dict[str, bool] | None = None

@@ -11,7 +11,7 @@ shape. Tests of stage logic pass a scripted implementation of the same protocol.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from verifleet.errors import ModelCallError, StructuredOutputError
 
@@ -52,9 +52,9 @@ class ChatCaller(Protocol):
         messages: Sequence[Message],
         *,
         stage: str,
-        schema: dict[str, Any],
+        schema: dict[str, object],
         schema_name: str = "response",
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Ask for a JSON object matching the JSON ``schema``; return it parsed.
 
         Uses the provider's structured output (``json_schema``) where it exists;

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from verifleet.errors import TraceError
 
@@ -14,7 +13,7 @@ __all__ = ["TraceError", "final_ai_message", "normalise_trace", "render_trace"]
 _ROLE_ALIASES = {"ai": "assistant", "human": "user", "function": "tool"}
 
 
-def normalise_trace(messages: Sequence[Any]) -> list[dict[str, Any]]:
+def normalise_trace(messages: Sequence[object]) -> list[dict[str, object]]:
     """Messages as ``{"role": ..., "content": str, ...}`` dicts.
 
     Accepts OpenAI-style (``role``) and langchain-style (``type``) dicts; extra keys
@@ -23,7 +22,7 @@ def normalise_trace(messages: Sequence[Any]) -> list[dict[str, Any]]:
     Raises:
         TraceError: an element is not a mapping or has no role.
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise TraceError(f"trace message {index} is a {type(message).__name__}, not an object")
@@ -40,7 +39,7 @@ def normalise_trace(messages: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def render_trace(messages: Sequence[Mapping[str, Any]]) -> str:
+def render_trace(messages: Sequence[Mapping[str, object]]) -> str:
     """The trace as readable text (what ``raw_llm_response`` holds for traces)."""
     blocks = []
     for message in messages:
@@ -55,7 +54,7 @@ def render_trace(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def final_ai_message(messages: Sequence[Mapping[str, Any]]) -> str:
+def final_ai_message(messages: Sequence[Mapping[str, object]]) -> str:
     """Content of the last message, which must be a non-empty AI message.
 
     Raises:

@@ -4,8 +4,8 @@ A response (a rollout's trajectory, or plain text) is verified against its
 benchmark question by the pipeline's parse → verify → rubric stages, without
 generating an answer, and the result becomes a reward in [0, 1] under the
 benchmark's :class:`RewardConfig` (binary, continuous or hybrid). Judge calls go
-through a cache keyed by their full input, so the same response always gets the
-same reward. A response that could not be verified for an infrastructure reason
+through the model-call cache (``verifleet.pipeline.CachingCaller``, the first
+reply kept), so the same response always gets the same reward. A response that could not be verified for an infrastructure reason
 (judge unreachable, executor failure, deadline) gets no reward but a
 :class:`Failure` naming the kind. Applied to rollout files by ``verifleet reward``
 (locally, or on the fleet by the workers' reward task), served over HTTP by
@@ -32,13 +32,6 @@ if typing.TYPE_CHECKING:
         load_reward_config,
     )
     from ._failure import FAILURE_KINDS, Failure, FailureKind
-    from ._judge_cache import (
-        JudgeCache,
-        JudgeCachingCaller,
-        MemoryJudgeCache,
-        RedisJudgeCache,
-        caching_caller_factory,
-    )
     from ._request import (
         AgentResponse,
         InlineQuestion,
@@ -73,7 +66,6 @@ _LAZY = (
     "._compose",
     "._config",
     "._failure",
-    "._judge_cache",
     "._request",
     "._fleet",
     "._loop_gate",
@@ -95,13 +87,9 @@ __all__ = [
     "FleetStalledError",
     "InlineQuestion",
     "InvalidRequestError",
-    "JudgeCache",
-    "JudgeCachingCaller",
     "LineError",
     "LoopSafeGate",
-    "MemoryJudgeCache",
     "PlainVerifyRequest",
-    "RedisJudgeCache",
     "ResponseCreateParams",
     "ResponsesVerifyRequest",
     "RewardBreakdown",
@@ -117,7 +105,6 @@ __all__ = [
     "VerifleetRewardError",
     "VerifyRequest",
     "build_scorer",
-    "caching_caller_factory",
     "compose_reward",
     "judge_equivalence",
     "load_reward_config",

@@ -8,7 +8,6 @@ plus the judge-call cache).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,7 +49,7 @@ def _unit(value: float) -> float:
 
 
 def _granular(result: VerificationResult) -> float | None:
-    raw: Any = result.template.verify_granular_result if result.template else None
+    raw: object = result.template.verify_granular_result if result.template else None
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
         return None
     return _unit(raw)

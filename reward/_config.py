@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -93,7 +93,7 @@ class RewardConfig(BaseModel):
     components: list[RewardComponent] = Field(default_factory=list)
     error_reward: float = Field(default=0.0, ge=0.0, le=1.0)
     swap_check: bool = False
-    verification: dict[str, Any] = Field(default_factory=dict)
+    verification: dict[str, object] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _components_fit_mode(self) -> RewardConfig:
@@ -126,7 +126,7 @@ class RewardConfig(BaseModel):
         return any(c.source == "equivalence" for c in self.components)
 
     @classmethod
-    def build(cls, data: Any) -> RewardConfig:
+    def build(cls, data: object) -> RewardConfig:
         """Validate ``data`` into a config.
 
         Raises:

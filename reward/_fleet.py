@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import redis
 import zstandard
@@ -67,7 +66,7 @@ class RewardJobSpec:
     reward_config: RewardConfig
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -85,7 +84,7 @@ def reward_job_id(
     return "reward-" + hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def rollout_key(rollout: dict[str, Any]) -> str:
+def rollout_key(rollout: dict[str, object]) -> str:
     """A hash of the rollout's JSON: identical rollouts share one verdict."""
     return hashlib.sha256(_canonical(rollout).encode()).hexdigest()[:32]
 
@@ -138,7 +137,7 @@ def load_reward_job(client: redis.Redis, job_id: str, *, prefix: str = "vf") -> 
 class _Pending:
     line: int
     key: str
-    rollout: dict[str, Any]
+    rollout: dict[str, object]
 
 
 def score_rollouts_fleet(

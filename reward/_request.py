@@ -65,11 +65,11 @@ class ResponseCreateParams(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    input: str | list[dict[str, Any]]
+    input: str | list[dict[str, object]]
     model: str | None = None
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    metadata: dict[str, Any] | None = None
+    tools: list[dict[str, object]] | None = None
+    metadata: dict[str, object] | None = None
 
 
 class AgentResponse(BaseModel):
@@ -80,7 +80,7 @@ class AgentResponse(BaseModel):
 
     id: str | None = None
     model: str | None = None
-    output: list[dict[str, Any]]
+    output: list[dict[str, object]]
 
 
 class ResponsesVerifyRequest(BaseModel):
@@ -98,7 +98,7 @@ class ResponsesVerifyRequest(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _top_level_output(cls, data: Any) -> Any:
+    def _top_level_output(cls, data: object) -> object:
         if isinstance(data, Mapping) and "response" not in data and "output" in data:
             data = dict(data)
             data["response"] = {"output": data.pop("output")}
@@ -125,7 +125,7 @@ class PlainVerifyRequest(BaseModel):
     question_id: str | None = None
     question: InlineQuestion | None = None
     response: str | None = None
-    messages: list[dict[str, Any]] | None = None
+    messages: list[dict[str, object]] | None = None
 
     @model_validator(mode="after")
     def _exactly_one_each(self) -> PlainVerifyRequest:
@@ -136,7 +136,7 @@ class PlainVerifyRequest(BaseModel):
         return self
 
 
-def request_kind(body: Any) -> str:
+def request_kind(body: object) -> str:
     """Which request shape ``body`` is: ``responses`` when it carries
     ``responses_create_params``, a ``response`` object or an ``output`` list,
     else ``plain``."""
@@ -158,7 +158,7 @@ VerifyRequest = Annotated[
 """Either request shape, told apart by :func:`request_kind`."""
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """Text of a message ``content``: a string, or the text of its parts."""
     if isinstance(content, str):
         return content
@@ -195,10 +195,10 @@ def requested_question_text(request: ResponsesVerifyRequest) -> str:
     return ""
 
 
-def _output_messages(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _output_messages(items: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     """Responses-API output items as chat messages (reasoning items are dropped:
     they are not what the agent answered)."""
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, object]] = []
     for item in items:
         kind = item.get("type", "message")
         if kind == "message" or (kind is None and "role" in item):
@@ -227,7 +227,7 @@ def _output_messages(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     return messages
 
 
-def _chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _chat_messages(messages: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
     out = []
     for index, message in enumerate(messages):
         role = message.get("role") or message.get("type")
@@ -240,7 +240,7 @@ def _chat_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return out
 
 
-def _render(messages: Sequence[Mapping[str, Any]]) -> str:
+def _render(messages: Sequence[Mapping[str, object]]) -> str:
     blocks = []
     for message in messages:
         body = str(message.get("content", ""))

@@ -95,7 +95,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, text
 
 
-def parse_rollout(text: str, scorer: RewardScorer) -> tuple[dict[str, Any], AnyRequest]:
+def parse_rollout(text: str, scorer: RewardScorer) -> tuple[dict[str, object], AnyRequest]:
     """Parse one rollout line and check it can be scored (known question, a
     response to verify), without calling any model.
 
@@ -121,7 +121,9 @@ def parse_rollout(text: str, scorer: RewardScorer) -> tuple[dict[str, Any], AnyR
     return rollout, request
 
 
-def scored_line(rollout: dict[str, Any], fields: dict[str, Any], line: int) -> dict[str, Any]:
+def scored_line(
+    rollout: dict[str, object], fields: dict[str, object], line: int
+) -> dict[str, object]:
     """The output record: the rollout, its verdict fields and its input line."""
     return {**rollout, **fields, LINE_FIELD: line}
 
@@ -164,7 +166,7 @@ class RolloutWriter:
         self._report = report
         self._on_error = on_error
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, object]) -> None:
         self._out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._out.flush()
         self._report.scored += 1
@@ -212,12 +214,12 @@ def score_rollouts_local(
     report = RolloutReport()
     done = done_lines(out)
     writer = RolloutWriter(out, report, on_error)
-    window: deque[tuple[int, dict[str, Any], Future[dict[str, Any]]]] = deque()
+    window: deque[tuple[int, dict[str, object], Future[dict[str, object]]]] = deque()
 
-    def score(request: AnyRequest) -> dict[str, Any]:
+    def score(request: AnyRequest) -> dict[str, object]:
         return scorer.score(request).verdict_fields()
 
-    def emit(line: int, rollout: dict[str, Any], fields: dict[str, Any]) -> None:
+    def emit(line: int, rollout: dict[str, object], fields: dict[str, Any]) -> None:
         failure = fields.get("failure")
         if failure is not None:
             # Not a verdict: left out of ``out`` so that re-running scores it again.

@@ -12,21 +12,24 @@ import dataclasses
 import logging
 import statistics
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from verifleet.pipeline import (
     BridgedSandbox,
     CachedAnswer,
+    CallCache,
     CallGate,
-    ChatModelCache,
+    ChatCaller,
+    MemoryCallCache,
+    Message,
     ModelCallError,
     PipelineResources,
     StructuredOutputError,
     UsageTracker,
     bridged_sleep,
+    make_chat_caller,
     run_unit,
 )
 from verifleet.sandbox import SandboxPool
@@ -46,8 +49,7 @@ from verifleet.schemas import (
 
 from ._compose import RewardBreakdown, compose_reward
 from ._config import RewardConfig
-from ._failure import Failure, first_failure, note, recording
-from ._judge_cache import JudgeCache, MemoryJudgeCache, caching_caller_factory
+from ._failure import Failure, classify_model_error, first_failure, note, recording
 from ._request import (
     InvalidRequestError,
     PlainVerifyRequest,
@@ -89,7 +91,7 @@ class ScoredRollout(BaseModel):
     results: list[VerificationResult]
     failure: Failure | None = None
 
-    def verdict_fields(self) -> dict[str, Any]:
+    def verdict_fields(self) -> dict[str, object]:
         """What a scored rollout line gains: ``reward`` and the verdict fields
         (``reward: null`` and ``failure`` when it could not be verified)."""
         if self.failure is not None:
@@ -100,7 +102,7 @@ class ScoredRollout(BaseModel):
                 "verification_error": self.failure.reason,
             }
         first = self.breakdowns[0]
-        fields: dict[str, Any] = {
+        fields: dict[str, object] = {
             "reward": self.reward,
             "question_id": self.question_id,
             "verify_result": first.verify_result,
@@ -114,28 +116,91 @@ class ScoredRollout(BaseModel):
 
 
 def reward_resources(
-    cache: JudgeCache | None = None, *, call_gate: CallGate | None = None
+    cache: CallCache | None = None, *, call_gate: CallGate | None = None
 ) -> PipelineResources:
-    """Pipeline resources whose judge calls go through ``cache`` (an in-process
-    LRU when None).
+    """Pipeline resources whose judge calls go through the model-call cache
+    ``cache`` (an in-process LRU when None; a reward's judge calls are always
+    cached: see :class:`RewardScorer`), and note a judge that could not be
+    reached, refused or ran out of time as the scoring's infrastructure failure.
 
     They can score bridged on an event loop (:func:`~verifleet.pipeline.run_bridged`,
     as the reward server does) as well as in threads: sandbox calls and retry
     pauses let the loop run, and an executor failure is noted as the scoring's
     infrastructure failure.
     """
-    clients = ChatModelCache()
-    factory = caching_caller_factory(
-        cache if cache is not None else MemoryJudgeCache(), clients=clients, call_gate=call_gate
-    )
-    sandbox = BridgedSandbox(on_failure=_executor_failed)
-    return PipelineResources(
-        clients=clients,
-        sandbox=sandbox.as_pool(),
+    resources = PipelineResources(
+        sandbox=BridgedSandbox(on_failure=_executor_failed).as_pool(),
         call_gate=call_gate,
-        caller_factory=factory,
+        call_cache=cache if cache is not None else MemoryCallCache(),
         sleep=bridged_sleep,
     )
+
+    def judge(
+        model: ModelConfig,
+        *,
+        tracker: UsageTracker,
+        config: VerificationConfig,
+        deadline: float | None,
+    ) -> ChatCaller:
+        # The model's own caller (direct HTTP for OpenAI-compatible endpoints),
+        # whose retry pauses let an event loop run when the scoring is bridged.
+        caller = make_chat_caller(
+            model,
+            tracker=tracker,
+            clients=resources.clients,
+            policy=config.retry_policy,
+            request_timeout=config.request_timeout,
+            deadline=deadline,
+            call_gate=call_gate,
+            sleep=bridged_sleep,
+        )
+        return _FailureNoting(caller)
+
+    resources.caller_factory = judge
+    return resources
+
+
+class _FailureNoting:
+    """A judge caller that notes why a call failed for good (:mod:`._failure`)
+    and raises its error on."""
+
+    def __init__(self, inner: ChatCaller) -> None:
+        self._inner = inner
+
+    @property
+    def model_name(self) -> str:
+        """The wrapped caller's model name."""
+        return self._inner.model_name
+
+    def invoke(self, messages: Sequence[Message], *, stage: str) -> str:
+        """The judge's reply, as the wrapped caller's ``invoke``."""
+        with _noting():
+            return self._inner.invoke(messages, stage=stage)
+
+    def invoke_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        schema: dict[str, object],
+        schema_name: str = "response",
+    ) -> dict[str, object]:
+        """The judge's object, as the wrapped caller's ``invoke_json``."""
+        with _noting():
+            return self._inner.invoke_json(
+                messages, stage=stage, schema=schema, schema_name=schema_name
+            )
+
+
+@contextlib.contextmanager
+def _noting() -> Iterator[None]:
+    try:
+        yield
+    except ModelCallError as exc:
+        kind = classify_model_error(exc)
+        if kind is not None:
+            note(kind, str(exc))
+        raise
 
 
 def _executor_failed(exc: Exception) -> None:
@@ -192,7 +257,7 @@ class RewardScorer:
         self._inline: PipelineResources | None = None
         self.benchmark = benchmark
         self.reward_config = reward_config
-        data: dict[str, Any] = {
+        data: dict[str, object] = {
             "evaluation_mode": "template_and_rubric"
             if reward_config.uses_rubric
             else "template_only",
@@ -201,6 +266,10 @@ class RewardScorer:
             # answer encodes. The reward config's verification can turn it on.
             "record_model_calls": False,
             **reward_config.verification,
+            # Every judge call goes through the call cache: a temperature-0
+            # judge is not bit-for-bit deterministic across servers, batches or
+            # restarts, and a response must get the reward it got first.
+            "cache": True,
             "parsing_models": list(parsing_models),
             "parsing_only": True,
             "answering_models": [],

@@ -13,22 +13,20 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from verifleet.limits import RedisCallGate
 from verifleet.pipeline import CallCache
 from verifleet.schemas import Benchmark, ModelConfig
-from verifleet.store import RedisTarget
+from verifleet.store import RedisCallCache, RedisTarget
 
 from ._config import RewardConfig, load_reward_config
-from ._judge_cache import JudgeCache, MemoryJudgeCache, RedisJudgeCache
 from ._loop_gate import LoopSafeGate
 from ._scorer import RewardScorer, reward_resources
 
 __all__ = ["build_scorer", "reward_config_for"]
 
 
-def reward_config_for(path: Path | None, metadata: Mapping[str, Any]) -> RewardConfig:
+def reward_config_for(path: Path | None, metadata: Mapping[str, object]) -> RewardConfig:
     """The file's config, else the benchmark's own (``custom_metadata.reward``),
     else binary rewards.
 
@@ -50,15 +48,17 @@ def build_scorer(
     redis_url: str | None = None,
     shared_limits: float | None = None,
     inline_executors: int = 0,
-    config_update: Mapping[str, Any] | None = None,
+    config_update: Mapping[str, object] | None = None,
     call_cache: CallCache | None = None,
 ) -> RewardScorer:
     """The scorer for ``benchmark`` (the service's one job: its templates share a
-    warm template process per executor) and its judges; its judge-call cache is
-    shared through ``redis_url`` when given, and with ``shared_limits`` (the
-    seconds one request may take) so are the judges' endpoint limits (the fleet's
-    call gate). ``config_update`` sets verification config fields (``pricing``,
-    ``cache``, ``max_cost_usd``); ``call_cache`` serves the cache it turns on.
+    warm template process per executor) and its judges. Its judge calls go
+    through ``call_cache`` when given (``--cache``: the local file), else the
+    fleet's call cache in Redis with ``redis_url``, else an in-process LRU. With
+    ``shared_limits`` (the seconds one request may take) the judges' endpoint
+    limits are shared through Redis too (the fleet's call gate).
+    ``config_update`` sets verification config fields (``pricing``,
+    ``max_cost_usd``; the scorer's ``cache`` is always on).
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, or a
@@ -66,12 +66,13 @@ def build_scorer(
         RedisAccessError: Redis is unreachable or refuses the password or TLS.
     """
     gate = None
-    cache: JudgeCache = MemoryJudgeCache()
+    cache = call_cache
     if redis_url:
         target = RedisTarget.parse(redis_url)
         target.check()  # a wrong password or CA fails here, not on the first request
         client = target.client()
-        cache = RedisJudgeCache(client)
+        if cache is None:
+            cache = RedisCallCache(client)
         if shared_limits is not None:
             # The fleet's endpoint limits (window, budgets, pauses), shared by
             # every --workers process and by the fleet's workers on the same
@@ -100,9 +101,8 @@ def build_scorer(
         inline_executors=inline_executors,
     )
     if config_update:
-        if config_update.get("cache"):
-            scorer.resources.call_cache = call_cache
-        scorer.config = scorer.config.model_copy(update=dict(config_update))
+        update = {k: v for k, v in config_update.items() if k != "cache"}
+        scorer.config = scorer.config.model_copy(update=update)
         # Units run against the scorer's spec: it must carry the same config.
         scorer.spec = dataclasses.replace(scorer.spec, config=scorer.config)
     return scorer

@@ -40,14 +40,20 @@ from pydantic import TypeAdapter, ValidationError
 
 from verifleet.schemas import VerifleetError
 
-from ._request import InvalidRequestError, UnknownQuestionError, VerifyRequest
+from ._request import (
+    InvalidRequestError,
+    PlainVerifyRequest,
+    ResponsesVerifyRequest,
+    UnknownQuestionError,
+    VerifyRequest,
+)
 from ._scorer import RewardScorer
 
 __all__ = ["TRLReward", "VerifleetRewardError", "trl_reward", "trl_reward_local"]
 
 _log = logging.getLogger(__name__)
 
-_REQUEST: TypeAdapter[Any] = TypeAdapter(VerifyRequest)
+_REQUEST: TypeAdapter[ResponsesVerifyRequest | PlainVerifyRequest] = TypeAdapter(VerifyRequest)
 
 #: Scores a list of verify request bodies: one entry per body, in order, shaped
 #: as ``/verify/batch`` entries (verdict fields, or ``reward: null`` with

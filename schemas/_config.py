@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import (
     BaseModel,
@@ -157,7 +157,7 @@ class ModelConfig(BaseModel):
     mcp_tool_filter: list[str] | None = None
     agent_recursion_limit: int = Field(default=25, ge=1)
     manual_traces_path: str | None = None
-    extra_kwargs: dict[str, Any] = Field(default_factory=dict)
+    extra_kwargs: dict[str, object] = Field(default_factory=dict)
     # Limits of this model's endpoint, fleet-wide (see ``verifleet.limits``).
     # Calls in flight follow an adaptive window that grows until the endpoint
     # pushes back (429, Retry-After, rising latency), never above
@@ -172,7 +172,7 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _original_fields(cls, data: Any) -> Any:
+    def _original_fields(cls, data: object) -> object:
         # Presets of the original framework hold fields we do not have.
         return adapt_original_model(data, cls.model_fields) if isinstance(data, dict) else data
 
@@ -204,7 +204,7 @@ class ModelConfig(BaseModel):
         return self
 
     @classmethod
-    def parse(cls, spec: str, **overrides: Any) -> ModelConfig:
+    def parse(cls, spec: str, **overrides: object) -> ModelConfig:
         """Build a config from a command-line model spec.
 
         Accepted forms: ``provider:model`` (langchain), ``http://host:port/v1#model``
@@ -286,7 +286,7 @@ class FewShotConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _original_names(cls, data: Any) -> Any:
+    def _original_names(cls, data: object) -> object:
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -440,7 +440,7 @@ class VerificationConfig(BaseModel):
         "disabled"
     )
     deep_judgment_rubric_global_excerpts: bool = True
-    deep_judgment_rubric_config: dict[str, Any] | None = None
+    deep_judgment_rubric_config: dict[str, object] | None = None
     deep_judgment_rubric_max_excerpts_default: int = Field(default=7, ge=1)
     deep_judgment_rubric_fuzzy_match_threshold_default: float = Field(default=0.80, ge=0.0, le=1.0)
     deep_judgment_rubric_excerpt_retry_attempts_default: int = Field(default=2, ge=0)
@@ -478,7 +478,7 @@ class VerificationConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _environment_and_defaults(cls, data: Any) -> Any:
+    def _environment_and_defaults(cls, data: object) -> object:
         if not isinstance(data, dict):
             return data
         data = adapt_original_config(data, cls.model_fields)
@@ -549,7 +549,7 @@ class VerificationConfig(BaseModel):
         return self
 
     @classmethod
-    def build(cls, **data: Any) -> VerificationConfig:
+    def build(cls, **data: object) -> VerificationConfig:
         """Validate ``data`` into a config.
 
         Raises:
@@ -571,7 +571,7 @@ class VerificationConfig(BaseModel):
         return self.evaluation_mode != "template_only"
 
 
-def _with_system_prompt(model: Any, prompt: str) -> Any:
+def _with_system_prompt(model: object, prompt: str) -> object:
     if isinstance(model, ModelConfig):
         return model if model.system_prompt else model.model_copy(update={"system_prompt": prompt})
     if isinstance(model, dict) and not model.get("system_prompt"):

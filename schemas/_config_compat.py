@@ -12,8 +12,7 @@ dropped silently: it asks for nothing. ``docs/compatibility.md`` lists every fie
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Container, Mapping
 
 __all__ = [
     "IGNORED_CONFIG_FIELDS",
@@ -33,7 +32,7 @@ class ConfigCompatibilityWarning(UserWarning):
 _NO_DEFAULT = object()
 
 # field -> (the original's default, why verifleet drops it)
-IGNORED_CONFIG_FIELDS: dict[str, tuple[Any, str]] = {
+IGNORED_CONFIG_FIELDS: dict[str, tuple[object, str]] = {
     "allow_partial_trace_scoring": (True, "verifleet has no answer-generation timeout truncation"),
     "include_extraction_hints": (True, "the parsing prompt is fixed"),
     "async_enabled": (True, "units always run in parallel (max_concurrency, the fleet)"),
@@ -66,7 +65,7 @@ IGNORED_CONFIG_FIELDS: dict[str, tuple[Any, str]] = {
 }
 
 # ModelConfig field -> (the original's default, why verifleet drops it)
-IGNORED_MODEL_FIELDS: dict[str, tuple[Any, str]] = {
+IGNORED_MODEL_FIELDS: dict[str, tuple[object, str]] = {
     "max_retries": (2, "retries follow the run's retry_policy"),
     "mcp_tool_description_overrides": (None, "MCP tools keep their own descriptions"),
     "mcp_http_timeout": (None, "MCP calls use request_timeout"),
@@ -105,7 +104,10 @@ def _warn(what: str, name: str, why: str) -> None:
 
 
 def _drop(
-    data: dict[str, Any], table: Mapping[str, tuple[Any, str]], known: Any, what: str
+    data: dict[str, object],
+    table: Mapping[str, tuple[object, str]],
+    known: Container[str],
+    what: str,
 ) -> None:
     for name, (default, why) in table.items():
         if name in known or name not in data:
@@ -116,7 +118,7 @@ def _drop(
         _warn(what, name, why)
 
 
-def unwrap_preset(data: dict[str, Any]) -> dict[str, Any]:
+def unwrap_preset(data: dict[str, object]) -> dict[str, object]:
     """The config of an original preset file (``{"name", "description",
     "config": {...}}``, comments under ``_comment*`` keys); other data as is."""
     inner = data.get("config")
@@ -125,7 +127,7 @@ def unwrap_preset(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not k.startswith("_comment")}
 
 
-def adapt_original_config(data: dict[str, Any], known: Any) -> dict[str, Any]:
+def adapt_original_config(data: dict[str, object], known: Container[str]) -> dict[str, object]:
     """Map or drop the original's ``VerificationConfig`` fields in ``data``.
 
     Args:
@@ -175,7 +177,7 @@ def adapt_original_config(data: dict[str, Any], known: Any) -> dict[str, Any]:
     return data
 
 
-def adapt_original_model(data: dict[str, Any], known: Any) -> dict[str, Any]:
+def adapt_original_model(data: dict[str, object], known: Container[str]) -> dict[str, object]:
     """Map or drop the original's ``ModelConfig`` fields in ``data`` (see
     :func:`adapt_original_config`); a manual model without a name is named
     ``manual`` as in the original."""

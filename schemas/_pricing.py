@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -40,7 +39,7 @@ __all__ = ["MAX_TOKENS", "ModelPrice", "PriceTable", "load_pricing", "token_coun
 MAX_TOKENS = 10**12
 
 
-def token_count(value: Any) -> int:
+def token_count(value: object) -> int:
     """A token count reported by an endpoint as a finite integer in
     ``[0, MAX_TOKENS]``.
 
@@ -59,7 +58,7 @@ def token_count(value: Any) -> int:
     return max(0, min(int(value), MAX_TOKENS))
 
 
-def usd_amount(value: Any) -> float:
+def usd_amount(value: object) -> float:
     """A cost as a finite, non-negative float; anything else (``None``, a
     non-number, ``NaN``, a negative or infinite amount) reads as 0.0. Never
     raises."""
@@ -112,7 +111,7 @@ class PriceTable(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _bare_mapping(cls, data: Any) -> Any:
+    def _bare_mapping(cls, data: object) -> object:
         # A table of model name -> prices without the "models:" wrapper.
         if isinstance(data, dict) and "models" not in data:
             rest = {k: v for k, v in data.items() if k not in ("as_of", "currency")}

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,7 +40,7 @@ __all__ = ["ResultLimits", "json_size"]
 _KIB = 1024
 
 
-def json_size(value: Any) -> int:
+def json_size(value: object) -> int:
     """Length of ``value`` as compact JSON (non-ASCII escaped, so never less than
     its UTF-8 bytes); values JSON cannot write count by their ``repr``."""
     try:
@@ -102,7 +102,7 @@ class ResultLimits(BaseModel):
             values[name] = number
         return cls(**values)
 
-    def problem(self, part: str, what: str, value: Any) -> str | None:
+    def problem(self, part: str, what: str, value: object) -> str | None:
         """Why ``value`` may not be kept as ``part`` (a field name of this class),
         or None when it fits. ``what`` names it in the message, e.g. "the
         template's ground truth"."""

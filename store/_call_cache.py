@@ -1,4 +1,4 @@
-"""The fleet's model-call cache in Redis: one for every worker, the reward server
+"""The fleet's model-call cache in Redis: one for every worker, the reward servers
 and the submitting machine (``verifleet cache stats|clear``).
 
 Entries are plain keys ``{prefix}:cc:{hash}`` with a TTL; an index (a sorted set
@@ -20,10 +20,13 @@ DEFAULT_CACHE_MAX_ENTRIES = 1_000_000
 DEFAULT_CACHE_TTL_SECONDS = 30 * 24 * 3600
 
 # KEYS: the entry, the index, the counters. ARGV: value, ttl (s), now, max entries,
-# the entry key. Drops index members whose entry expired, then the oldest beyond
-# the bound (at most 100 per write, so a lowered bound converges without a long
-# script).
+# the entry key. Returns the entry stored: one already there is kept (the first
+# reply wins fleet-wide); else the value, then drops index members whose entry
+# expired and the oldest beyond the bound (at most 100 per write, so a lowered
+# bound converges without a long script).
 _PUT = """
+local kept = redis.call('GET', KEYS[1])
+if kept then return kept end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[5])
 redis.call('HINCRBY', KEYS[3], 'writes', 1)
@@ -34,7 +37,7 @@ if over > 0 then
   local old = redis.call('ZPOPMIN', KEYS[2], math.min(over, 100))
   for i = 1, #old, 2 do redis.call('DEL', old[i]) end
 end
-return 1
+return ARGV[1]
 """
 
 
@@ -55,8 +58,9 @@ class RedisCallCache:
         max_entries: The size bound.
         ttl_seconds: How long an entry is reused.
 
-    Lookups and writes raise ``redis.RedisError`` when Redis is unreachable (the
-    unit then goes back to the worker's Redis retry, as any store call does).
+    Lookups and writes raise ``redis.RedisError`` when Redis is unreachable; the
+    model-call cache's users count that as a miss and call the model
+    (``verifleet.pipeline.CachingCaller``).
     """
 
     def __init__(
@@ -85,13 +89,16 @@ class RedisCallCache:
         value = self._get(keys=[self._key(key), self._counters])
         return bytes(value) if value is not None else None
 
-    def put(self, key: str, value: bytes) -> None:
-        """Store ``value`` with the TTL; the oldest entries beyond the bound go."""
+    def put(self, key: str, value: bytes) -> bytes:
+        """Store ``value`` with the TTL unless ``key`` holds an entry (the first
+        reply stored anywhere in the fleet is kept; the oldest entries beyond the
+        bound go); return the entry now stored."""
         full = self._key(key)
-        self._put(
+        kept = self._put(
             keys=[full, self._index, self._counters],
             args=[value, int(self.ttl_seconds), time.time(), self.max_entries, full],
         )
+        return bytes(kept)
 
     def stats(self) -> dict[str, Any]:
         """Entries, bytes (Redis's own count of the entries' memory, sampled),

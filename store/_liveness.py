@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from ._replies import reply_text
 from ._store import ResultStore
@@ -52,7 +51,7 @@ class Liveness:
         self.client.delete(self._beat_key(owner))
 
     @staticmethod
-    def hold_record(owner: str, task: dict[str, Any]) -> str:
+    def hold_record(owner: str, task: dict[str, object]) -> str:
         """The record of a task (``{"args", "kwargs"}``) that ``owner`` received
         now, for :meth:`apply`."""
         return json.dumps({"owner": owner, "task": task, "since": time.time()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -35,7 +35,7 @@ class UnitStart(NamedTuple):
     """The job's status; None when the store does not know the job."""
     done: bool
     """The unit's results are written already (a redelivered task)."""
-    template: dict[str, Any] | None
+    template: dict[str, object] | None
     """The description of the asked template stored at submission, if any."""
     tries: int = 1
     """Which start of the unit this is: more than 1 when earlier starts never

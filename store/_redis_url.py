@@ -85,7 +85,7 @@ class RedisTarget:
     """
 
     url: str
-    tls: Mapping[str, Any] | None = field(default=None)
+    tls: Mapping[str, object] | None = field(default=None)
 
     @classmethod
     def parse(cls, url: str, env: Mapping[str, str] | None = None) -> RedisTarget:
@@ -118,7 +118,9 @@ class RedisTarget:
         for option, variable in TLS_ENV.items():
             if option not in given and env.get(variable):
                 given[option] = env[variable]
-        tls: dict[str, Any] = {"ssl_cert_reqs": _cert_reqs(given.get("ssl_cert_reqs", "required"))}
+        tls: dict[str, object] = {
+            "ssl_cert_reqs": _cert_reqs(given.get("ssl_cert_reqs", "required"))
+        }
         for option in _FILES:
             if given.get(option):
                 path = Path(given[option]).expanduser()
@@ -138,7 +140,7 @@ class RedisTarget:
         """The URL with its password masked, for messages and logs."""
         return mask_password(self.url)
 
-    def client(self, **kwargs: Any) -> redis.Redis:
+    def client(self, **kwargs: object) -> redis.Redis:
         """A redis-py client (bytes replies) with the resolved TLS options.
 
         Raises:
@@ -146,18 +148,18 @@ class RedisTarget:
         """
         return redis.Redis.from_url(self.url, **{**(self.tls or {}), **kwargs})
 
-    def broker_use_ssl(self) -> dict[str, Any] | None:
+    def broker_use_ssl(self) -> dict[str, object] | None:
         """Celery's ``broker_use_ssl`` (kombu and Flower read it): the same options
         with ``ssl_cert_reqs`` as an ``ssl`` constant, or None without TLS."""
         if self.tls is None:
             return None
-        options = dict(self.tls)
+        options: dict[str, Any] = dict(self.tls)
         options["ssl_cert_reqs"] = _CERT_REQS[options["ssl_cert_reqs"]]
         return options
 
-    def celery_settings(self) -> dict[str, Any]:
+    def celery_settings(self) -> dict[str, object]:
         """``broker_url`` and, with TLS, ``broker_use_ssl`` for ``app.conf.update``."""
-        settings: dict[str, Any] = {"broker_url": self.url}
+        settings: dict[str, object] = {"broker_url": self.url}
         use_ssl = self.broker_use_ssl()
         if use_ssl is not None:
             settings["broker_use_ssl"] = use_ssl
@@ -201,7 +203,7 @@ def mask_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
-def redis_client(url: str, **kwargs: Any) -> redis.Redis:
+def redis_client(url: str, **kwargs: object) -> redis.Redis:
     """A redis-py client for ``url`` with the TLS options of :class:`RedisTarget`.
 
     Raises:

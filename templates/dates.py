@@ -8,7 +8,7 @@ flexible parser ("March 15, 2023"). Unparseable text does not match.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from dateutil import parser as dateutil_parser
 from pydantic import Field
@@ -18,7 +18,7 @@ from .primitives import VerificationPrimitive
 __all__ = ["DateMatch", "DateRange", "DateTolerance", "to_datetime"]
 
 
-def to_datetime(value: Any, fmt: str | None = None) -> datetime:
+def to_datetime(value: object, fmt: str | None = None) -> datetime:
     """Convert ``value`` to a naive ``datetime``.
 
     Raises:
@@ -49,7 +49,7 @@ class DateMatch(VerificationPrimitive):
 
     format: str | None = None
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         return (
             to_datetime(extracted, self.format).date() == to_datetime(expected, self.format).date()
         )
@@ -61,7 +61,7 @@ class DateTolerance(VerificationPrimitive):
     tolerance: int = Field(ge=0)
     unit: Literal["days", "hours", "minutes", "weeks"] = "days"
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         delta = timedelta(**{self.unit: self.tolerance})
         return abs(to_datetime(extracted) - to_datetime(expected)) <= delta
 
@@ -72,7 +72,7 @@ class DateRange(VerificationPrimitive):
     min: str | None = None
     max: str | None = None
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value = to_datetime(extracted)
         if self.min is not None and value < to_datetime(self.min):
             return False

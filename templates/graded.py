@@ -10,7 +10,7 @@ Decay maps the normalised distance ``t`` (0 at full credit, 1 at the cutoff) to
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -48,7 +48,7 @@ class NumericGraded(VerificationPrimitive):
             raise ValueError("full_credit must be smaller than cutoff")
         return self
 
-    def _distance(self, extracted: Any, expected: Any) -> float:
+    def _distance(self, extracted: object, expected: object) -> float:
         value, target = to_number(extracted), to_number(expected)
         diff = abs(value - target)
         if self.mode == "absolute":
@@ -57,11 +57,11 @@ class NumericGraded(VerificationPrimitive):
             return 0.0 if diff == 0.0 else float("inf")
         return diff / abs(target)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         gate = self.cutoff if self.full_credit is None else self.full_credit
         return self._distance(extracted, expected) <= gate
 
-    def credit(self, extracted: Any, expected: Any) -> float:
+    def credit(self, extracted: object, expected: object) -> float:
         distance = self._distance(extracted, expected)
         inner = self.full_credit or 0.0
         if distance <= inner:
@@ -88,13 +88,13 @@ class NumericRangeGraded(VerificationPrimitive):
             raise ValueError("min must be smaller than max")
         return self
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value = to_number(extracted)
         above_min = value > self.min if self.exclusive_min else value >= self.min
         below_max = value < self.max if self.exclusive_max else value <= self.max
         return above_min and below_max
 
-    def credit(self, extracted: Any, expected: Any) -> float:
+    def credit(self, extracted: object, expected: object) -> float:
         value = to_number(extracted)
         outside = max(self.min - value, value - self.max, 0.0)
         if outside == 0.0:
@@ -114,13 +114,13 @@ class NumericThresholdGraded(VerificationPrimitive):
     decay: Decay = "linear"
     exclusive: bool = False
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value, bound = to_number(extracted), to_number(expected)
         if self.direction == "max":
             return value < bound if self.exclusive else value <= bound
         return value > bound if self.exclusive else value >= bound
 
-    def credit(self, extracted: Any, expected: Any) -> float:
+    def credit(self, extracted: object, expected: object) -> float:
         value, bound = to_number(extracted), to_number(expected)
         if self.compare(value, bound):
             return 1.0

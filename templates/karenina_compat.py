@@ -76,5 +76,5 @@ _EXPOSED: tuple[Any, ...] = (
     capture_answer_source,
     evaluate_strategy,
 )
-KARENINA_NAMES: dict[str, Any] = {obj.__name__: obj for obj in _EXPOSED}
+KARENINA_NAMES: dict[str, object] = {obj.__name__: obj for obj in _EXPOSED}
 KARENINA_NAMES["Normalizer"] = Normalizer

@@ -44,7 +44,7 @@ def to_number(value: Any) -> float:
 class NumericExact(VerificationPrimitive):
     """Equal after conversion to float."""
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         return to_number(extracted) == to_number(expected)
 
 
@@ -58,7 +58,7 @@ class NumericTolerance(VerificationPrimitive):
     tolerance: float = Field(ge=0.0)
     mode: Literal["relative", "absolute"] = "relative"
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value, target = to_number(extracted), to_number(expected)
         diff = abs(value - target)
         if self.mode == "absolute":
@@ -76,7 +76,7 @@ class NumericRange(VerificationPrimitive):
     exclusive_min: bool = False
     exclusive_max: bool = False
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value = to_number(extracted)
         if self.min is not None and (
             value < self.min or (self.exclusive_min and value == self.min)
@@ -93,7 +93,7 @@ class NumericMinimum(VerificationPrimitive):
 
     exclusive: bool = False
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value, bound = to_number(extracted), to_number(expected)
         return value > bound if self.exclusive else value >= bound
 
@@ -103,6 +103,6 @@ class NumericMaximum(VerificationPrimitive):
 
     exclusive: bool = False
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         value, bound = to_number(extracted), to_number(expected)
         return value < bound if self.exclusive else value <= bound

@@ -13,7 +13,7 @@ not match, because a judge that returns garbage has not produced the right answe
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rapidfuzz import fuzz
@@ -52,11 +52,11 @@ class VerificationPrimitive(BaseModel):
     #: True for primitives that read the raw response instead of a parsed value.
     is_trace: ClassVar[bool] = False
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         """Decide whether ``extracted`` matches ``expected``; may raise on bad input."""
         raise NotImplementedError(f"{type(self).__name__} does not implement compare()")
 
-    def check(self, extracted: Any, expected: Any) -> bool:
+    def check(self, extracted: object, expected: object) -> bool:
         """Whether the judge's value matches the ground truth.
 
         Returns False (never raises) when ``extracted`` is ``None`` or cannot be
@@ -72,12 +72,12 @@ class VerificationPrimitive(BaseModel):
     def _accepts_none(self) -> bool:
         return False
 
-    def credit(self, extracted: Any, expected: Any) -> float:
+    def credit(self, extracted: object, expected: object) -> float:
         """Raw partial credit; may raise on bad input. Default: 1.0 when
         :meth:`check` passes, else 0.0. Graded primitives override this."""
         return 1.0 if self.check(extracted, expected) else 0.0
 
-    def score(self, extracted: Any, expected: Any) -> float:
+    def score(self, extracted: object, expected: object) -> float:
         """Partial credit in [0.0, 1.0] for ``verify_granular``; 0.0 (never an
         exception) for ``None`` or values that do not convert."""
         if extracted is None:
@@ -87,7 +87,7 @@ class VerificationPrimitive(BaseModel):
         except _MISMATCH_ERRORS:
             return 0.0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """JSON-safe description: the class name under ``type`` plus the parameters."""
         data = self.model_dump(mode="json")
         data["type"] = type(self).__name__
@@ -107,7 +107,7 @@ class TracePrimitive(VerificationPrimitive):
         """Evaluate the condition on the raw response."""
         raise NotImplementedError(f"{type(self).__name__} does not implement check_trace()")
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         """Trace primitives compare the trace, not a parsed value.
 
         Raises:
@@ -116,7 +116,7 @@ class TracePrimitive(VerificationPrimitive):
         raise TypeError(f"{type(self).__name__} checks the raw response: use check_trace()")
 
 
-def _as_bool(value: Any) -> bool:
+def _as_bool(value: object) -> bool:
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _TRUE_WORDS:
@@ -134,7 +134,7 @@ class BooleanMatch(VerificationPrimitive):
     strings do not match.
     """
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         return _as_bool(extracted) == _as_bool(expected)
 
 
@@ -143,7 +143,7 @@ class ExactMatch(VerificationPrimitive):
 
     normalize: list[Normalizer] = Field(default_factory=_default_normalizers)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         left = apply_normalizers(self.normalize, str(extracted))
         return left == apply_normalizers(self.normalize, str(expected))
 
@@ -157,7 +157,7 @@ class ContainsAny(VerificationPrimitive):
     substrings: list[str]
     normalize: list[Normalizer] = Field(default_factory=list)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         text = apply_normalizers(self.normalize, str(extracted))
         return any(apply_normalizers(self.normalize, sub) in text for sub in self.substrings)
 
@@ -168,7 +168,7 @@ class ContainsAll(VerificationPrimitive):
     substrings: list[str]
     normalize: list[Normalizer] = Field(default_factory=list)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         text = apply_normalizers(self.normalize, str(extracted))
         return all(apply_normalizers(self.normalize, sub) in text for sub in self.substrings)
 
@@ -200,7 +200,7 @@ class RegexMatch(VerificationPrimitive):
         _regex_flags(value)
         return value
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         finder = re.fullmatch if self.fullmatch else re.search
         return finder(self.pattern, str(extracted), _regex_flags(self.flags)) is not None
 
@@ -208,7 +208,7 @@ class RegexMatch(VerificationPrimitive):
 class LiteralMatch(VerificationPrimitive):
     """Plain equality (``==``), for ``Literal[...]`` and enum-like fields."""
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         return bool(extracted == expected)
 
     def _accepts_none(self) -> bool:
@@ -225,6 +225,6 @@ class SemanticMatch(VerificationPrimitive):
 
     threshold: float = Field(default=0.85, ge=0.0, le=1.0)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         left, right = str(extracted).lower().strip(), str(expected).lower().strip()
         return fuzz.token_set_ratio(left, right) / 100.0 >= self.threshold

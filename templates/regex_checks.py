@@ -38,9 +38,9 @@ class RegexOutcome(BaseModel):
 
     performed: bool = False
     results: dict[str, bool] = Field(default_factory=dict)
-    details: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    details: dict[str, dict[str, object]] = Field(default_factory=dict)
     overall_success: bool | None = None
-    extraction_results: dict[str, Any] = Field(default_factory=dict)
+    extraction_results: dict[str, object] = Field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -60,7 +60,7 @@ def _flags(spec: Mapping[str, Any]) -> int:
     return value
 
 
-def _judge(match_type: str, expected: Any, matches: list[Any]) -> tuple[bool, str]:
+def _judge(match_type: str, expected: object, matches: list[object]) -> tuple[bool, str]:
     """Apply one match type; returns (passed, reason)."""
     if match_type == "exact":
         ok = len(matches) == 1 and matches[0] == expected
@@ -83,7 +83,7 @@ def _judge(match_type: str, expected: Any, matches: list[Any]) -> tuple[bool, st
     return not missing, ("all expected items found" if not missing else f"missing {missing!r}")
 
 
-def run_regex_checks(checks: Mapping[str, Any] | None, text: str) -> RegexOutcome:
+def run_regex_checks(checks: Mapping[str, object] | None, text: str) -> RegexOutcome:
     """Run every declared check on ``text``.
 
     A malformed check (not a mapping, unknown ``match_type``, invalid pattern) fails
@@ -101,7 +101,7 @@ def run_regex_checks(checks: Mapping[str, Any] | None, text: str) -> RegexOutcom
         pattern = spec.get("pattern", "")
         expected = spec.get("expected")
         match_type = spec.get("match_type", "exact")
-        detail: dict[str, Any] = {
+        detail: dict[str, object] = {
             "pattern": pattern,
             "expected": expected,
             "match_type": match_type,

@@ -23,7 +23,6 @@ import typing
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pydantic
 
@@ -125,7 +124,7 @@ _SAFE_BUILTIN_NAMES = [
 @dataclass(frozen=True)
 class _ViewState:
     name: str
-    lookup: Callable[[str], Any]
+    lookup: Callable[[str], object]
     names: frozenset[str]
     children: Mapping[str, ModuleView]
 
@@ -144,17 +143,17 @@ class ModuleView:
     def __init__(
         self,
         name: str,
-        lookup: Callable[[str], Any],
+        lookup: Callable[[str], object],
         names: frozenset[str],
         children: Mapping[str, ModuleView] | None = None,
     ) -> None:
         _VIEW_STATE[self] = _ViewState(name, lookup, names, dict(children or {}))
         object.__setattr__(self, "__all__", sorted(names))
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         raise TypeError("module views cannot be subclassed")
 
-    def __getattr__(self, attr: str) -> Any:
+    def __getattr__(self, attr: str) -> object:
         state = _VIEW_STATE[self]
         if attr == "__name__":
             # The import system reads it to word "cannot import name X from Y".
@@ -168,7 +167,7 @@ class ModuleView:
             raise AttributeError(f"{state.name}.{attr} is a module; import it explicitly")
         return value
 
-    def __setattr__(self, attr: str, value: Any) -> None:
+    def __setattr__(self, attr: str, value: object) -> None:
         raise AttributeError(f"module {_VIEW_STATE[self].name!r} is read-only in templates")
 
     def __repr__(self) -> str:
@@ -233,9 +232,9 @@ def _view_unlocked(dotted: str) -> ModuleView:
 
 def safe_import(
     name: str,
-    globals: Mapping[str, Any] | None = None,
-    locals: Mapping[str, Any] | None = None,
-    fromlist: Any = (),
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: object = (),
     level: int = 0,
 ) -> ModuleView:
     """``__import__`` for templates: views of allowed modules only.
@@ -259,7 +258,7 @@ def safe_import(
     return _view(name.split(".", 1)[0])
 
 
-def _check_attribute(obj: Any, attr: str) -> None:
+def _check_attribute(obj: object, attr: str) -> None:
     """Refuse dunders, frame introspection, and private names except on models.
 
     Private names stay usable on pydantic models (a template's own instances,
@@ -276,12 +275,12 @@ def _check_attribute(obj: Any, attr: str) -> None:
         raise AttributeError(f"attribute {attr!r} is not available to templates")
 
 
-def _safe_getattr(obj: Any, attr: str, *default: Any) -> Any:
+def _safe_getattr(obj: object, attr: str, *default: object) -> object:
     _check_attribute(obj, attr)
     return getattr(obj, attr, *default)
 
 
-def _safe_hasattr(obj: Any, attr: str) -> bool:
+def _safe_hasattr(obj: object, attr: str) -> bool:
     try:
         _check_attribute(obj, attr)
     except AttributeError:
@@ -289,12 +288,12 @@ def _safe_hasattr(obj: Any, attr: str) -> bool:
     return hasattr(obj, attr)
 
 
-def _safe_setattr(obj: Any, attr: str, value: Any) -> None:
+def _safe_setattr(obj: object, attr: str, value: object) -> None:
     _check_attribute(obj, attr)
     setattr(obj, attr, value)
 
 
-def _restricted_builtins() -> dict[str, Any]:
+def _restricted_builtins() -> dict[str, object]:
     allowed = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
     allowed.update(
         __build_class__=builtins.__build_class__,
@@ -306,7 +305,7 @@ def _restricted_builtins() -> dict[str, Any]:
     return allowed
 
 
-def new_template_namespace(module_name: str) -> dict[str, Any]:
+def new_template_namespace(module_name: str) -> dict[str, object]:
     """A fresh module namespace for one template, registered in ``sys.modules``.
 
     Pre-binds the names the original framework's loader provided without an import

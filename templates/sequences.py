@@ -8,7 +8,7 @@ A single string where a list is expected is treated as a one-item list.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -19,13 +19,13 @@ from .primitives import VerificationPrimitive
 __all__ = ["OrderedMatch", "SetContainment"]
 
 
-def _items(value: Any) -> list[Any]:
+def _items(value: object) -> list[object]:
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         return [value]
     return list(value)
 
 
-def _normalise(items: list[Any], normalizers: list[Normalizer]) -> list[Any]:
+def _normalise(items: list[object], normalizers: list[Normalizer]) -> list[object]:
     return [apply_normalizers(normalizers, i) if isinstance(i, str) else i for i in items]
 
 
@@ -51,7 +51,7 @@ class SetContainment(VerificationPrimitive):
             raise ValueError("min_overlap/min_overlap_fraction only apply to mode='overlap'")
         return self
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         got = set(_normalise(_items(extracted), self.normalize))
         want = set(_normalise(_items(expected), self.normalize))
         if self.mode == "exact":
@@ -72,7 +72,7 @@ class OrderedMatch(VerificationPrimitive):
 
     normalize: list[Normalizer] = Field(default_factory=_default_normalizers)
 
-    def compare(self, extracted: Any, expected: Any) -> bool:
+    def compare(self, extracted: object, expected: object) -> bool:
         got, want = _items(extracted), _items(expected)
         if len(got) != len(want):
             return False

@@ -94,7 +94,7 @@ def _fail(problem: str, question_id: str | None) -> TemplateValidationError:
     return TemplateValidationError(problem, question_id=question_id)
 
 
-def _field_types(model: type[BaseAnswer]) -> Iterator[Any]:
+def _field_types(model: type[BaseAnswer]) -> Iterator[object]:
     """Every type mentioned in ``model``'s field annotations, unwrapping generics."""
     pending = [info.annotation for info in model.model_fields.values()]
     while pending:
@@ -103,7 +103,9 @@ def _field_types(model: type[BaseAnswer]) -> Iterator[Any]:
         pending.extend(get_args(annotation))
 
 
-def _answer_class(namespace: dict[str, Any], module_name: str, qid: str | None) -> type[BaseAnswer]:
+def _answer_class(
+    namespace: dict[str, object], module_name: str, qid: str | None
+) -> type[BaseAnswer]:
     defined = [
         value
         for value in namespace.values()
@@ -169,7 +171,7 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     return answer_cls
 
 
-def _complete(answer_cls: type[BaseAnswer], namespace: dict[str, Any], qid: str | None) -> None:
+def _complete(answer_cls: type[BaseAnswer], namespace: dict[str, object], qid: str | None) -> None:
     """Resolve annotations that name things defined later in the template.
 
     An incomplete class would be completed later in some other module's namespace
@@ -190,7 +192,7 @@ def _complete(answer_cls: type[BaseAnswer], namespace: dict[str, Any], qid: str 
         ) from None
 
 
-def _placeholder(annotation: Any) -> Any:
+def _placeholder(annotation: object) -> object:
     """A value of roughly the right type, for a probe instance."""
     origin = get_origin(annotation)
     if origin is Literal:
@@ -201,7 +203,7 @@ def _placeholder(annotation: Any) -> Any:
     if origin is typing.Annotated:
         return _placeholder(get_args(annotation)[0])
     target = origin or annotation
-    simple: dict[Any, Any] = {str: "", int: 0, float: 0.0, bool: False, bytes: b""}
+    simple: dict[object, object] = {str: "", int: 0, float: 0.0, bool: False, bytes: b""}
     if target in simple:
         return simple[target]
     for container, empty in ((list, list), (dict, dict), (set, set), (tuple, tuple)):
@@ -218,7 +220,7 @@ def probe_instance(answer_cls: type[BaseAnswer]) -> BaseAnswer:
         Exception: Whatever the template's ``model_post_init``/``ground_truth()``
             raises.
     """
-    values = {
+    values: dict[str, Any] = {
         name: _placeholder(info.annotation)
         for name, info in answer_cls.model_fields.items()
         if info.is_required()
@@ -277,7 +279,7 @@ def inject_question_id(answer_cls: type[BaseAnswer], question_id: str) -> type[B
         bound_question_id: ClassVar[str | None] = question_id
         raw_answer_class: ClassVar[type[BaseAnswer] | None] = answer_cls
 
-        def model_post_init(self, context: Any, /) -> None:
+        def model_post_init(self, context: object, /) -> None:
             super().model_post_init(context)
             self.id = question_id
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic.json_schema import JsonDict
 
 from .primitives import VerificationPrimitive
 
@@ -26,7 +27,7 @@ class VerificationMeta(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    ground_truth: Any
+    ground_truth: object
     verify_with: SerializeAsAny[VerificationPrimitive]
     weight: float = Field(default=1.0, ge=0.0)
     extraction_hint: str | None = None
@@ -39,12 +40,12 @@ class VerificationMeta(BaseModel):
 
 def VerifiedField(
     description: str,
-    ground_truth: Any,
+    ground_truth: object,
     verify_with: VerificationPrimitive,
     weight: float = 1.0,
     extraction_hint: str | None = None,
     **kwargs: Any,
-) -> Any:
+) -> Any:  # like pydantic's Field, so that `x: int = VerifiedField(...)` type-checks
     """A pydantic ``Field`` with its ground truth and verification primitive attached.
 
     Args:
@@ -89,11 +90,11 @@ class _MetaCarrier:
 
     __slots__ = ("meta", "user_extra")
 
-    def __init__(self, meta: VerificationMeta, user_extra: Any) -> None:
+    def __init__(self, meta: VerificationMeta, user_extra: object) -> None:
         self.meta = meta
         self.user_extra = user_extra
 
-    def __call__(self, schema: dict[str, Any]) -> None:
+    def __call__(self, schema: JsonDict) -> None:
         if isinstance(self.user_extra, dict):
             schema.update(self.user_extra)
         elif callable(self.user_extra):

@@ -12,17 +12,17 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from verifleet.orchestrator import Job
+    from verifleet.orchestrator import Job, LocalRunner
     from verifleet.pipeline import PipelineResources
     from verifleet.schemas import Benchmark, VerificationConfig, VerificationResultSet
 
 __all__ = ["run", "submit"]
 
 
-def _benchmark(benchmark: Any, *, trust_callables: bool) -> Benchmark:
+def _benchmark(benchmark: object, *, trust_callables: bool) -> Benchmark:
     from verifleet.schemas import Benchmark, load_benchmark
 
     if isinstance(benchmark, Benchmark):
@@ -37,7 +37,7 @@ _LOCAL = "local"
 _MODEL_LISTS = ("answering_models", "parsing_models")
 
 
-def _models_of(data: Mapping[str, Any], local_spec: str | None) -> dict[str, Any]:
+def _models_of(data: Mapping[str, object], local_spec: str | None) -> dict[str, object]:
     """``data`` with model strings (as on the command line) turned into models."""
     from verifleet.schemas import ConfigError, ModelConfig
 
@@ -48,7 +48,7 @@ def _models_of(data: Mapping[str, Any], local_spec: str | None) -> dict[str, Any
             models = [models]
         if not isinstance(models, list):
             continue
-        parsed: list[Any] = []
+        parsed: list[object] = []
         for model in models:
             if model == _LOCAL:
                 if local_spec is None:
@@ -63,7 +63,7 @@ def _models_of(data: Mapping[str, Any], local_spec: str | None) -> dict[str, Any
     return out
 
 
-def _wants_local(config: Any) -> bool:
+def _wants_local(config: object) -> bool:
     if not isinstance(config, Mapping):
         return False
     for field in _MODEL_LISTS:
@@ -73,7 +73,7 @@ def _wants_local(config: Any) -> bool:
     return False
 
 
-def _config(config: Any, *, local_spec: str | None = None) -> VerificationConfig:
+def _config(config: object, *, local_spec: str | None = None) -> VerificationConfig:
     from verifleet.schemas import VerificationConfig, unwrap_preset
 
     if isinstance(config, VerificationConfig):
@@ -86,7 +86,9 @@ def _config(config: Any, *, local_spec: str | None = None) -> VerificationConfig
     )
 
 
-def _selected(benchmark: Benchmark, questions: Any, limit: int | None) -> Benchmark:
+def _selected(
+    benchmark: Benchmark, questions: str | Sequence[str] | None, limit: int | None
+) -> Benchmark:
     from verifleet.orchestrator import parse_question_patterns, select_benchmark
 
     return select_benchmark(benchmark, questions=parse_question_patterns(questions), limit=limit)
@@ -98,7 +100,7 @@ ProgressCallback = Callable[[int, int], None]
 
 def run(
     benchmark: Benchmark | str | os.PathLike[str],
-    config: VerificationConfig | Mapping[str, Any],
+    config: VerificationConfig | Mapping[str, object],
     *,
     trust_callables: bool = False,
     resources: PipelineResources | None = None,
@@ -187,7 +189,11 @@ def run(
 
 
 def _drive(
-    runner: Any, path: Path | None, *, retry_errors: bool, progress: ProgressCallback | None
+    runner: LocalRunner,
+    path: Path | None,
+    *,
+    retry_errors: bool,
+    progress: ProgressCallback | None,
 ) -> VerificationResultSet:
     """Run ``runner`` through the local driver ``verifleet run`` uses, into
     ``path`` when given (resumed, journalled, finalized); the results are those
@@ -197,7 +203,7 @@ def _drive(
     driver = LocalDriver(runner, path, retry_errors=retry_errors)
     count = 0
 
-    def tick(*_args: Any) -> None:
+    def tick(*_args: object) -> None:
         nonlocal count
         count += 1
         if progress is not None:
@@ -209,7 +215,7 @@ def _drive(
 
 def submit(
     benchmark: Benchmark | str | os.PathLike[str],
-    config: VerificationConfig | Mapping[str, Any],
+    config: VerificationConfig | Mapping[str, object],
     redis_url: str | None = None,
     *,
     trust_callables: bool = False,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from importlib import resources
-from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -49,7 +48,7 @@ def static_text(name: str) -> str:
     return resources.files("verifleet.viewer").joinpath("static", name).read_text("utf-8")
 
 
-def page_html(boot: dict[str, Any], *, inline: bool = False) -> str:
+def page_html(boot: dict[str, object], *, inline: bool = False) -> str:
     """The viewer page with ``boot`` (mode, and for a report all the data) embedded.
 
     The JSON is embedded in a ``<script type="application/json">`` element with
@@ -153,14 +152,14 @@ def create_app(
         return Response(static_text(name), media_type=_STATIC[name])
 
     @app.get("/api/runs")
-    def list_runs() -> list[dict[str, Any]]:
+    def list_runs() -> list[dict[str, object]]:
         return [
             {"id": i, "name": r.name, "live": r.live, "count": len(r.index), "info": r.info()}
             for i, r in enumerate(runs)
         ]
 
     @app.get("/api/runs/{run}/overview")
-    def run_overview(run: int) -> dict[str, Any]:
+    def run_overview(run: int) -> dict[str, object]:
         return dict(_run(runs, run).index.memo("overview", overview))
 
     @app.get("/api/runs/{run}/facets")
@@ -179,12 +178,12 @@ def create_app(
         sort: str = "row",
         offset: int = Query(0, ge=0),
         limit: int = Query(50, ge=1, le=1000),
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         query = TableQuery(answering, parsing, verdict, keyword, error, search, sort, offset, limit)
         return _run(runs, run).index.page(query)
 
     @app.get("/api/runs/{run}/results/{row}")
-    def run_result(run: int, row: int) -> dict[str, Any]:
+    def run_result(run: int, row: int) -> dict[str, object]:
         found = _run(runs, run)
         result = found.result(row)
         detail = result_detail(
@@ -193,7 +192,7 @@ def create_app(
         return detail | {"labelling": label_state(found, result)}
 
     @app.post("/api/runs/{run}/results/{row}/label")
-    async def run_result_label(run: int, row: int, request: Request) -> dict[str, Any]:
+    async def run_result_label(run: int, row: int, request: Request) -> dict[str, object]:
         try:
             body = await request.json()
         except ValueError:
@@ -202,11 +201,11 @@ def create_app(
         return await run_in_threadpool(set_label, _run(runs, run), row, body)
 
     @app.get("/api/runs/{run}/scenarios")
-    def run_scenarios(run: int) -> list[dict[str, Any]]:
+    def run_scenarios(run: int) -> list[dict[str, object]]:
         return scenario_page(_run(runs, run).scenarios())
 
     @app.get("/api/runs/{run}/live")
-    def run_live(run: int) -> dict[str, Any]:
+    def run_live(run: int) -> dict[str, object]:
         found = _run(runs, run)
         added = found.refresh()
         return {"live": found.live, "added": added, "count": len(found.index),
@@ -219,7 +218,7 @@ def create_app(
         differ: str = "",
         offset: int = Query(0, ge=0),
         limit: int = Query(200, ge=1, le=5000),
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         picked = [int(r) for r in runs_.split(",") if r.strip()] or list(range(len(runs)))
         chosen = [_run(runs, r) for r in picked]
         return matrix(
@@ -233,14 +232,14 @@ def create_app(
     @app.get("/api/compare")
     def run_compare(
         a: int, b: int, offset: int = Query(0, ge=0), limit: int = Query(200, ge=1, le=1000)
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         before, after = _run(runs, a), _run(runs, b)
         return compare(before.index, after.index, offset=offset, limit=limit)
 
     @app.get("/api/compare/paired")
     def run_paired(
         a: int, b: int, level: float = Query(0.95, gt=0, lt=1), flips: int = Query(200, ge=0)
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         found = paired_cache.get(a, _run(runs, a), b, _run(runs, b), level)
         return found | {"flips": found["flips"][:flips], "flips_total": len(found["flips"])}
 

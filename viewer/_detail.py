@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from verifleet.schemas import VerificationResult
@@ -17,7 +15,7 @@ COMPARE_KEY: tuple[str, ...] = ("question_id", "answering", "parsing", "replicat
 """What makes a result in one run the same evaluation as one in another run."""
 
 
-def _fields(result: VerificationResult) -> list[dict[str, Any]]:
+def _fields(result: VerificationResult) -> list[dict[str, object]]:
     template = result.template
     if template is None:
         return []
@@ -37,8 +35,8 @@ def _fields(result: VerificationResult) -> list[dict[str, Any]]:
     ]
 
 
-def _excerpts(result: VerificationResult) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _excerpts(result: VerificationResult) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     sources = (
         ("attribute", result.deep_judgment and result.deep_judgment.extracted_excerpts),
         (
@@ -60,7 +58,7 @@ def result_detail(
     row: int,
     result: VerificationResult,
     template: dict[str, str | None] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Everything the result page shows: the full result (as JSON) plus the parts
     derived for display.
 
@@ -104,7 +102,7 @@ def _keyed(index: ResultIndex) -> pd.DataFrame:
 
 def compare(
     before: ResultIndex, after: ResultIndex, *, limit: int = 1000, offset: int = 0
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The evaluations present in both runs whose verdict changed.
 
     Results are matched on :data:`COMPARE_KEY`.

@@ -6,7 +6,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pandas as pd
 
@@ -42,6 +42,8 @@ _FLAGS = (
     "deep_judgment_rubric",
 )  # fmt: skip
 _VERDICTS = frozenset({"pass", "fail", "none", "error"})
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ _NUMBERS = (
 _WHOLE = frozenset({"row", "replicate", "input_tokens", "output_tokens", "total_tokens"})
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     # JSON has no NaN; pandas turns missing numbers into NaN and missing objects into
     # None, and numpy scalars are not JSON-serialisable.
     if value is None:
@@ -98,7 +100,9 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     columns = list(frame.columns)
     out = []
     for values in frame.itertuples(index=False, name=None):
-        row = {name: _clean(value) for name, value in zip(columns, values, strict=True)}
+        row: dict[str, Any] = {
+            name: _clean(value) for name, value in zip(columns, values, strict=True)
+        }
         for name in _WHOLE.intersection(row):
             if isinstance(row[name], float):
                 row[name] = int(row[name])
@@ -106,7 +110,7 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _summary_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+def _summary_frame(rows: list[tuple[object, ...]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows, columns=list(SUMMARY_FIELDS))
     for flag in _FLAGS:
         frame[flag] = frame[flag].astype(bool)
@@ -128,7 +132,7 @@ def _summary_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     return frame
 
 
-def _trait_frame(traits: list[tuple[Any, ...]]) -> pd.DataFrame:
+def _trait_frame(traits: list[tuple[object, ...]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(traits, columns=list(TRAIT_FIELDS))
     frame["score"] = frame["score"].astype(float)
     return frame
@@ -149,17 +153,17 @@ class ResultIndex:
 
     def __init__(self) -> None:
         self._count = 0
-        self._pending: list[tuple[Any, ...]] = []
-        self._pending_traits: list[tuple[Any, ...]] = []
+        self._pending: list[tuple[object, ...]] = []
+        self._pending_traits: list[tuple[object, ...]] = []
         self._lock = threading.RLock()
         self._frame: pd.DataFrame | None = None
         self._trait_frame: pd.DataFrame | None = None
-        self._memo: dict[str, Any] = {}
+        self._memo: dict[str, object] = {}
 
     def __len__(self) -> int:
         return self._count
 
-    def add_rows(self, rows: list[tuple[Any, ...]], traits: list[tuple[Any, ...]]) -> None:
+    def add_rows(self, rows: list[tuple[object, ...]], traits: list[tuple[object, ...]]) -> None:
         """Append ready-made :data:`SUMMARY_FIELDS` rows and :data:`TRAIT_FIELDS` rows
         (the Parquet reader builds them from columns without building results)."""
         with self._lock:
@@ -174,8 +178,8 @@ class ResultIndex:
         Returns:
             How many results were added.
         """
-        rows: list[tuple[Any, ...]] = []
-        traits: list[tuple[Any, ...]] = []
+        rows: list[tuple[object, ...]] = []
+        traits: list[tuple[object, ...]] = []
         first = self._count if start is None else start
         for offset, result in enumerate(results):
             rows.append(summary_row(first + offset, result))
@@ -205,12 +209,13 @@ class ResultIndex:
         """One row per numeric rubric score, columns :data:`TRAIT_FIELDS`."""
         return self._settle()[1]
 
-    def memo(self, key: str, compute: Callable[[ResultIndex], Any]) -> Any:
+    def memo(self, key: str, compute: Callable[[ResultIndex], _T]) -> _T:
         """``compute(self)``, remembered until results are added."""
         with self._lock:
             if key not in self._memo:
                 self._memo[key] = compute(self)
-            return self._memo[key]
+            # A key is always computed by the same function: its value is _T.
+            return cast(_T, self._memo[key])
 
     def facets(self) -> dict[str, list[str]]:
         """The values the table filters offer: models, keywords, run names."""
@@ -260,7 +265,7 @@ class ResultIndex:
             )
         return selected
 
-    def page(self, query: TableQuery) -> dict[str, Any]:
+    def page(self, query: TableQuery) -> dict[str, object]:
         """One page of the table: ``{"total", "offset", "rows"}``.
 
         Raises:
@@ -277,7 +282,7 @@ class ResultIndex:
             "rows": records(window[list(TABLE_COLUMNS)]),
         }
 
-    def table(self) -> list[list[Any]]:
+    def table(self) -> list[list[object]]:
         """Every row's :data:`TABLE_COLUMNS` plus ``keywords`` and ``completed``, as
         lists: what the static report embeds for client-side paging."""
         frame = self.frame[[*TABLE_COLUMNS, "keywords", "completed"]]

@@ -51,7 +51,7 @@ def _labels_file(run: Run) -> Path | None:
     return labels_path(run.path) if isinstance(run, FileRun) else None
 
 
-def label_state(run: Run, result: VerificationResult) -> dict[str, Any]:
+def label_state(run: Run, result: VerificationResult) -> dict[str, object]:
     """The label of ``result``'s answer and whether this run can take labels.
 
     Returns:
@@ -73,7 +73,7 @@ def label_state(run: Run, result: VerificationResult) -> dict[str, Any]:
     return {"label": found.as_dict() if found else None, "writable": True, "why": None}
 
 
-def set_label(run: Run, row: int, body: Any) -> dict[str, Any]:
+def set_label(run: Run, row: int, body: object) -> dict[str, object]:
     """Record a person's label of the answer at ``row`` (``correct`` true or
     false, or null to withdraw it, and an optional ``note``); the recorded
     verdict is left as it is.
@@ -139,7 +139,7 @@ class PairedCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._kept: dict[tuple[int, int, int, int, float], dict[str, Any]] = {}
+        self._kept: dict[tuple[int, int, int, int, float], dict[str, object]] = {}
 
     def get(self, a: int, before: Run, b: int, after: Run, level: float) -> dict[str, Any]:
         """The comparison of ``before`` (run ``a``) with ``after`` (run ``b``);
@@ -158,7 +158,7 @@ class PairedCache:
         return found
 
 
-def paired(before: Run, after: Run, level: float = 0.95) -> dict[str, Any]:
+def paired(before: Run, after: Run, level: float = 0.95) -> dict[str, object]:
     """``verifleet compare``'s figures for two runs: what its ``--json`` prints
     (with the runs' names as labels).
 

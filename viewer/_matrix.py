@@ -9,7 +9,6 @@ nothing; the matrix pairs by question alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
@@ -36,7 +35,7 @@ def matrix(
     differ: bool = False,
     offset: int = 0,
     limit: int = 200,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Verdict counts per (question, column), a page of questions at a time.
 
     Args:
@@ -87,7 +86,7 @@ def matrix(
     tallies = grouped["verdict"].value_counts().unstack(fill_value=0)
     where = grouped.agg(run=("run", "first"), row=("row", "first"))
     texts = frame.groupby("question_id", sort=False)["question_text"].first().to_dict()
-    cells_of: dict[str, list[dict[str, Any] | None]] = {
+    cells_of: dict[str, list[dict[str, object] | None]] = {
         q: [None] * len(columns) for q in dict.fromkeys(frame["question_id"])
     }
     present = [v for v in _VERDICTS if v in tallies.columns]

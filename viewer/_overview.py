@@ -51,7 +51,7 @@ def wilson_interval(passed: int, total: int) -> tuple[float, float]:
     return interval.low, interval.high
 
 
-def template_summary(frame: pd.DataFrame) -> dict[str, Any]:
+def template_summary(frame: pd.DataFrame) -> dict[str, object]:
     """The same dict as ``TemplateResults.get_template_summary()`` over the results
     summarised in ``frame`` (counts over results whose template verification ran)."""
     done = frame[frame["template"]]
@@ -90,7 +90,7 @@ def pass_rate_interval(judged: pd.DataFrame) -> Interval | None:
     return rate_interval_from_sums(per_question["sum"].to_numpy(), per_question["count"].to_numpy())
 
 
-def _interval_fields(interval: Interval | None) -> dict[str, Any]:
+def _interval_fields(interval: Interval | None) -> dict[str, object]:
     if interval is None:
         return {"low": 0.0, "high": 1.0, "method": None, "questions": 0}
     return {
@@ -101,7 +101,7 @@ def _interval_fields(interval: Interval | None) -> dict[str, Any]:
     }
 
 
-def _pass_rates(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _pass_rates(frame: pd.DataFrame) -> list[dict[str, object]]:
     done = frame[frame["template"]]
     judged = dict(iter(_verdicts(frame).groupby(["answering", "parsing"], sort=False)))
     out = []
@@ -127,7 +127,7 @@ def _pass_rates(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def replicate_figures(frame: pd.DataFrame, top: int = FLAKIEST) -> dict[str, Any] | None:
+def replicate_figures(frame: pd.DataFrame, top: int = FLAKIEST) -> dict[str, object] | None:
     """pass@k, pass^k, consistency and the flakiest questions of each answering x
     parsing pair (:func:`stats.replicate_stats`, questions' replicate verdicts).
 
@@ -183,7 +183,7 @@ def replicate_figures(frame: pd.DataFrame, top: int = FLAKIEST) -> dict[str, Any
     }
 
 
-def _granular(frame: pd.DataFrame) -> dict[str, Any]:
+def _granular(frame: pd.DataFrame) -> dict[str, object]:
     scores = frame.loc[frame["granular"].notna(), ["answering", "granular"]]
     if scores.empty:
         return {"edges": [], "series": []}
@@ -207,7 +207,7 @@ def _granular(frame: pd.DataFrame) -> dict[str, Any]:
     return {"edges": edges, "series": series}
 
 
-def _trait_interval(scores: pd.DataFrame) -> dict[str, Any] | None:
+def _trait_interval(scores: pd.DataFrame) -> dict[str, object] | None:
     """The clustered 95 % interval of a trait's mean (questions as clusters:
     :func:`stats.clustered_mean_from_sums`); None with fewer than two questions."""
     per_question = scores.groupby("question_id", sort=False)["score"].agg(["sum", "count"])
@@ -220,7 +220,7 @@ def _trait_interval(scores: pd.DataFrame) -> dict[str, Any] | None:
     return {"low": interval.low, "high": interval.high, "questions": interval.clusters}
 
 
-def _rubric(traits: pd.DataFrame, frame: pd.DataFrame) -> dict[str, Any]:
+def _rubric(traits: pd.DataFrame, frame: pd.DataFrame) -> dict[str, object]:
     if traits.empty:
         return {"traits": [], "models": [], "means": [], "counts": [], "intervals": []}
     # A trait row knows its result's row; the question (the cluster) is on the result.
@@ -260,7 +260,7 @@ _COUNTS = (
 )
 
 
-def _counts(frame: pd.DataFrame) -> dict[str, Any]:
+def _counts(frame: pd.DataFrame) -> dict[str, object]:
     rows: list[dict[str, Any]] = []
     for answering, group in frame.groupby("answering", sort=True):
         rows.append(
@@ -286,14 +286,14 @@ def _counts(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _top_errors(frame: pd.DataFrame, limit: int = 10) -> list[dict[str, Any]]:
+def _top_errors(frame: pd.DataFrame, limit: int = 10) -> list[dict[str, object]]:
     errors = frame.loc[~frame["completed"], "error"]
     # The first line (up to 120 characters) groups the same failure across questions.
     heads = errors.str.split("\n").str[0].str.slice(0, 120)
     return [{"error": e, "count": int(c)} for e, c in heads.value_counts().head(limit).items()]
 
 
-def overview(index: ResultIndex) -> dict[str, Any]:
+def overview(index: ResultIndex) -> dict[str, object]:
     """Everything the overview page shows about the results in ``index``.
 
     Returns:

@@ -42,19 +42,19 @@ _NESTED = (
 _BATCH = 5000
 
 
-def _loads(text: str | None) -> Any:
+def _loads(text: str | None) -> Any:  # JSON text of a known column
     return json.loads(text) if text else None
 
 
 def _batch_rows(
     batch: pa.RecordBatch, first: int
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     c = {name: batch.column(name).to_pylist() for name in _FLAT}
     rubric = batch.column("rubric").to_pylist()
     judged = batch.column("deep_judgment_rubric").to_pylist()
     templates = batch.column("template").to_pylist()
-    rows: list[tuple[Any, ...]] = []
-    traits: list[tuple[Any, ...]] = []
+    rows: list[tuple[object, ...]] = []
+    traits: list[tuple[object, ...]] = []
     for i in range(batch.num_rows):
         row = first + i
         performed = bool(c["template_verification_performed"][i])
@@ -118,7 +118,7 @@ def _batch_rows(
     return rows, traits
 
 
-def parquet_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None:
+def parquet_rows(path: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]] | None:
     """Summary and trait rows of every result in a results Parquet file, or None
     when the file lacks a summary column (written by an older verifleet; the caller
     then reads it result by result).
@@ -131,8 +131,8 @@ def parquet_rows(path: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...
     with parquet:
         if not set(_FLAT) <= set(parquet.schema_arrow.names):
             return None
-        rows: list[tuple[Any, ...]] = []
-        traits: list[tuple[Any, ...]] = []
+        rows: list[tuple[object, ...]] = []
+        traits: list[tuple[object, ...]] = []
         for batch in parquet.iter_batches(
             batch_size=_BATCH, columns=[*_FLAT, *_NESTED], use_threads=False
         ):

@@ -10,7 +10,6 @@ import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ._app import page_html
 from ._detail import result_detail
@@ -31,7 +30,7 @@ def report_html(runs: Sequence[Run], *, title: str = "") -> str:
     the browser (fine for tens of thousands of rows; full results are not embedded),
     and the question x model matrix of all runs is embedded whole.
     """
-    boot: dict[str, Any] = {
+    boot: dict[str, object] = {
         "mode": "static",
         "title": title,
         "runs": [

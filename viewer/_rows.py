@@ -7,7 +7,7 @@ full result from its source when a page asks for it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from verifleet.schemas import VerificationResult, numeric_trait_scores, result_trait_scores
 
@@ -102,20 +102,20 @@ def verdict_of(result: VerificationResult) -> str:
     return "pass" if verdict is True else "fail" if verdict is False else "none"
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     # bool is a verdict, not a score; NaN is no score.
     if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
         return float(value)
     return None
 
 
-def _tokens(usage: dict[str, Any] | None, kind: str) -> int | None:
+def _tokens(usage: Mapping[str, object] | None, kind: str) -> int | None:
     total = (usage or {}).get("total")
     value = total.get(kind) if isinstance(total, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def summary_row(row: int, result: VerificationResult) -> tuple[Any, ...]:
+def summary_row(row: int, result: VerificationResult) -> tuple[object, ...]:
     """The :data:`SUMMARY_FIELDS` values of ``result`` found at position ``row``."""
     meta, t = result.metadata, result.template
     performed = t is not None and t.template_verification_performed
@@ -167,9 +167,9 @@ def score_rows(
     row: int,
     answering: str,
     parsing: str,
-    typed: dict[str, dict[str, Any] | None],
-    metrics: dict[str, dict[str, Any]] | None,
-) -> list[tuple[Any, ...]]:
+    typed: dict[str, dict[str, object] | None],
+    metrics: dict[str, dict[str, object]] | None,
+) -> list[tuple[object, ...]]:
     """:data:`TRAIT_FIELDS` rows of one result's rubric scores.
 
     Args:
@@ -189,7 +189,7 @@ def score_rows(
     ]
 
 
-def trait_rows(row: int, result: VerificationResult) -> list[tuple[Any, ...]]:
+def trait_rows(row: int, result: VerificationResult) -> list[tuple[object, ...]]:
     """:data:`TRAIT_FIELDS` rows of every numeric rubric score of ``result`` (none
     when rubric evaluation did not run); see :func:`score_rows`."""
     meta = result.metadata

@@ -9,7 +9,6 @@ from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
@@ -77,11 +76,11 @@ class Run:
         """
         return 0
 
-    def progress(self) -> dict[str, Any] | None:
+    def progress(self) -> dict[str, object] | None:
         """Job progress for live pages; None for a finished file."""
         return None
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, object]:
         """What the page header says about the run: where it comes from and when,
         the models, the run names and the dates of its results, the verifleet
         version showing it, and (for a job) its configuration."""
@@ -101,7 +100,7 @@ class Run:
             **self._source(),
         }
 
-    def _source(self) -> dict[str, Any]:
+    def _source(self) -> dict[str, object]:
         return {"source": "results", "location": self.name}
 
     def _check_row(self, row: int) -> None:
@@ -158,7 +157,7 @@ class FileRun(Run):
                 return
             yield result
 
-    def _source(self) -> dict[str, Any]:
+    def _source(self) -> dict[str, object]:
         stat = self.path.stat()
         modified = datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds")
         return {
@@ -273,7 +272,7 @@ class JobRun(Run):
         sources = template_sources(Benchmark.model_validate_json(benchmark_json))
         return sources, f"the benchmark of job {self.job_id}"
 
-    def _source(self) -> dict[str, Any]:
+    def _source(self) -> dict[str, object]:
         progress = self.store.progress(self.job_id)
         try:
             _benchmark, config_json = self.store.load_spec(self.job_id)
@@ -289,7 +288,7 @@ class JobRun(Run):
             "config": config,
         }
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> dict[str, object]:
         """The job's counts, status and result rate over the last minute."""
         progress = self.store.progress(self.job_id)
         rate = 0.0
@@ -316,7 +315,7 @@ class JobRun(Run):
 _CONFIG_HIDDEN = frozenset({"answering_models", "parsing_models", "retry_policy"})
 
 
-def _config_summary(config: dict[str, Any]) -> dict[str, Any]:
+def _config_summary(config: dict[str, object]) -> dict[str, object]:
     """A job config's settings that are on, set or non-empty (False, None, empty
     lists and maps are left out: they are the defaults and say nothing)."""
     return {

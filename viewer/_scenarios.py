@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from verifleet.schemas import ScenarioExecutionResult
 
 __all__ = ["scenario_page"]
 
 
-def _run(run: ScenarioExecutionResult) -> dict[str, Any]:
+def _run(run: ScenarioExecutionResult) -> dict[str, object]:
     failure = run.terminal_failure
     return {
         "scenario_id": run.scenario_id,
@@ -40,7 +39,7 @@ def _run(run: ScenarioExecutionResult) -> dict[str, Any]:
     }
 
 
-def scenario_page(runs: Iterable[ScenarioExecutionResult]) -> list[dict[str, Any]]:
+def scenario_page(runs: Iterable[ScenarioExecutionResult]) -> list[dict[str, object]]:
     """JSON for the scenario page, runs ordered by scenario, model and replicate."""
     ordered = sorted(runs, key=lambda r: (r.scenario_id, r.answering_model or "", r.replicate or 0))
     return [_run(r) for r in ordered]

@@ -3,8 +3,8 @@
 
 It runs the very :class:`~verifleet.reward.RewardScorer` the local
 mode and the service use, so a rollout gets the same reward on the fleet as in
-one process. Judge calls go through the Redis-shared judge-call cache and the
-fleet-wide endpoint limiter. The verdict is written once (``HSETNX``): a task
+one process. Judge calls go through the fleet's model-call cache in Redis and
+the fleet-wide endpoint limiter. The verdict is written once (``HSETNX``): a task
 delivered twice stores nothing new. This module imports the reward package's
 scoring core (not its service or CLI); it is registered in ``app.py``.
 """
@@ -25,7 +25,6 @@ from verifleet.pipeline import PipelineResources
 from verifleet.reward import (
     InvalidRequestError,
     PlainVerifyRequest,
-    RedisJudgeCache,
     ResponsesVerifyRequest,
     RewardScorer,
     VerifyRequest,
@@ -33,7 +32,7 @@ from verifleet.reward import (
     reward_resources,
 )
 from verifleet.sandbox import default_pool
-from verifleet.store import REWARD_TASK_NAME, ResultStore, RewardJobKeys
+from verifleet.store import REWARD_TASK_NAME, RedisCallCache, ResultStore, RewardJobKeys
 
 from ._settings import WorkerSettings
 from .app import app
@@ -59,7 +58,7 @@ def _resources(settings: WorkerSettings, store: ResultStore) -> PipelineResource
             max_wait=settings.unit_deadline,
             prefix=settings.prefix,
         )
-        cache = RedisJudgeCache(store.client, prefix=settings.prefix)
+        cache = RedisCallCache(store.client, prefix=settings.prefix)
         _shared["resources"] = reward_resources(cache, call_gate=gate)
     resources = _shared["resources"]
     assert isinstance(resources, PipelineResources)

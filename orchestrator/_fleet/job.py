@@ -6,7 +6,6 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from verifleet.results import (
     StoredResults,
@@ -216,7 +215,7 @@ class Job:
         write_manifest_beside(path, manifest)
         return count
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> dict[str, object]:
         """The job's run manifest (benchmark digest, config, models, verifleet's
         version), as ``verifleet run`` writes one. ``host`` is None: the units
         ran on the fleet's workers, not on the machine that asks.

@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -85,7 +84,7 @@ class _DescribingChecker:
         self._traits = sandbox_checker(self.pool)
         self._descriptions = descriptions
         # What the executors said of each source, by SHA-256 of the source.
-        self._said: dict[str, dict[str, Any]] = {}
+        self._said: dict[str, dict[str, object]] = {}
 
     def describe_all(self, sources: Iterable[str], scope: str) -> None:
         """Describe each distinct source of ``sources`` in ``scope``, in parallel.
@@ -97,7 +96,7 @@ class _DescribingChecker:
         """
         todo = {source_digest(s): s for s in sources if s and s.strip()}
 
-        def describe(source: str) -> dict[str, Any]:
+        def describe(source: str) -> dict[str, object]:
             with self.pool.scoped(scope):
                 with contextlib.suppress(TemplateValidationError):
                     self.pool.validate_template(source)

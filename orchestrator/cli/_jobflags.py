@@ -7,7 +7,12 @@ Kept apart from :mod:`.config` so that building the parser imports nothing heavy
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from verifleet.schemas import Benchmark, VerificationConfig
 
 __all__ = ["add_job_arguments", "preflight", "select"]
 
@@ -35,7 +40,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def select(benchmark: Any, args: argparse.Namespace) -> Any:
+def select(benchmark: Benchmark, args: argparse.Namespace) -> Benchmark:
     """The benchmark narrowed by ``--questions`` and ``--limit``.
 
     Raises:
@@ -50,7 +55,7 @@ def select(benchmark: Any, args: argparse.Namespace) -> Any:
     )
 
 
-def preflight(config: Any, args: argparse.Namespace, console: Any) -> None:
+def preflight(config: VerificationConfig, args: argparse.Namespace, console: Console) -> None:
     """One real call per model unless ``--no-preflight``.
 
     Raises:

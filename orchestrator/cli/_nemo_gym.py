@@ -20,7 +20,6 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 __all__ = ["SERVER_NAME", "add_nemo_gym_arguments", "write_nemo_gym_dir"]
 
@@ -222,7 +221,7 @@ def write_nemo_gym_dir(parser: argparse.ArgumentParser, args: argparse.Namespace
         "# verifleet's entrypoint needs only the standard library and PyYAML (NeMo Gym has both);\n"
         "# verifleet itself runs from " + shlex.quote(sys.executable) + "\n"
     )
-    config: dict[str, Any] = {
+    config: dict[str, object] = {
         "name": SERVER_NAME,
         "benchmark": benchmark,
         "benchmark_name": benchmark.stem,

@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import ConfigError
 
@@ -130,9 +130,10 @@ def reward_setup(
     if models is None:
         models = judge_models(args.parsing, stack)
     reward = reward_config_for(args.reward_config, benchmark.custom_metadata)
-    # --cache (the fleet's call cache with redis_url, else the local file) and
-    # --pricing on the scorer's judge calls (docs/iterating.md).
-    update: dict[str, Any] = {}
+    # Judge calls are always cached: --cache keeps them in the local file
+    # across processes (with redis_url they are in the fleet's Redis either
+    # way); --pricing prices them (docs/iterating.md).
+    update: dict[str, object] = {}
     apply_cost_arguments(update, args, None)
     scorer = build_scorer(
         benchmark,
@@ -142,7 +143,7 @@ def reward_setup(
         shared_limits=shared_limits,
         inline_executors=_inline_executors(args),
         config_update=update,
-        call_cache=open_cache(redis_url) if update.get("cache") else None,
+        call_cache=open_cache(None) if update.get("cache") and not redis_url else None,
     )
     problems = missing_credentials(scorer.config)
     if problems:

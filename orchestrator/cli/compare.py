@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from verifleet.results.stats import ComparisonReport, Interval, JudgeReport
+    from verifleet.schemas import VerificationResult
 
 __all__ = ["register"]
 
@@ -28,7 +29,7 @@ examples:
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``compare`` and ``judges`` sub-commands."""
     compare = commands.add_parser(
         "compare",
@@ -72,7 +73,7 @@ def register(commands: Any) -> None:
     judges.set_defaults(handler=_judges)
 
 
-def _read(path: Path) -> list[Any]:
+def _read(path: Path) -> list[VerificationResult]:
     from verifleet.orchestrator import read_results
     from verifleet.schemas import ConfigError
 

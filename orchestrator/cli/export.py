@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 __all__ = ["register"]
 
@@ -16,7 +15,7 @@ examples:
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``export`` sub-command."""
     parser = commands.add_parser(
         "export",

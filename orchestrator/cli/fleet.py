@@ -14,7 +14,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._cost import cost_text, job_cost, set_budget
 from ._jobflags import add_job_arguments, preflight, select
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     from verifleet.results.stats import Interval
     from verifleet.store import JobCost, JobProgress, ResultStore
+
+    from .._fleet.job import Job
 
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
@@ -105,7 +107,7 @@ examples:
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the fleet sub-commands."""
     submit = commands.add_parser(
         "submit",
@@ -224,7 +226,9 @@ def register(commands: Any) -> None:
     results.set_defaults(handler=_results)
 
 
-def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str
+) -> argparse.ArgumentParser:
     description, examples = _DOCS[name]
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
@@ -511,7 +515,7 @@ def _watch(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
 
 
-def _job(args: argparse.Namespace) -> Any:
+def _job(args: argparse.Namespace) -> Job:
     from .._fleet.job import Job
 
     job = Job(args.job_id, _url(args))

@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
 
 __all__ = ["register"]
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``llm`` sub-command group."""
     parser = commands.add_parser(
         "llm",

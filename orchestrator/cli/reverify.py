@@ -27,7 +27,9 @@ from ._sandbox import add_sandbox_argument
 from .config import add_cost_arguments
 
 if TYPE_CHECKING:
-    from verifleet.schemas import VerificationConfig, VerificationResult
+    from rich.console import Console
+
+    from verifleet.schemas import Benchmark, VerificationConfig, VerificationResult
 
 __all__ = ["register"]
 
@@ -42,7 +44,7 @@ examples:
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``reverify`` sub-command."""
     parser = commands.add_parser(
         "reverify",
@@ -83,7 +85,9 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=_reverify)
 
 
-def _source(args: argparse.Namespace) -> tuple[str, list[VerificationResult], Any, Any]:
+def _source(
+    args: argparse.Namespace,
+) -> tuple[str, list[VerificationResult], Benchmark | None, VerificationConfig | None]:
     """(name, stored results, the job's benchmark or None, the job's config or None).
 
     Raises:
@@ -174,7 +178,12 @@ def changed_settings(base: VerificationConfig | None, config: VerificationConfig
     return lines
 
 
-def _stale_questions(benchmark: Any, stored: list[Any], config: Any, console: Any) -> Any:
+def _stale_questions(
+    benchmark: Benchmark,
+    stored: list[VerificationResult],
+    config: VerificationConfig,
+    console: Console,
+) -> Benchmark | None:
     """The benchmark cut to the questions with a stale unit, for a fleet
     re-judging job (its workers take whole questions: every answering model and
     replicate of one); None when nothing is stale. Fresh units of those
@@ -206,7 +215,9 @@ def _stale_questions(benchmark: Any, stored: list[Any], config: Any, console: An
     return benchmark.model_copy(update={"questions": questions, "scenarios": []})
 
 
-def _submit(args: argparse.Namespace, benchmark: Any, config: Any, name: str) -> int:
+def _submit(
+    args: argparse.Namespace, benchmark: Benchmark, config: VerificationConfig, name: str
+) -> int:
     """A new fleet job whose workers re-judge the source job's stored answers.
 
     Raises:
@@ -245,6 +256,7 @@ def _reverify(args: argparse.Namespace) -> int:
 
     console = make_console(stderr=True)
     name, stored, job_benchmark, job_config = _source(args)
+    benchmark: Benchmark | None
     if args.benchmark is not None:
         benchmark = load_benchmark(
             args.benchmark, trust_callables=args.trust_callables, validate_templates=False

@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import ConfigError
 
@@ -41,7 +41,7 @@ examples:
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``reward`` sub-command."""
     parser = commands.add_parser(
         "reward",

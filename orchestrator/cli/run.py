@@ -24,9 +24,9 @@ import contextlib
 import functools
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._jobflags import add_job_arguments, select
 from ._sandbox import add_sandbox_argument
@@ -34,6 +34,12 @@ from .config import add_config_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from verifleet.pipeline import ScenarioRun
+    from verifleet.schemas import Benchmark, CostSummary, VerificationConfig, VerificationResult
+
+    from .._local.runner import LocalRunner
+    from .._preflight import PreflightGate
 
 __all__ = ["execute_run", "print_costs", "register"]
 
@@ -57,7 +63,7 @@ errored results, 2 bad input or a model failing its preflight call, 130/143 inte
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``run`` sub-command."""
     parser = commands.add_parser(
         "run",
@@ -180,7 +186,7 @@ def _warn(console: Console, problem: str) -> None:
     console.print(f"[yellow]warning:[/yellow] {problem} (its results will record the error)")
 
 
-def print_costs(console: Console, costs: Any, config: Any) -> None:
+def print_costs(console: Console, costs: CostSummary, config: VerificationConfig) -> None:
     """The cost lines of a run summary (``costs``: a :class:`CostSummary`): per
     model and in total when the run had prices, the cache hits when it used the
     cache (nothing otherwise)."""
@@ -201,16 +207,16 @@ def print_costs(console: Console, costs: Any, config: Any) -> None:
 
 
 def _execute(
-    benchmark: Any,
-    config: Any,
+    benchmark: Benchmark,
+    config: VerificationConfig,
     out: Path,
     console: Console,
     *,
     retry_errors: bool = False,
     max_error_rate: float = 0.0,
-    runner: Any = None,
-    carried: Any = (),
-    preflight: Any = None,
+    runner: LocalRunner | None = None,
+    carried: Iterable[VerificationResult] = (),
+    preflight: PreflightGate | None = None,
     sandbox_ready: Callable[[], None] | None = None,
 ) -> int:
     from verifleet.schemas import ConfigError, CostSummary
@@ -253,14 +259,14 @@ def _execute(
     started = time.monotonic()
     with RunProgress(total, console=console) as progress:
 
-        def on_results(results: list[Any]) -> None:
+        def on_results(results: list[VerificationResult]) -> None:
             for result in results:
                 tally.add(result)
                 traits.add(result)
                 costs.add(result)
             progress.advance(failed=any(not r.metadata.completed_without_errors for r in results))
 
-        def on_scenario(run: Any) -> None:
+        def on_scenario(run: ScenarioRun) -> None:
             for result in run.results:
                 tally.add(result)
                 traits.add(result)

@@ -11,10 +11,11 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from verifleet.store import ResultStore
+    from verifleet.viewer import Run
 
 __all__ = ["register"]
 
@@ -52,7 +53,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``view`` and ``report`` sub-commands."""
     view = commands.add_parser(
         "view",
@@ -98,14 +99,14 @@ def register(commands: Any) -> None:
     report.set_defaults(handler=_report)
 
 
-def _load(args: argparse.Namespace) -> list[Any]:
+def _load(args: argparse.Namespace) -> list[Run]:
     # Imported here: the viewer pulls in FastAPI, which other commands do not need,
     # and `view --help` needs none of these.
     import redis
 
     from verifleet.schemas import ConfigError
     from verifleet.store import ResultStore
-    from verifleet.viewer import FileRun, JobRun, Run
+    from verifleet.viewer import FileRun, JobRun
 
     from .._fleet.job import redis_url_from
 

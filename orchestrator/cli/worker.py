@@ -23,11 +23,15 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import ConfigError
 
 from ._sandbox import add_sandbox_argument, start_sandbox
+
+if TYPE_CHECKING:
+    from verifleet.results import ResultsRoots
+    from verifleet.store import RedisTarget
 
 # verifleet.store (Redis, Celery's kombu) is imported by the handlers: `--help`
 # must not pay for it. This is verifleet.store.DEFAULT_QUEUE (a test checks it).
@@ -41,7 +45,7 @@ def redis_url_from(url: str | None) -> str:
     return resolve(url)
 
 
-def _target(url: str) -> Any:
+def _target(url: str) -> RedisTarget:
     from verifleet.store import RedisTarget
 
     return RedisTarget.parse(url)
@@ -82,7 +86,7 @@ The Redis URL may carry a password (redis://:PASSWORD@host:6379/0) and TLS
 """
 
 
-def register(commands: Any) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``worker`` and ``flower``."""
     worker = commands.add_parser(
         "worker",
@@ -224,7 +228,7 @@ def _supervise(args: argparse.Namespace) -> int:
     return Supervisor(command, env, stuck_after=stuck_after, forget_owner=forget).run()
 
 
-def _results_roots(args: argparse.Namespace) -> Any:
+def _results_roots(args: argparse.Namespace) -> ResultsRoots:
     """The worker's results roots (:class:`~verifleet.results.ResultsRoots`).
 
     Raises:

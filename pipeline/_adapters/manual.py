@@ -20,7 +20,6 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 from verifleet.errors import ManualAnswerError
 from verifleet.schemas import ModelConfig, md5_hex
@@ -33,7 +32,7 @@ __all__ = ["ManualAnswerError", "ManualAnswerStore"]
 _ANSWER_KEYS = ("answer", "response", "raw_llm_response", "trace", "trace_messages")
 
 
-def _answer_of(record: dict[str, Any], where: str) -> str | list[Any]:
+def _answer_of(record: dict[str, object], where: str) -> str | list[object]:
     for key in _ANSWER_KEYS:
         if key in record:
             value = record[key]
@@ -43,20 +42,20 @@ def _answer_of(record: dict[str, Any], where: str) -> str | list[Any]:
     raise ManualAnswerError(f"{where}: no answer field (one of {', '.join(_ANSWER_KEYS)})")
 
 
-def _records(path: Path) -> dict[str, str | list[Any]]:
+def _records(path: Path) -> dict[str, str | list[object]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ManualAnswerError(f"cannot read manual answers {path}: {exc.strerror}") from exc
     try:
         if path.suffix.lower() == ".jsonl":
-            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+            data: object = [json.loads(line) for line in text.splitlines() if line.strip()]
         else:
             data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ManualAnswerError(f"{path}: invalid JSON ({exc.msg}, line {exc.lineno})") from exc
     if isinstance(data, dict):
-        out: dict[str, str | list[Any]] = {}
+        out: dict[str, str | list[object]] = {}
         for qid, value in data.items():
             if isinstance(value, dict):
                 value = _answer_of(value, f"{path}, question {qid}")
@@ -81,9 +80,9 @@ class ManualAnswerStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: dict[str, tuple[float, dict[str, str | list[Any]]]] = {}
+        self._files: dict[str, tuple[float, dict[str, str | list[object]]]] = {}
 
-    def _load(self, path: Path) -> dict[str, str | list[Any]]:
+    def _load(self, path: Path) -> dict[str, str | list[object]]:
         key = str(path.resolve())
         try:
             mtime = os.stat(key).st_mtime

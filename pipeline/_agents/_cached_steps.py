@@ -6,13 +6,15 @@ same, so an agent run replays from the cache as far as nothing changed.
 A step's key leaves out what is not part of the conversation the model sees:
 langchain's message and content-block ids and metadata. Tool-call ids stay (the
 model sees them).
-Cut-off or filtered replies are not kept (as for plain calls).
+Cut-off or filtered replies are not kept, the first step stored is kept, and a
+cache that fails is a miss, counted (as for plain calls: ``_llm/_call_cache.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
@@ -22,7 +24,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from verifleet.schemas import ModelConfig
 
 from .._llm import CallCache, UsageTracker, call_key
-from .._llm._call_cache import ANSWER_STAGE
+from .._llm._call_cache import ANSWER_STAGE, store_failed
 
 __all__ = ["StepCache"]
 
@@ -93,29 +95,42 @@ class StepCache:
             sample=self._tracker.replicate if self._stage == ANSWER_STAGE else None,
         )
 
-    async def lookup(self, key: str) -> ModelResponse[Any] | None:
-        """The stored step (its usage recorded as a cache hit), or None."""
-        blob = await asyncio.to_thread(self._cache.get, key)
+    async def _store(self, what: str, action: Callable[[], bytes | None]) -> bytes | None:
+        try:
+            return await asyncio.to_thread(action)
+        except Exception as exc:  # any store failure: a miss, counted (store_failed)
+            store_failed(what, exc)
+            return None
+
+    def _response(self, blob: bytes | None) -> tuple[ModelResponse[Any], Any] | None:
         if blob is None:
             return None
         try:
             entry = json.loads(blob)
-            result = messages_from_dict(entry["messages"])
+            return ModelResponse(result=messages_from_dict(entry["messages"])), entry.get("usage")
         except (ValueError, KeyError, TypeError):
             return None
-        usage = entry.get("usage") or {"model": self._model.model_name}
-        self._tracker.merge_stage(self._stage, usage, cache_hit=True)
-        return ModelResponse(result=result)
 
-    async def keep(self, key: str, response: ModelResponse[Any]) -> None:
-        """Store a step unless its reply was cut off or filtered."""
+    async def lookup(self, key: str) -> ModelResponse[Any] | None:
+        """The stored step (its usage recorded as a cache hit), or None."""
+        found = self._response(await self._store("read", lambda: self._cache.get(key)))
+        if found is None:
+            return None
+        response, usage = found
+        usage = usage or {"model": self._model.model_name}
+        self._tracker.merge_stage(self._stage, usage, cache_hit=True)
+        return response
+
+    async def keep(self, key: str, response: ModelResponse[Any]) -> ModelResponse[Any]:
+        """Store a step unless its reply was cut off or filtered; return the step
+        to go on with: ``response``, or the one stored first by another run."""
         usage = None
         for message in response.result:
             if isinstance(message, AIMessage):
                 meta = message.response_metadata or {}
                 reason = meta.get("finish_reason") or meta.get("stop_reason")
                 if reason in _INCOMPLETE or (message.additional_kwargs or {}).get("refusal"):
-                    return
+                    return response
                 usage = message.usage_metadata or usage
         own = UsageTracker(pricing=self._tracker.pricing)
         own.record_usage(
@@ -125,4 +140,6 @@ class StepCache:
             {"messages": messages_to_dict(response.result), "usage": own.stage(self._stage)},
             default=str,
         ).encode()
-        await asyncio.to_thread(self._cache.put, key, blob)
+        kept = await self._store("write", lambda: self._cache.put(key, blob))
+        first = self._response(kept) if kept is not None and kept != blob else None
+        return first[0] if first is not None else response

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from verifleet.schemas import VerifleetError
 
@@ -54,7 +54,7 @@ def _agent_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run_on_agent_loop(coro: Coroutine[Any, Any, T], *, deadline: float | None) -> T:
+def run_on_agent_loop(coro: Coroutine[object, object, T], *, deadline: float | None) -> T:
     """Run ``coro`` on the process's agent loop and wait for its result.
 
     Args:

@@ -135,9 +135,7 @@ class GatedModelMiddleware(AgentMiddleware[Any, Any]):
         if stored is not None:
             self.model_calls += 1
             return stored
-        response = await self._call(request, handler)
-        await self._steps.keep(key, response)
-        return response
+        return await self._steps.keep(key, await self._call(request, handler))
 
     async def _call(self, request: ModelRequest[Any], handler: Handler) -> ModelResponse[Any]:
         attempt = 0

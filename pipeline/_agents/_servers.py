@@ -17,7 +17,6 @@ import os
 import shlex
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from typing import Any
 from urllib.parse import urlsplit
 
 from langchain_core.tools import BaseTool
@@ -47,7 +46,7 @@ def _stdio_allowed() -> bool:
     return os.environ.get(STDIO_ENV, "").strip().lower() in _TRUE
 
 
-def connection_for(name: str, address: str, *, timeout: float) -> dict[str, Any]:
+def connection_for(name: str, address: str, *, timeout: float) -> dict[str, object]:
     """The langchain-mcp-adapters connection of server ``name`` at ``address``.
 
     Args:

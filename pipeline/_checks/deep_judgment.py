@@ -9,7 +9,7 @@ values from that reasoning. Every call is labelled ``"deep_judgment"``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -69,7 +69,8 @@ def _reasoning(
             stage=DEEP_JUDGMENT_STAGE,
             reply=reply,
         )
-    return {name: reply[name] for name in names}
+    # Checked above: a dict with a string under every name.
+    return {name: cast(dict[str, str], reply)[name] for name in names}
 
 
 def deep_judgment_parse(

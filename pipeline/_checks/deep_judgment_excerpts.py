@@ -7,7 +7,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz import fuzz
@@ -80,7 +80,7 @@ class ExcerptHarvest:
         retries: Re-asks made (calls after the first).
     """
 
-    excerpts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    excerpts: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     without: list[str] = field(default_factory=list)
     calls: int = 0
     retries: int = 0
@@ -113,8 +113,8 @@ def _parse_reply(reply: object, attributes: Sequence[str]) -> dict[str, list[_Ex
 
 def _screen(
     proposed: list[_Excerpt], response: str, *, threshold: float, limit: int
-) -> tuple[list[dict[str, Any]], list[_Rejected]]:
-    accepted: list[dict[str, Any]] = []
+) -> tuple[list[dict[str, object]], list[_Rejected]]:
+    accepted: list[dict[str, object]] = []
     rejected: list[_Rejected] = []
     seen: set[str] = set()
     for item in proposed:
@@ -176,7 +176,7 @@ def extract_excerpts(
     system = EXCERPT_SYSTEM.format(max_excerpts=max_excerpts, guide=attribute_guide(descriptions))
     pending = list(descriptions)
     feedback: str | None = None
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[dict[str, object]]] = {}
     while pending:
         reply = judge.invoke_json(
             build_messages(

@@ -4,7 +4,6 @@ optional hallucination assessment)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from .prompting import dump_json, object_schema
 
@@ -89,7 +88,7 @@ def attribute_guide(descriptions: Mapping[str, str]) -> str:
     )
 
 
-def excerpt_reply_schema(attributes: Sequence[str]) -> dict[str, Any]:
+def excerpt_reply_schema(attributes: Sequence[str]) -> dict[str, object]:
     """The excerpt stage's reply: attribute → list of ``{text, confidence}``.
 
     The per-attribute maximum is stated in the prompt and enforced by truncation,
@@ -119,14 +118,14 @@ def excerpt_user(
     return text + "\n\nReply with the JSON object of verbatim excerpts."
 
 
-def reasoning_reply_schema(attributes: Sequence[str]) -> dict[str, Any]:
+def reasoning_reply_schema(attributes: Sequence[str]) -> dict[str, object]:
     """The reasoning stage's reply: attribute → reasoning text."""
     return object_schema(
         {name: {"type": "string"} for name in attributes}, title="AttributeReasoning"
     )
 
 
-def _excerpt_block(excerpts: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+def _excerpt_block(excerpts: Mapping[str, Sequence[Mapping[str, object]]]) -> str:
     lines: list[str] = []
     for name, items in excerpts.items():
         lines.append(f"[{name}]")
@@ -139,7 +138,7 @@ def _excerpt_block(excerpts: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def _evidence(excerpts: Mapping[str, Sequence[Mapping[str, Any]]], response: str | None) -> str:
+def _evidence(excerpts: Mapping[str, Sequence[Mapping[str, object]]], response: str | None) -> str:
     """The excerpts, or (reasoning-only deep judgment) the whole answer."""
     if response is not None:
         return f"<answer>\n{response}\n</answer>"
@@ -149,7 +148,7 @@ def _evidence(excerpts: Mapping[str, Sequence[Mapping[str, Any]]], response: str
 def reasoning_user(
     *,
     question: str,
-    excerpts: Mapping[str, Sequence[Mapping[str, Any]]],
+    excerpts: Mapping[str, Sequence[Mapping[str, object]]],
     response: str | None = None,
 ) -> str:
     """The reasoning stage's user message: grounded in the excerpts, or in the
@@ -163,9 +162,9 @@ def reasoning_user(
 def parameters_user(
     *,
     question: str,
-    excerpts: Mapping[str, Sequence[Mapping[str, Any]]],
+    excerpts: Mapping[str, Sequence[Mapping[str, object]]],
     reasoning: Mapping[str, str],
-    schema: Mapping[str, Any],
+    schema: Mapping[str, object],
     response: str | None = None,
 ) -> str:
     """The parameter stage's user message (``response``: as in :func:`reasoning_user`)."""
@@ -178,7 +177,7 @@ def parameters_user(
     )
 
 
-def assessment_reply_schema(claim_ids: Sequence[str]) -> dict[str, Any]:
+def assessment_reply_schema(claim_ids: Sequence[str]) -> dict[str, object]:
     """The assessment reply: claim id → ``{hallucination_risk, justification}``."""
     verdict = object_schema(
         {

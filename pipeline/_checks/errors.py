@@ -9,8 +9,6 @@ through unchanged).
 
 from __future__ import annotations
 
-from typing import Any
-
 from verifleet.schemas import VerifleetError
 
 __all__ = ["CheckError", "CheckReplyError", "DeepJudgmentError", "EmbeddingModelError"]
@@ -29,7 +27,7 @@ class CheckReplyError(CheckError, ValueError):
         problem: What is wrong with it.
     """
 
-    def __init__(self, problem: str, *, stage: str, reply: Any) -> None:
+    def __init__(self, problem: str, *, stage: str, reply: object) -> None:
         self.problem = problem
         self.stage = stage
         self.reply = reply

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from verifleet.schemas import VerificationResultDeepJudgment
@@ -60,6 +58,6 @@ class DeepJudgmentOutcome(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    parsed: dict[str, Any]
+    parsed: dict[str, object]
     section: VerificationResultDeepJudgment
     attributes_without_excerpts: list[str]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -28,12 +28,12 @@ def build_messages(system: str, user: str, instructions: str | None = None) -> l
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def object_schema(properties: dict[str, Any], *, title: str | None = None) -> dict[str, Any]:
+def object_schema(properties: dict[str, object], *, title: str | None = None) -> dict[str, object]:
     """A closed JSON object schema with every property required.
 
     Closed and all-required is what providers' strict structured output accepts.
     """
-    schema: dict[str, Any] = {
+    schema: dict[str, object] = {
         "type": "object",
         "properties": properties,
         "required": list(properties),
@@ -64,6 +64,6 @@ def validate_reply(model: type[_ReplyT], reply: object, *, stage: str) -> _Reply
         raise CheckReplyError(problems, stage=stage, reply=reply) from None
 
 
-def dump_json(value: Any) -> str:
+def dump_json(value: object) -> str:
     """Deterministic JSON text: sorted keys, no ASCII escaping, ``str`` fallback."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=2, default=str)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from verifleet.pipeline._llm_protocol import ChatCaller
@@ -73,7 +71,7 @@ def detect_sufficiency(
     *,
     question: str,
     response: str,
-    schema: dict[str, Any],
+    schema: dict[str, object],
     instructions: str | None = None,
 ) -> CheckOutcome:
     """Ask the judge whether ``response`` holds enough to fill ``schema``.

@@ -18,7 +18,14 @@ from verifleet import _lazy
 if typing.TYPE_CHECKING:
     from ._async_http import close_async_senders
     from ._bound import CallGate
-    from ._call_cache import NOT_IN_KEY, CachingCaller, CallCache, call_key
+    from ._call_cache import (
+        NOT_IN_KEY,
+        CachingCaller,
+        CallCache,
+        MemoryCallCache,
+        call_cache_failures,
+        call_key,
+    )
     from ._caller import LangchainChatCaller
     from ._record import CallLog, RecordingCaller
     from ._disk_cache import DiskCallCache, default_cache_dir
@@ -57,6 +64,8 @@ _LAZY: dict[str, str] = {
     "CachingCaller": "._call_cache",
     "CallCache": "._call_cache",
     "call_key": "._call_cache",
+    "MemoryCallCache": "._call_cache",
+    "call_cache_failures": "._call_cache",
     "LangchainChatCaller": "._caller",
     "CallLog": "._record",
     "RecordingCaller": "._record",
@@ -104,9 +113,11 @@ __all__ = [
     "ErrorInfo",
     "InterfaceFactory",
     "LangchainChatCaller",
+    "MemoryCallCache",
     "OpenAIHttpChatCaller",
     "RecordingCaller",
     "UsageTracker",
+    "call_cache_failures",
     "call_key",
     "call_with_retry",
     "classify_error",

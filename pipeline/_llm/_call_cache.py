@@ -17,9 +17,23 @@ stored, and a reply cut off by a token limit or refused by a content filter
 an empty one. A hit records the stored call's tokens under the stage with no
 cost and one ``cache_hits``; the reply is the stored one.
 
-Where the entries live is a :class:`CallCache`: one Redis for the fleet
-(``verifleet.store.RedisCallCache``), a SQLite file for local runs
-(:class:`~verifleet.pipeline.DiskCallCache`), anything else that implements it.
+Where the entries live is a :class:`CallCache`: an in-process LRU
+(:class:`MemoryCallCache`: the reward server's default), a SQLite file for local
+runs (:class:`~verifleet.pipeline.DiskCallCache`), one Redis for the fleet and
+the reward servers sharing it (``verifleet.store.RedisCallCache``). Runs, reverify
+and the reward server all go through :class:`CachingCaller`, with the same
+semantics in every backend:
+
+- **The first reply is kept.** :meth:`CallCache.put` stores only under a key
+  that holds no live entry and returns the entry now stored; a caller that
+  raced another and lost answers with the stored reply, so two workers (or a
+  replay of a redelivered unit) agree on one reply.
+- **A store that fails is a miss, counted and logged**, never an error of the
+  call: the model is called and nothing is kept (:func:`call_cache_failures`
+  counts them per process). A cache is a saving, never a verdict: the reward
+  server must answer with Redis away, and a run that loses its cache file pays
+  for its calls instead of failing. Where the store is also the fleet's result
+  store, the unit's own writes then fail and the worker's Redis retry takes over.
 """
 
 from __future__ import annotations
@@ -27,8 +41,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from verifleet.schemas import MODEL_FIELDS_NOT_IN_REPLY, ModelConfig
 
@@ -39,7 +55,16 @@ from ._usage import UsageTracker
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["NOT_IN_KEY", "CachingCaller", "CallCache", "call_key"]
+__all__ = [
+    "NOT_IN_KEY",
+    "CachingCaller",
+    "CallCache",
+    "MemoryCallCache",
+    "call_cache_failures",
+    "call_key",
+]
+
+T = TypeVar("T")
 
 #: ModelConfig fields that do not change a reply: names, which client carries
 #: the request (both send the same one), endpoint limits, and the agent
@@ -57,16 +82,18 @@ ANSWER_STAGE = "answer_generation"
 @runtime_checkable
 class CallCache(Protocol):
     """Where cached replies live. Implementations are thread-safe; a missing or
-    expired entry is ``None``. They may raise when their store fails (a locked
-    file, Redis away): :class:`CachingCaller` then calls the model instead."""
+    expired entry is ``None``. They raise when their store fails (a locked
+    file, Redis away); their users (:class:`CachingCaller`, the agents' steps)
+    then count a failure and call the model (:func:`store_failed`)."""
 
     def get(self, key: str) -> bytes | None:
         """The entry stored under ``key`` (counted as a hit), or None (a miss)."""
         ...
 
-    def put(self, key: str, value: bytes) -> None:
-        """Store ``value`` under ``key`` (evicting the oldest entries beyond the
-        size bound)."""
+    def put(self, key: str, value: bytes) -> bytes:
+        """Store ``value`` unless ``key`` holds a live entry (the first reply is
+        kept; the oldest entries beyond the size bound go); return the entry now
+        stored under ``key``: ``value`` or the one stored first."""
         ...
 
     def stats(self) -> dict[str, Any]:
@@ -76,6 +103,62 @@ class CallCache(Protocol):
     def clear(self) -> int:
         """Remove every entry and the counters; returns how many entries went."""
         ...
+
+
+class MemoryCallCache:
+    """A :class:`CallCache` in this process: an LRU, safe for threads, gone with
+    the process. Never raises.
+
+    Args:
+        max_entries: Entries kept; the least recently used go first.
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._hits = self._misses = 0
+
+    def get(self, key: str) -> bytes | None:
+        """The entry under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            value = self._items.get(key)
+            if value is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+            self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: bytes) -> bytes:
+        """Keep the first entry stored under ``key``; return it."""
+        with self._lock:
+            kept = self._items.setdefault(key, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+            return kept
+
+    def stats(self) -> dict[str, Any]:
+        """Entries, bytes, hits and misses so far, and the bound."""
+        with self._lock:
+            return {
+                "where": "memory",
+                "entries": len(self._items),
+                "bytes": sum(len(v) for v in self._items.values()),
+                "hits": self._hits,
+                "misses": self._misses,
+                "max_entries": self.max_entries,
+                "ttl_seconds": None,
+            }
+
+    def clear(self) -> int:
+        """Remove every entry and reset the counters; returns the entries removed."""
+        with self._lock:
+            removed = len(self._items)
+            self._items.clear()
+            self._hits = self._misses = 0
+            return removed
 
 
 def _model_part(model: ModelConfig) -> dict[str, Any]:
@@ -108,20 +191,60 @@ def call_key(
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _unusable(what: str, exc: Exception) -> None:
-    """A cache is a saving, never a verdict: a store that fails to read is a miss
-    (the model is called) and one that fails to write keeps nothing. Before this,
-    a locked SQLite file failed the judge call and a reward run scored a correct
-    rollout 0.0."""
-    _log.warning(
-        "call cache %s failed (%s: %s); calling the model instead", what, type(exc).__name__, exc
-    )
+_failures_lock = threading.Lock()
+_failures = 0
+
+
+def call_cache_failures() -> int:
+    """How many reads and writes of a call cache failed in this process (each
+    one a miss or a reply not kept; see :func:`store_failed`)."""
+    with _failures_lock:
+        return _failures
+
+
+def store_failed(what: str, exc: Exception) -> None:
+    """Count a failed read or write of a call cache and log it.
+
+    A store that fails to read is a miss (the model is called) and one that
+    fails to write keeps nothing: before this, a locked SQLite file failed the
+    judge call and a reward run scored a correct rollout 0.0. The log is
+    thinned to the 1st, 2nd, 4th, 8th, ... failure: with Redis away a busy
+    reward server fails every lookup, and one line per lookup would bury the
+    rest of its log.
+    """
+    global _failures
+    with _failures_lock:
+        _failures += 1
+        count = _failures
+    if count & (count - 1) == 0:
+        _log.warning(
+            "call cache %s failed (%s: %s); calling the model instead (%d failures so far)",
+            what,
+            type(exc).__name__,
+            exc,
+            count,
+        )
+
+
+def _entry(blob: bytes | None) -> tuple[Any, dict[str, Any] | None] | None:
+    """A stored entry's reply and usage; None for a missing or damaged one (a
+    miss: a damaged entry stays until it expires or the cache is cleared)."""
+    if blob is None:
+        return None
+    try:
+        entry = json.loads(blob)
+        return entry["reply"], entry["usage"]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 class CachingCaller:
     """A :class:`~verifleet.pipeline.ChatCaller` that answers from ``cache`` when it
     can and otherwise calls through a caller built by ``build`` (one per call, on
     a tracker of its own, so the call's usage can be stored with its reply).
+
+    Errors of the built caller pass through and nothing is stored for them;
+    errors of the cache never do (a miss, counted: see the module docstring).
 
     Args:
         model: The model (part of every key).
@@ -150,20 +273,21 @@ class CachingCaller:
     def _sample(self, stage: str) -> int | None:
         return self._tracker.replicate if stage == ANSWER_STAGE else None
 
+    def _store(self, what: str, action: Callable[[], T]) -> T | None:
+        try:
+            if isinstance(self._cache, MemoryCallCache):
+                return action()  # a dict under a lock: no thread hop needed
+            # A blocking store (SQLite, sync Redis) off the event loop in bridged code.
+            return call_blocking(action)
+        except Exception as exc:  # any store failure: see store_failed
+            store_failed(what, exc)
+            return None
+
     def _lookup(self, key: str, stage: str) -> Any:
-        # A blocking store (SQLite, sync Redis) off the event loop in bridged code.
-        try:
-            blob = call_blocking(lambda: self._cache.get(key))
-        except Exception as exc:  # any store failure: see _unusable
-            _unusable("read", exc)
+        found = _entry(self._store("read", lambda: self._cache.get(key)))
+        if found is None:
             return None
-        if blob is None:
-            return None
-        try:
-            entry = json.loads(blob)
-            reply, usage = entry["reply"], entry["usage"]
-        except (ValueError, KeyError, TypeError):
-            return None  # a damaged entry is a miss; the fresh reply replaces it
+        reply, usage = found
         self._tracker.merge_stage(stage, usage or {"model": self.model_name}, cache_hit=True)
         return reply
 
@@ -179,10 +303,12 @@ class CachingCaller:
         if reply and not own.incomplete:
             usage = entry or {"model": self.model_name}
             blob = json.dumps({"reply": reply, "usage": usage}).encode()
-            try:
-                call_blocking(lambda: self._cache.put(key, blob))
-            except Exception as exc:  # any store failure: see _unusable
-                _unusable("write", exc)
+            kept = self._store("write", lambda: self._cache.put(key, blob))
+            if kept is not None and kept != blob:
+                # Another caller stored its reply first: answer as it did.
+                first = _entry(kept)
+                if first is not None and type(first[0]) is type(reply):
+                    return first[0]
         return reply
 
     def invoke(self, messages: Sequence[Message], *, stage: str) -> str:

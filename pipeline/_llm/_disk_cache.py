@@ -2,7 +2,8 @@
 
 ``VERIFLEET_CACHE_DIR`` (default ``~/.cache/verifleet``) holds ``calls.sqlite3``.
 Entries expire after ``ttl_seconds`` and the oldest go beyond ``max_entries``;
-the same bounds as the fleet's Redis cache.
+the same bounds as the fleet's Redis cache, and as there the first reply stored
+under a key is kept (two processes on one file agree).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_TTL_SECONDS", "DiskCallCache", "default_cache_dir"]
 
@@ -122,16 +122,25 @@ class DiskCallCache:
         self._count("hits" if row is not None else "misses")
         return bytes(row[0]) if row is not None else None
 
-    def put(self, key: str, value: bytes) -> None:
-        """Store ``value``; every few hundred writes, drop expired entries and the
-        oldest beyond ``max_entries``."""
+    def put(self, key: str, value: bytes) -> bytes:
+        """Store ``value`` unless ``key`` holds an entry that has not expired (the
+        first reply is kept); return the entry now stored. Every few hundred
+        writes, drop expired entries and the oldest beyond ``max_entries``."""
         db = self._db()
-        db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?, ?)", (key, value, time.time()))
+        now = time.time()
+        db.execute(
+            "INSERT INTO calls VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+            "value = excluded.value, created = excluded.created WHERE calls.created < ?",
+            (key, value, now, now - self.ttl_seconds),
+        )
+        row = db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
         with self._lock:
             self._writes += 1
             trim = self._writes % _TRIM_EVERY == 1
         if trim:
             self._trim(db)
+        # None only when a clear() or trim in between took the entry.
+        return bytes(row[0]) if row is not None else value
 
     def _trim(self, db: sqlite3.Connection) -> None:
         db.execute("DELETE FROM calls WHERE created < ?", (time.time() - self.ttl_seconds,))
@@ -142,7 +151,7 @@ class DiskCallCache:
                 (count - self.max_entries,),
             )
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         """Entries, bytes, hits and misses so far, and the bounds."""
         db = self._db()
         self._trim(db)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from verifleet.limits import CallGate, NoCapacityError, Slot
 from verifleet.schemas import ModelConfig, token_count
@@ -68,7 +67,7 @@ def report_usage(slot: Slot, tokens: int | None) -> None:
         slot.record_usage(tokens)
 
 
-def usage_tokens(usage: dict[str, Any] | None) -> int | None:
+def usage_tokens(usage: dict[str, object] | None) -> int | None:
     """Input + output tokens of a ``usage_metadata``-shaped dict (langchain's, or
     an OpenAI ``usage`` block's ``prompt_tokens``/``completion_tokens``), None when
     the provider reported none. Each count is clamped to a finite, non-negative

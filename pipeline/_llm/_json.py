@@ -15,7 +15,6 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any
 
 import json_repair
 from jsonschema import Draft202012Validator
@@ -38,7 +37,7 @@ _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
-def parse_strict(text: str) -> dict[str, Any]:
+def parse_strict(text: str) -> dict[str, object]:
     """Parse a reply that should be exactly one JSON object.
 
     Tolerates surrounding whitespace, a reasoning model's ``<think>`` block and a
@@ -91,7 +90,7 @@ def first_object(text: str) -> str | None:
     return text[start:]
 
 
-def repair_json(text: str) -> dict[str, Any]:
+def repair_json(text: str) -> dict[str, object]:
     """Last resort: take the first JSON object in ``text`` and repair it with
     ``json_repair`` (trailing commas, missing commas or quotes, unclosed brackets).
 
@@ -111,7 +110,7 @@ def repair_json(text: str) -> dict[str, Any]:
     return repaired
 
 
-def _object(value: Any) -> dict[str, Any]:
+def _object(value: object) -> dict[str, object]:
     if not isinstance(value, dict):
         raise ValueError("no JSON object found in the reply")
     return value
@@ -129,7 +128,7 @@ _VALIDATORS_LOCK = threading.Lock()
 _MAX_VALIDATORS = 256
 
 
-def _validator_for(schema: dict[str, Any]) -> Validator | None:
+def _validator_for(schema: dict[str, object]) -> Validator | None:
     """The bounded validator of ``schema``'s safe reduction, or None when the
     host does not check replies against it."""
     try:
@@ -158,14 +157,14 @@ def _validator_for(schema: dict[str, Any]) -> Validator | None:
     return validator
 
 
-def _where(path: Iterable[Any]) -> str:
+def _where(path: Iterable[object]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
         if _TYPES.is_type(value, name):
             return name
@@ -202,7 +201,7 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def schema_errors(value: Any, schema: dict[str, Any]) -> list[str]:
+def schema_errors(value: object, schema: dict[str, object]) -> list[str]:
     """Every way ``value`` violates ``schema`` (empty when it conforms), checked by
     ``jsonschema`` (draft 2020-12, what pydantic emits).
 

@@ -14,7 +14,6 @@ import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.utils.json import parse_json_markdown
 
@@ -44,7 +43,7 @@ def response_format_name(name: str) -> str:
     return _SCHEMA_NAME.sub("_", name) or "response"
 
 
-def parse_like_langchain(text: str) -> Any:
+def parse_like_langchain(text: str) -> object:
     """What langchain's ``JsonOutputParser`` makes of a structured reply (fenced or
     bare JSON), None where it would fail; the caller then validates or re-asks."""
     try:
@@ -91,8 +90,8 @@ class JsonReplyCaller(ABC):
 
     @abstractmethod
     def _ask_structured(
-        self, messages: Sequence[Message], stage: str, schema: dict[str, Any], name: str
-    ) -> tuple[str, dict[str, Any] | None] | None:
+        self, messages: Sequence[Message], stage: str, schema: dict[str, object], name: str
+    ) -> tuple[str, dict[str, object] | None] | None:
         """One native structured-output call: the reply text and its parsed object
         (None when it did not parse), or None when the model is to be asked by
         prompt instead (unsupported or refused).
@@ -106,9 +105,9 @@ class JsonReplyCaller(ABC):
         messages: Sequence[Message],
         *,
         stage: str,
-        schema: dict[str, Any],
+        schema: dict[str, object],
         schema_name: str = "response",
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Ask for a JSON object matching ``schema``; return it parsed.
 
         Native structured output where the provider has it, else the schema in

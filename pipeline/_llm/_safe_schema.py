@@ -83,7 +83,7 @@ class BudgetExceeded(VerifleetError):
     """One check ran past :data:`MAX_STEPS` keyword evaluations."""
 
 
-def reduce_schema(schema: Any) -> dict[str, Any]:
+def reduce_schema(schema: object) -> dict[str, object]:
     """The shape-only, local-only copy of ``schema`` (see the module docstring).
 
     ``pattern``, ``patternProperties``, ``format``, ranges, ``$id``, ``$schema``,
@@ -110,7 +110,7 @@ def reduce_schema(schema: Any) -> dict[str, Any]:
     return reduced
 
 
-def _reduce(node: Any, depth: int, counter: list[int]) -> Any:
+def _reduce(node: object, depth: int, counter: list[int]) -> object:
     if isinstance(node, bool):
         return node
     if not isinstance(node, dict):
@@ -124,6 +124,7 @@ def _reduce(node: Any, depth: int, counter: list[int]) -> Any:
         # A nested $id moves the base of the references below it; dropping it
         # could point them elsewhere, so such a schema is not checked here.
         raise UnsafeSchema("the schema has a nested $id")
+    # Keywords of the schema being reduced: their values are whatever it holds.
     out: dict[str, Any] = {}
     ref = node.get("$ref")
     if isinstance(ref, str):
@@ -160,9 +161,9 @@ def _reduce(node: Any, depth: int, counter: list[int]) -> Any:
     return out
 
 
-def _resolve_local(root: dict[str, Any], ref: str) -> Any:
+def _resolve_local(root: dict[str, object], ref: str) -> object:
     """The subschema a ``#...`` pointer names in ``root``, or None."""
-    target: Any = root
+    target: object = root
     for raw in ref[1:].split("/")[1:] if ref != "#" else []:
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(target, dict) and part in target:
@@ -174,7 +175,7 @@ def _resolve_local(root: dict[str, Any], ref: str) -> Any:
     return target
 
 
-def _check_expansion(root: dict[str, Any]) -> None:
+def _check_expansion(root: dict[str, object]) -> None:
     """Refuse a schema where one value would be checked against more than
     :data:`MAX_EXPANSION` subschemas through ``anyOf``/``oneOf``/``allOf``/``$ref``
     (a doubling chain reaches millions), or against itself for ever (a reference
@@ -182,7 +183,7 @@ def _check_expansion(root: dict[str, Any]) -> None:
     sizes: dict[int, int] = {}
     active: set[int] = set()
 
-    def expansion(node: Any) -> int:
+    def expansion(node: object) -> int:
         if not isinstance(node, dict):
             return 1
         key = id(node)
@@ -210,7 +211,7 @@ def _check_expansion(root: dict[str, Any]) -> None:
         sizes[key] = total
         return total
 
-    def walk(node: Any) -> Iterator[Any]:
+    def walk(node: object) -> Iterator[object]:
         # Every subschema once: each is a starting point of some value's check.
         stack = [node]
         while stack:
@@ -257,16 +258,20 @@ def _spend() -> None:
         _scope.left = left - 1
 
 
-def _counted(function: Callable[..., Any]) -> Callable[..., Any]:
-    def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+def _counted(function: Callable[..., object]) -> Callable[..., object]:
+    def keyword(validator: object, value: object, instance: object, schema: object) -> object:
         _spend()
         return function(validator, value, instance, schema)
 
     return keyword
 
 
-def _remembered_ref(function: Callable[..., Any]) -> Callable[..., Any]:
-    def keyword(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
+def _remembered_ref(
+    function: Callable[..., Iterator[ValidationError]],
+) -> Callable[..., Iterator[ValidationError]]:
+    def keyword(
+        validator: object, ref: object, instance: object, schema: object
+    ) -> Iterator[ValidationError]:
         _spend()
         seen: dict[tuple[str, int], bool] | None = getattr(_scope, "seen", None)
         if not isinstance(instance, dict | list):
@@ -288,7 +293,7 @@ def _remembered_ref(function: Callable[..., Any]) -> Callable[..., Any]:
     return keyword
 
 
-def _refuse(uri: str) -> Resource[Any]:
+def _refuse(uri: str) -> Resource[object]:
     # A reduced schema has no remote reference; should one ever reach the
     # validator, it is refused here instead of being fetched.
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs class mypy cannot see
@@ -303,10 +308,10 @@ _BoundedValidator = extend(
         if name in _KEPT
     },
 )
-_REGISTRY: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs
+_REGISTRY: Registry[object] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs
 
 
-def bounded_validator(reduced: dict[str, Any]) -> Validator:
+def bounded_validator(reduced: dict[str, object]) -> Validator:
     """A draft 2020-12 validator over a :func:`reduce_schema` result: no format
     checking, a registry that retrieves nothing, keyword calls counted against
     :class:`step_budget` (iterate its errors inside one)."""

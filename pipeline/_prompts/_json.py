@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ._schema_text import schema_text
 
 __all__ = ["json_reply_instruction", "json_retry_feedback"]
 
 
-def json_reply_instruction(schema: dict[str, Any]) -> str:
+def json_reply_instruction(schema: dict[str, object]) -> str:
     """Appended when the provider cannot enforce a schema itself."""
     return (
         "Reply with a single JSON object and nothing else: no prose, no Markdown. "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .._llm_protocol import Message
 from ._schema_text import schema_text
 
@@ -22,7 +20,7 @@ Rules:
 def build_parsing_messages(
     question: str,
     response: str,
-    schema: dict[str, Any],
+    schema: dict[str, object],
     *,
     system_prompt: str | None,
     instructions: str | None = None,

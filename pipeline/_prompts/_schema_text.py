@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
 
 __all__ = ["schema_text"]
 
@@ -18,7 +17,7 @@ _CACHE: dict[str, str] = {}
 _LOCK = threading.Lock()
 
 
-def schema_text(schema: Any) -> str:
+def schema_text(schema: object) -> str:
     """``json.dumps(schema, indent=2, sort_keys=True)``, remembered (at most
     4,096 distinct schemas; the oldest is dropped first)."""
     key = json.dumps(schema, sort_keys=True, separators=(",", ":"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .protocols import CallableTraitLike, RegexTraitLike
 
@@ -25,7 +24,7 @@ __all__ = [
 
 #: Runs one callable trait on a text and returns its checked value (the pipeline's
 #: runs it in a sandbox executor).
-CallableRunner = Callable[[CallableTraitLike, str], Any]
+CallableRunner = Callable[[CallableTraitLike, str], object]
 #: Runs one regex trait on a text (the pipeline's runs it in a sandbox executor:
 #: a backtracking pattern must not hang a worker thread).
 RegexRunner = Callable[[RegexTraitLike, str], bool]
@@ -37,7 +36,7 @@ logger = logging.getLogger(__name__)
 class LocalScores:
     """Scores of locally evaluated traits plus ``{name: reason}`` for failures."""
 
-    scores: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, object] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
 

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -88,7 +87,7 @@ def resolve_deep_judgment(
 
 
 def _custom_entry(
-    trait_name: str, question_id: str, tree: dict[str, Any]
+    trait_name: str, question_id: str, tree: dict[str, object]
 ) -> DeepJudgmentTraitConfig | None:
     candidates = [
         ("question_specific", question_id, trait_name),
@@ -111,7 +110,7 @@ def _custom_entry(
     return None
 
 
-def _lookup(tree: Any, keys: tuple[str, ...]) -> Any:
+def _lookup(tree: object, keys: tuple[str, ...]) -> object:
     # A level that is not a mapping means "no entry here", like a missing key.
     node = tree
     for key in keys:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -36,8 +35,8 @@ def excerpt_similarity(excerpt: str, text: str) -> float:
 
 
 def split_excerpts(
-    raw: Any, text: str, threshold: float
-) -> tuple[list[dict[str, Any]], list[tuple[str, float]]]:
+    raw: object, text: str, threshold: float
+) -> tuple[list[dict[str, object]], list[tuple[str, float]]]:
     """Validate the judge's excerpt list against ``text``.
 
     Returns:
@@ -46,9 +45,9 @@ def split_excerpts(
         of each refused one (for the retry feedback). Malformed entries are refused
         with score 0.0.
     """
-    accepted: list[dict[str, Any]] = []
+    accepted: list[dict[str, object]] = []
     rejected: list[tuple[str, float]] = []
-    items: Sequence[Any] = raw if isinstance(raw, list) else []
+    items: Sequence[object] = raw if isinstance(raw, list) else []
     for item in items:
         if isinstance(item, str):
             item = {"text": item}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from verifleet.pipeline._llm_protocol import ChatCaller, StructuredOutputError
 
@@ -53,7 +53,7 @@ class LLMTraitScores:
     model_calls: int = 0
 
 
-def record_value(result: LLMTraitScores, trait: LLMTraitLike, raw: Any) -> None:
+def record_value(result: LLMTraitScores, trait: LLMTraitLike, raw: object) -> None:
     """Validate ``raw`` for ``trait`` into ``result`` (a failure when invalid)."""
     try:
         value = coerce_trait_value(trait, raw)
@@ -125,7 +125,7 @@ def _ask(
     traits: Sequence[LLMTraitLike],
     instructions: Sequence[str | None],
     result: LLMTraitScores,
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     result.model_calls += 1
     try:
         return judge.invoke_json(

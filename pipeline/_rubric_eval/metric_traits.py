@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from verifleet.pipeline._llm_protocol import ChatCaller, StructuredOutputError
 from verifleet.schemas import MetricMode, compute_metrics, deduplicate_confusion
@@ -40,7 +39,7 @@ class MetricScores:
     model_calls: int = 0
 
 
-def confusion_from_reply(trait: MetricTraitLike, reply: dict[str, Any]) -> dict[str, list[str]]:
+def confusion_from_reply(trait: MetricTraitLike, reply: dict[str, object]) -> dict[str, list[str]]:
     """The four buckets from a judge reply.
 
     Non-string items are stringified, blanks dropped; ``tn`` is always empty in

@@ -9,7 +9,6 @@ under their own heading, so they refine the task without replacing it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from verifleet.pipeline._llm_protocol import Message
 
@@ -69,7 +68,7 @@ def _describe_trait(trait: LLMTraitLike) -> str:
 # --- LLM traits (batch and sequential share one shape) --------------------------------
 
 
-def traits_schema(traits: Sequence[LLMTraitLike]) -> dict[str, Any]:
+def traits_schema(traits: Sequence[LLMTraitLike]) -> dict[str, object]:
     """One property per trait, keyed by the trait's exact name."""
     return {
         "type": "object",
@@ -102,7 +101,7 @@ def traits_messages(
 # --- metric traits ----------------------------------------------------------------------
 
 
-def metric_schema(trait: MetricTraitLike) -> dict[str, Any]:
+def metric_schema(trait: MetricTraitLike) -> dict[str, object]:
     """Confusion buckets as string lists (``tn`` only in ``full_matrix`` mode)."""
     buckets = ["tp", "fn", "fp"] + (["tn"] if trait.evaluation_mode == "full_matrix" else [])
     return {
@@ -150,7 +149,7 @@ def metric_messages(
 # --- dynamic rubric presence check -----------------------------------------------------
 
 
-def presence_schema(names: Sequence[str]) -> dict[str, Any]:
+def presence_schema(names: Sequence[str]) -> dict[str, object]:
     """One boolean per concept, keyed by trait name."""
     return {
         "type": "object",
@@ -188,7 +187,7 @@ def presence_messages(
 # --- deep judgment of one trait --------------------------------------------------------
 
 
-def excerpt_schema(max_excerpts: int) -> dict[str, Any]:
+def excerpt_schema(max_excerpts: int) -> dict[str, object]:
     """A list of verbatim excerpts with a confidence level each."""
     return {
         "type": "object",
@@ -257,7 +256,7 @@ def reasoning_messages(
     response: str,
     trait: LLMTraitLike,
     *,
-    excerpts: Sequence[dict[str, Any]] | None,
+    excerpts: Sequence[dict[str, object]] | None,
     instructions: Sequence[str | None] = (),
 ) -> list[Message]:
     """Ask for a short argument about ``trait``, grounded in the excerpts when given."""
@@ -281,7 +280,7 @@ def reasoning_messages(
     return _messages(system, user, instructions)
 
 
-def score_schema(trait: LLMTraitLike) -> dict[str, Any]:
+def score_schema(trait: LLMTraitLike) -> dict[str, object]:
     """``{"score": <the trait's value>}``."""
     return {
         "type": "object",

@@ -8,7 +8,7 @@ work for static and dynamic rubrics alike.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = [
     "CallableTraitLike",
@@ -35,7 +35,7 @@ class LLMTraitLike(NamedTrait, Protocol):
     """An LLM-judged trait of kind ``boolean``, ``score`` or ``literal``."""
 
     @property
-    def kind(self) -> Any: ...
+    def kind(self) -> object: ...
 
     @property
     def min_score(self) -> int | None: ...
@@ -80,7 +80,7 @@ class CallableTraitLike(Protocol):
     @property
     def name(self) -> str: ...
 
-    def evaluate(self, text: str) -> Any: ...
+    def evaluate(self, text: str) -> object: ...
 
 
 class MetricTraitLike(NamedTrait, Protocol):

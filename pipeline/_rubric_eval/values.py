@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from verifleet.errors import VerifleetError
 
@@ -70,7 +69,7 @@ def score_bounds(trait: LLMTraitLike) -> tuple[int, int]:
     return low, high
 
 
-def value_schema(trait: LLMTraitLike) -> dict[str, Any]:
+def value_schema(trait: LLMTraitLike) -> dict[str, object]:
     """The JSON schema of one trait's value, as the judge must return it.
 
     Raises:
@@ -91,7 +90,7 @@ def value_schema(trait: LLMTraitLike) -> dict[str, Any]:
     return {"type": "integer", "minimum": low, "maximum": high}
 
 
-def coerce_trait_value(trait: LLMTraitLike, raw: Any) -> TraitValue:
+def coerce_trait_value(trait: LLMTraitLike, raw: object) -> TraitValue:
     """Validate ``raw`` (from the judge) for ``trait`` under the module's policy.
 
     Raises:
@@ -109,7 +108,7 @@ def coerce_trait_value(trait: LLMTraitLike, raw: Any) -> TraitValue:
     return TraitValue(min(high, max(low, _as_int(trait.name, raw))))
 
 
-def _as_bool(name: str, raw: Any) -> bool:
+def _as_bool(name: str, raw: object) -> bool:
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, int) and raw in (0, 1):
@@ -123,7 +122,7 @@ def _as_bool(name: str, raw: Any) -> bool:
     raise InvalidTraitValue(f"trait '{name}': expected a boolean, got {raw!r}")
 
 
-def _as_int(name: str, raw: Any) -> int:
+def _as_int(name: str, raw: object) -> int:
     # bool is an int subclass: a boolean for a score trait is a judge mistake.
     if isinstance(raw, bool):
         raise InvalidTraitValue(f"trait '{name}': expected an integer score, got {raw!r}")
@@ -146,7 +145,7 @@ def _as_int(name: str, raw: Any) -> int:
     return round(number)
 
 
-def _as_class(trait: LLMTraitLike, raw: Any) -> TraitValue:
+def _as_class(trait: LLMTraitLike, raw: object) -> TraitValue:
     names = class_names(trait)
     if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < len(names):
         return TraitValue(raw, names[raw])

@@ -13,7 +13,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import httpx
 
@@ -77,7 +76,7 @@ class TavilySearch:
         self.max_delay = max_delay
         self._sleep = sleep
 
-    def request_body(self, query: str) -> dict[str, Any]:
+    def request_body(self, query: str) -> dict[str, object]:
         """The JSON body sent for ``query`` (the key travels in a header only)."""
         return {
             "query": query,

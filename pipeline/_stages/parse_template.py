@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from verifleet.sandbox import TemplateHandle
 from verifleet.schemas import VerificationConfig, VerificationResultDeepJudgment
@@ -52,7 +52,7 @@ class ParseTemplateStage(Stage):
         ctx.evaluation_input = text
         stored = _stored_parse(ctx)
         if not template.judge_fields:
-            data: dict[str, Any] = {}  # regex/trace-only template: nothing to ask
+            data: dict[str, object] = {}  # regex/trace-only template: nothing to ask
         elif stored is not None:
             data = stored
         elif ctx.config.deep_judgment_enabled:
@@ -79,7 +79,7 @@ class ParseTemplateStage(Stage):
 
     def _deep_judgment(
         self, ctx: VerificationContext, text: str, template: TemplateHandle
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         # Recorded before the call so a failure still shows deep judgment was on.
         ctx.deep_judgment = VerificationResultDeepJudgment(
             deep_judgment_enabled=True,
@@ -104,7 +104,7 @@ class ParseTemplateStage(Stage):
         return dict(outcome.parsed)
 
 
-def _stored_parse(ctx: VerificationContext) -> dict[str, Any] | None:
+def _stored_parse(ctx: VerificationContext) -> dict[str, object] | None:
     """The judge's output of the result being re-verified, when the parse would
     be asked of the same judge (the caller matched its identity) with the same
     template, system prompt and evaluation input; None: ask the judge."""

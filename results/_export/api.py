@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
 from verifleet.schemas import ScenarioExecutionResult, VerificationResult, VerificationResultSet
 
@@ -33,7 +32,7 @@ def write_results(
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     scenario_results: Sequence[ScenarioExecutionResult] | None = None,
-    manifest: dict[str, Any] | None = None,
+    manifest: dict[str, object] | None = None,
     labels: Labels | None = None,
 ) -> int:
     """Write results to ``path``, streaming; the file appears only when complete.

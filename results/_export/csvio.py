@@ -23,7 +23,6 @@ import csv
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -50,7 +49,7 @@ def neutralise(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_LEADS) else text
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -17,7 +17,6 @@ import socket
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -58,7 +57,7 @@ def _git_commit() -> str | None:
     return commit if done.returncode == 0 and len(commit) == 40 else None
 
 
-def _host() -> dict[str, Any]:
+def _host() -> dict[str, object]:
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
@@ -69,7 +68,7 @@ def _host() -> dict[str, Any]:
 
 def build_manifest(
     benchmark: Benchmark, config: VerificationConfig, *, job_id: str | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The manifest of a run of ``benchmark`` under ``config``.
 
     Args:
@@ -106,7 +105,7 @@ def manifest_path(path: PathLike) -> Path:
     return target.with_name(f"{target.name}.manifest.json")
 
 
-def write_manifest_beside(path: PathLike, manifest: dict[str, Any]) -> Path:
+def write_manifest_beside(path: PathLike, manifest: dict[str, object]) -> Path:
     """Write ``manifest`` as JSON beside the results file ``path``.
 
     Returns:
@@ -123,7 +122,7 @@ def write_manifest_beside(path: PathLike, manifest: dict[str, Any]) -> Path:
     return target
 
 
-def read_manifest(path: PathLike) -> dict[str, Any] | None:
+def read_manifest(path: PathLike) -> dict[str, object] | None:
     """The manifest of the results file ``path``: from a Parquet file's footer,
     else from ``<path>.manifest.json``; None when there is neither (files
     written before manifests existed, or by another tool).

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -90,7 +89,7 @@ class ParquetResultWriter:
         self._batch_size = batch_size
         self._job_id = job_id
         self._labels = labels
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[dict[str, object]] = []
         # Stored JSON waiting for the next batch; only one of the two lists is ever
         # non-empty, so that rows keep the order they were written in.
         self._stored: list[bytes] = []
@@ -186,7 +185,7 @@ class ParquetResultWriter:
             raise export_error(self._path, "writer is already closed")
         self._scenarios = scenario_results_json(scenario_results)
 
-    def set_manifest(self, manifest: dict[str, Any]) -> None:
+    def set_manifest(self, manifest: dict[str, object]) -> None:
         """Keep the run ``manifest`` in the file's footer (key-value metadata under
         :data:`MANIFEST_METADATA_KEY`, as JSON); written by :meth:`close`.
 
@@ -285,7 +284,7 @@ class ParquetResultWriter:
         if self._io is not None:
             self._io.shutdown(wait=True)
 
-    def _row_batch(self, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    def _row_batch(self, rows: list[dict[str, object]]) -> pa.RecordBatch:
         try:
             return batch_of_rows(rows)
         # OverflowError: an int beyond 64 bits, which pydantic accepts and Arrow cannot.
@@ -386,7 +385,7 @@ def write_stored_parquet(
     job_id: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     scenario_results: Sequence[ScenarioExecutionResult] | None = None,
-    manifest: dict[str, Any] | None = None,
+    manifest: dict[str, object] | None = None,
 ) -> int:
     """Write results kept as stored JSON to a Parquet file, page by page.
 

@@ -42,6 +42,7 @@ if typing.TYPE_CHECKING:
     from ._paired import PairedComparison, mcnemar_exact, paired_comparison
     from ._results import (
         ComparisonReport,
+        Disagreement,
         Flip,
         JudgeReport,
         UnitKey,
@@ -93,6 +94,7 @@ _LAZY: dict[str, str] = {
     "mcnemar_exact": "._paired",
     "paired_comparison": "._paired",
     "ComparisonReport": "._results",
+    "Disagreement": "._results",
     "Flip": "._results",
     "JudgeReport": "._results",
     "UnitKey": "._results",
@@ -115,6 +117,7 @@ __all__ = [
     "DEFAULT_SEED",
     "Classification",
     "ComparisonReport",
+    "Disagreement",
     "Flip",
     "Interval",
     "JudgeReport",

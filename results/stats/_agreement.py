@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
@@ -53,7 +52,7 @@ class Kappa:
     method: str
     level: float = DEFAULT_LEVEL
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields above."""
         return asdict(self)
 
@@ -244,9 +243,9 @@ class Classification:
     recall: Interval | None
     specificity: Interval | None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict (intervals as nested dicts)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "n": self.n,
             "true_pass": self.true_pass,
             "false_pass": self.false_pass,

@@ -13,7 +13,7 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import StatisticsError
 
@@ -70,7 +70,7 @@ class Interval:
     level: float = DEFAULT_LEVEL
     se: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The interval as a JSON-ready dict (the field names above)."""
         return asdict(self)
 

@@ -20,7 +20,6 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from verifleet.errors import StatisticsError
 
@@ -48,7 +47,7 @@ class Label:
     correct: bool
     note: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {"correct": self.correct, "note": self.note}
 
@@ -111,7 +110,7 @@ def read_labels(path: str | Path) -> dict[UnitKey, bool]:
     return {key: label.correct for key, label in read_label_entries(path).items()}
 
 
-def _line(key: UnitKey, correct: bool | None, note: str | None, extra: dict[str, Any]) -> str:
+def _line(key: UnitKey, correct: bool | None, note: str | None, extra: dict[str, object]) -> str:
     entry = {
         **extra,
         "question_id": key[0],
@@ -124,7 +123,7 @@ def _line(key: UnitKey, correct: bool | None, note: str | None, extra: dict[str,
 
 
 def append_label(
-    path: str | Path, key: UnitKey, correct: bool | None, note: str | None = None, **extra: Any
+    path: str | Path, key: UnitKey, correct: bool | None, note: str | None = None, **extra: object
 ) -> None:
     """Append one label to the labels file ``path`` (created when missing);
     ``correct=None`` withdraws the answer's label. The line is written with one

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from verifleet.errors import StatisticsError
 
@@ -91,7 +90,7 @@ class PairedComparison:
     b_only: int
     mcnemar_p: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The comparison as a JSON-ready dict (intervals as nested dicts)."""
         return {
             "pairs": self.pairs,

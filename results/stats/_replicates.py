@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from math import comb
-from typing import Any
 
 from verifleet.errors import StatisticsError
 
@@ -108,7 +107,7 @@ class ReplicateStats:
     flaky: int
     flakiest: list[QuestionConsistency]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict; question keys become strings."""
         return {
             "k": self.k,

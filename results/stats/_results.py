@@ -9,9 +9,9 @@ one (errors, rubric-only runs) take no part. Questions are the clusters.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from verifleet.errors import StatisticsError
 from verifleet.schemas import VerificationResult
@@ -22,6 +22,7 @@ from ._paired import PairedComparison, paired_comparison
 
 __all__ = [
     "ComparisonReport",
+    "Disagreement",
     "Flip",
     "JudgeReport",
     "UnitKey",
@@ -35,6 +36,15 @@ __all__ = [
 
 #: (question id, answering model canonical key, replicate): one answer.
 UnitKey = tuple[str, str, int | None]
+
+
+class Disagreement(TypedDict):
+    """A unit on which the judges' verdicts differ (:class:`JudgeReport`)."""
+
+    question_id: str
+    answering: str
+    replicate: int | None
+    verdicts: dict[str, bool]
 
 
 def verdict(result: VerificationResult) -> bool | None:
@@ -84,7 +94,7 @@ class Flip:
     after: bool
     reasons: list[str]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {
             "question_id": self.question_id,
@@ -121,7 +131,7 @@ class ComparisonReport:
     only_a: int = 0
     only_b: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of everything above."""
         return {
             "a": self.label_a,
@@ -149,9 +159,9 @@ def _paired(
 def _report(
     label_a: str,
     label_b: str,
-    side_a: Mapping[Any, VerificationResult],
-    side_b: Mapping[Any, VerificationResult],
-    group_of: Any,
+    side_a: Mapping[object, VerificationResult],
+    side_b: Mapping[object, VerificationResult],
+    group_of: Callable[[tuple[VerificationResult, VerificationResult]], str],
     level: float,
 ) -> ComparisonReport:
     """The comparison of the pairs whose keys are on both sides (in key order)."""
@@ -232,7 +242,7 @@ def compare_models(
             raise StatisticsError(f"no answering model {name!r} in the results (they have {known})")
         return chosen
 
-    def key(r: VerificationResult) -> tuple[Any, ...]:
+    def key(r: VerificationResult) -> tuple[object, ...]:
         meta = r.metadata
         return (meta.question_id, meta.parsing.canonical_key, meta.replicate)
 
@@ -244,9 +254,11 @@ def compare_models(
 
 
 def _by_key(
-    results: Iterable[VerificationResult], key: Any, label: str
-) -> dict[Any, VerificationResult]:
-    out: dict[Any, VerificationResult] = {}
+    results: Iterable[VerificationResult],
+    key: Callable[[VerificationResult], object],
+    label: str,
+) -> dict[object, VerificationResult]:
+    out: dict[object, VerificationResult] = {}
     for result in results:
         if verdict(result) is None or result.metadata.scenario_id is not None:
             continue
@@ -277,11 +289,11 @@ class JudgeReport:
     units: int
     pairwise: dict[str, Kappa]
     fleiss: Kappa | None
-    disagreements: list[dict[str, Any]]
+    disagreements: list[Disagreement]
     against_labels: dict[str, Classification]
     labelled: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of everything above."""
         return {
             "judges": self.judges,
@@ -331,8 +343,8 @@ def judge_report(
                 clusters=[u[0] for u in units],
                 level=level,
             )
-    disagreements = [
-        {"question_id": k[0], "answering": k[1], "replicate": k[2], "verdicts": v}
+    disagreements: list[Disagreement] = [
+        Disagreement(question_id=k[0], answering=k[1], replicate=k[2], verdicts=v)
         for k, v in sorted(complete.items(), key=lambda item: str(item[0]))
         if len(set(v.values())) > 1
     ]

@@ -20,7 +20,6 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Collection, Hashable
-from typing import Any
 
 from verifleet.pipeline import CALLER, FairShare
 from verifleet.web import ASGIApp, Receive, Scope, Send, send_json_error
@@ -146,12 +145,12 @@ class Admission:
         decay = math.exp(-(time.monotonic() - self._rate_at) / self.RATE_WINDOW)
         return self._rate * decay
 
-    def readiness(self) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def readiness(self) -> tuple[int, dict[str, object], dict[str, str]]:
         """What ``GET /ready`` answers: 200 while a rollout would be admitted,
         else 503 with ``Retry-After``; the payload counts the rollouts in flight
         and refused (the service's port and ``--health-port`` answer the same)."""
         ready = not self.saturated
-        payload = {
+        payload: dict[str, object] = {
             "ready": ready,
             "inflight": self.inflight,
             "max_inflight": self.max_inflight,

@@ -100,6 +100,11 @@ class HealthResponse(BaseModel):
     questions: int | None = None
     reward_mode: RewardMode | None = None
     parsing_models: list[str] | None = None
+    call_cache_failures: int | None = Field(
+        None,
+        description="reads and writes of the judge-call cache that failed in this "
+        "process (each one a miss: the judge was asked)",
+    )
 
 
 class ReadyResponse(BaseModel):
@@ -242,8 +247,8 @@ def create_app(
         benchmark: Questions the responses answer.
         parsing_models: The judges (the reward is their mean when several).
         reward_config: How results become rewards.
-        resources: Pipeline caches (use ``reward_resources(RedisJudgeCache(...))``
-            to share the judge-call cache through Redis).
+        resources: Pipeline caches (use ``reward_resources(RedisCallCache(...))``
+            to share the judge calls' cache through Redis).
         max_body_bytes: Larger request bodies get 413.
         token: When set, every route but ``/health`` and ``/ready`` needs
             ``Authorization: Bearer <token>`` (else 401); several tokens (one

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -24,6 +25,8 @@ from verifleet.pipeline import CALLER
 from verifleet.reward import (
     Failure,
     InvalidRequestError,
+    PlainVerifyRequest,
+    ResponsesVerifyRequest,
     RewardScorer,
     ScoredRollout,
     UnknownQuestionError,
@@ -46,7 +49,7 @@ __all__ = [
 BATCH_PATH = "/verify/batch"
 
 #: Validates one verify request body (either shape).
-REQUEST: TypeAdapter[Any] = TypeAdapter(VerifyRequest)
+REQUEST: TypeAdapter[ResponsesVerifyRequest | PlainVerifyRequest] = TypeAdapter(VerifyRequest)
 
 #: (status, payload, extra headers) of a batch reply; None when the client left.
 BatchReply = tuple[int, dict[str, Any], dict[str, str]] | None
@@ -61,11 +64,11 @@ def validation_problems(exc: ValidationError, limit: int = 10) -> list[str]:
     return lines
 
 
-def _entry_error(status: int, message: str) -> dict[str, Any]:
+def _entry_error(status: int, message: str) -> dict[str, object]:
     return {"reward": None, "error": {"status": status, "message": message}}
 
 
-def _rollouts(data: Any) -> list[Any] | str:
+def _rollouts(data: object) -> list[object] | str:
     """The rollouts of a batch body (a list, or ``{"rollouts": [...]}``), or what is wrong."""
     if isinstance(data, dict):
         data = data.get("rollouts")
@@ -76,7 +79,7 @@ def _rollouts(data: Any) -> list[Any] | str:
     return data
 
 
-async def _score_entry(scorer: RewardScorer, item: Any, timeout: float) -> dict[str, Any]:
+async def _score_entry(scorer: RewardScorer, item: object, timeout: float) -> dict[str, object]:
     try:
         body = REQUEST.validate_python(item)
     except ValidationError as exc:
@@ -145,7 +148,7 @@ async def score_batch(
 
 
 async def score_rollouts(
-    rollouts: list[Any],
+    rollouts: Sequence[object],
     scorer: RewardScorer,
     admission: Admission,
     *,

@@ -21,7 +21,6 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any
 
 from verifleet._version import __version__
 
@@ -68,7 +67,7 @@ class HealthListener:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 headers: dict[str, str] = {}
-                payload: dict[str, Any]
+                payload: dict[str, object]
                 if path == "/health":
                     status, payload = 200, {"status": "ok", "version": __version__}
                 elif path == "/ready":
@@ -77,7 +76,7 @@ class HealthListener:
                     status, payload = 404, {"message": f"{path} is not served on this port"}
                 self._reply(status, payload, headers)
 
-            def _reply(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+            def _reply(self, status: int, payload: object, headers: dict[str, str]) -> None:
                 body = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -87,7 +86,7 @@ class HealthListener:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 """Probes are not logged (one every few seconds per balancer)."""
 
         self._server = _Server((self.host, self.port), Handler)

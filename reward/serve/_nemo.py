@@ -29,7 +29,6 @@ import re
 import statistics
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from verifleet.reward import Failure, ScoredRollout
 from verifleet.web import Receive, Scope, Send
@@ -71,7 +70,7 @@ _COOKIE_SAFE = re.compile(r"[^A-Za-z0-9._~-]")
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def add_component_fields(payload: dict[str, Any], scored: ScoredRollout) -> None:
+def add_component_fields(payload: dict[str, object], scored: ScoredRollout) -> None:
     """A hybrid reward's components at the top of a ``/verify`` reply: the
     ``reward_components`` mapping NeMo Gym's ``BaseMultiRewardVerifyResponse``
     requires (values as counted: a missing trait is 0.0; several judges: their
@@ -92,7 +91,7 @@ def add_component_fields(payload: dict[str, Any], scored: ScoredRollout) -> None
     payload["reward_components"] = components
 
 
-def failsafe_fields(payload: dict[str, Any], failure: Failure) -> None:
+def failsafe_fields(payload: dict[str, object], failure: Failure) -> None:
     """An infrastructure failure as NeMo Gym's ``judge_failsafe`` answers a judge
     error: reward 0.0 with ``mask_sample: true`` (not a measurement: left out of
     its metrics), ``failure_kind``/``failure_reason``, ``instance_config.mask_sample``
@@ -114,7 +113,7 @@ def failsafe_fields(payload: dict[str, Any], failure: Failure) -> None:
 
 
 async def _send(
-    send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, payload: object, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = json.dumps(payload).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
@@ -122,7 +121,7 @@ async def _send(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _json_body(receive: Receive, send: Send) -> tuple[bool, Any]:
+async def _json_body(receive: Receive, send: Send) -> tuple[bool, object]:
     """(True, the JSON body; None when empty), or (False, _) once the client is
     gone or has been answered 400."""
     chunks = []
@@ -143,7 +142,7 @@ async def _json_body(receive: Receive, send: Send) -> tuple[bool, Any]:
         return False, None
 
 
-def _session_id(body: dict[str, Any], field: str = "resources_session_id") -> str | bool | None:
+def _session_id(body: dict[str, object], field: str = "resources_session_id") -> str | bool | None:
     """The body's session id; None when absent; False when present but not a
     non-empty string."""
     if field not in body:
@@ -178,7 +177,7 @@ class NemoGymRoutes:
             message = "resources_session_id must be a non-empty string"
             await _send(send, 422, {"message": message})
             return
-        reply: dict[str, Any] = {}
+        reply: dict[str, object] = {}
         if isinstance(session, str):
             reply["resources_session_id"] = session
         value = _COOKIE_SAFE.sub("_", session) if isinstance(session, str) else uuid.uuid4().hex

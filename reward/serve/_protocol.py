@@ -63,7 +63,7 @@ class CoalescingTransport:
         self.flush()
         self._inner.close()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._inner, name)
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 from pydantic import ValidationError
 
 from verifleet._version import __version__
+from verifleet.pipeline import call_cache_failures
 from verifleet.reward import (
     Failure,
     InvalidRequestError,
@@ -62,9 +63,9 @@ BodyRoute = Callable[[bytes, Receive, OnDisconnect | None], Awaitable[BatchReply
 FAILURE_STATUS = {"judge_unreachable": 502, "judge_refused": 502, "executor": 503, "timeout": 504}
 
 
-def reply_fields(scored: ScoredRollout) -> dict[str, Any]:
+def reply_fields(scored: ScoredRollout) -> dict[str, object]:
     """What a scored request's reply adds to the request's own fields."""
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "reward": scored.reward,
         "question_id": scored.question_id,
         "reward_breakdown": [b.model_dump(mode="json") for b in scored.breakdowns],
@@ -78,7 +79,7 @@ def reply_fields(scored: ScoredRollout) -> dict[str, Any]:
     return fields
 
 
-def encode_json(payload: Any) -> bytes:
+def encode_json(payload: object) -> bytes:
     """``payload`` as UTF-8 JSON (orjson; a value it refuses, such as an integer
     beyond 64 bits or a non-string key, through the standard library instead).
     A NaN or infinite float is written as ``null``.
@@ -92,7 +93,7 @@ def encode_json(payload: Any) -> bytes:
         return json.dumps(payload, ensure_ascii=False, allow_nan=False).encode()
 
 
-def decode_json(raw: bytes) -> Any:
+def decode_json(raw: bytes) -> object:
     """A request body's JSON (orjson; what it refuses, such as ``NaN`` or an
     integer beyond 64 bits, through the standard library).
 
@@ -106,7 +107,7 @@ def decode_json(raw: bytes) -> Any:
 
 
 async def _send(
-    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+    send: Send, status: int, payload: object, headers: dict[str, str] | None = None
 ) -> None:
     body = encode_json(payload)
     head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
@@ -202,7 +203,7 @@ class ServiceRoutes:
 
     async def health(self, scope: Scope, _receive: Receive, send: Send) -> None:
         """Liveness; with the token (or without one configured) what is verified."""
-        payload: dict[str, Any] = {"status": "ok", "version": __version__}
+        payload: dict[str, object] = {"status": "ok", "version": __version__}
         if self._secret is None or bearer_token_ok(scope.get("headers") or [], self._secret):
             benchmark, scorer = self.scorer.benchmark, self.scorer
             payload.update(
@@ -210,6 +211,7 @@ class ServiceRoutes:
                 questions=len(benchmark.questions),
                 reward_mode=scorer.reward_config.mode,
                 parsing_models=[m.model_name for m in scorer.parsing_models],
+                call_cache_failures=call_cache_failures(),
             )
         await _send(send, 200, payload)
 

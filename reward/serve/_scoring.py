@@ -11,10 +11,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from verifleet.pipeline import run_bridged
-from verifleet.reward import Failure, RewardScorer, ScoredRollout
+from verifleet.reward import (
+    Failure,
+    PlainVerifyRequest,
+    ResponsesVerifyRequest,
+    RewardScorer,
+    ScoredRollout,
+)
 
 from ._protocol import OnDisconnect
 
@@ -26,7 +31,7 @@ __all__ = [
     "until_disconnected",
 ]
 
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
 
 
 def timed_out_message(limit: float) -> str:
@@ -96,7 +101,7 @@ class DisconnectWatch:
 
 async def score_on_loop(
     scorer: RewardScorer,
-    body: Any,
+    body: ResponsesVerifyRequest | PlainVerifyRequest,
     *,
     timeout: float,
     receive: Receive | None = None,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .._checkers import CodeChecker
@@ -33,7 +31,7 @@ class Benchmark(BaseModel):
     questions: list[Question] = Field(default_factory=list)
     global_rubric: Rubric | None = None
     global_dynamic_rubric: DynamicRubric | None = None
-    custom_metadata: dict[str, Any] = Field(default_factory=dict)
+    custom_metadata: dict[str, object] = Field(default_factory=dict)
     scenarios: list[ScenarioDefinition] = Field(default_factory=list)
     # Scenarios that failed validation: each fails alone when the job runs.
     broken_scenarios: list[BrokenScenario] = Field(default_factory=list)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -50,7 +49,7 @@ class _QuestionProblem(VerifleetError, ValueError):
     """A problem inside one question (the caller knows which)."""
 
 
-def _text_of(node: Any) -> str | None:
+def _text_of(node: object) -> str | None:
     """``text`` of a schema.org node, or of the first node in a list of them."""
     if isinstance(node, list):
         node = next((n for n in node if isinstance(n, dict)), None)
@@ -59,7 +58,7 @@ def _text_of(node: Any) -> str | None:
     return None
 
 
-def _template_source(has_part: Any) -> str | None:
+def _template_source(has_part: object) -> str | None:
     parts = has_part if isinstance(has_part, list) else [has_part]
     for part in parts:
         if isinstance(part, dict) and part.get("@type", "SoftwareSourceCode") == (
@@ -72,7 +71,7 @@ def _template_source(has_part: Any) -> str | None:
     return None
 
 
-def _json_value(value: Any, name: str) -> Any:
+def _json_value(value: object, name: str) -> object:
     """Some writers store structured metadata as JSON text."""
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
@@ -82,7 +81,7 @@ def _json_value(value: Any, name: str) -> Any:
     return value
 
 
-def _keywords(item: dict[str, Any], element: dict[str, Any]) -> list[str]:
+def _keywords(item: dict[str, object], element: dict[str, object]) -> list[str]:
     raw = item.get("keywords", element.get("keywords"))
     if raw is None:
         return []
@@ -93,14 +92,14 @@ def _keywords(item: dict[str, Any], element: dict[str, Any]) -> list[str]:
     return [str(k) for k in raw if k is not None]
 
 
-def _question_fields(element: dict[str, Any]) -> dict[str, Any]:
+def _question_fields(element: dict[str, object]) -> dict[str, object]:
     item = element.get("item")
     if not isinstance(item, dict):
         raise _QuestionProblem("dataFeedElement entry has no 'item' object")
     text = item.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _QuestionProblem("question has no text")
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "text": text,
         "raw_answer": _text_of(item.get("acceptedAnswer")),
         "answer_template": _template_source(item.get("hasPart")),
@@ -114,7 +113,7 @@ def _question_fields(element: dict[str, Any]) -> dict[str, Any]:
     except RatingError as exc:
         raise _QuestionProblem(str(exc)) from None
     fields["question_rubric"], fields["question_dynamic_rubric"] = rubric, dynamic
-    custom: dict[str, Any] = {}
+    custom: dict[str, object] = {}
     for name, value in props.items():
         if name in _QUESTION_PROPS:
             fields[name] = _json_value(value, name)
@@ -134,7 +133,7 @@ def _question_fields(element: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _elements(data: dict[str, Any]) -> list[Any]:
+def _elements(data: dict[str, object]) -> list[object]:
     elements = data.get("dataFeedElement")
     if elements is None:
         # Early checkpoints (a schema.org Dataset) kept the questions in hasPart.
@@ -148,7 +147,7 @@ def _elements(data: dict[str, Any]) -> list[Any]:
     return elements
 
 
-def _global_rubrics(data: dict[str, Any]) -> tuple[Rubric | None, DynamicRubric | None]:
+def _global_rubrics(data: dict[str, object]) -> tuple[Rubric | None, DynamicRubric | None]:
     rubric, dynamic = rubrics_from_ratings(data.get("rating"), what="global rating")
     extra: list[AnyTrait] = legacy_rubric_traits(data.get("globalRubric"), what="globalRubric")
     props = property_map(data, what="benchmark")
@@ -164,7 +163,7 @@ def _global_rubrics(data: dict[str, Any]) -> tuple[Rubric | None, DynamicRubric 
     return rubric, dynamic
 
 
-def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[BrokenScenario]]:
+def _scenarios(data: dict[str, object]) -> tuple[list[ScenarioDefinition], list[BrokenScenario]]:
     """The scenarios in ``hasPart`` (parts of other types are left to other readers),
     and those that fail validation: each of those fails alone, as in the original,
     whose other scenarios run."""
@@ -184,14 +183,14 @@ def _scenarios(data: dict[str, Any]) -> tuple[list[ScenarioDefinition], list[Bro
     return scenarios, broken
 
 
-def _creator(value: Any) -> str | None:
+def _creator(value: object) -> str | None:
     if isinstance(value, dict):
         value = value.get("name")
     return value if isinstance(value, str) else None
 
 
 def benchmark_from_checkpoint(
-    data: Any, *, default_name: str
+    data: object, *, default_name: str
 ) -> tuple[Benchmark | None, list[Problem]]:
     """Build a benchmark from a parsed checkpoint.
 
@@ -249,7 +248,7 @@ def benchmark_from_checkpoint(
     return benchmark, []
 
 
-def _element_id(element: Any, position: int) -> str:
+def _element_id(element: object, position: int) -> str:
     """The question id: the item's ``@id``, else MD5 of the text, else its position
     (only used to name the question in an error)."""
     if isinstance(element, dict):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -48,7 +47,7 @@ def _fail(path: str, problems: list[Problem]) -> BenchmarkLoadError:
     return BenchmarkLoadError(summary, path=path, question_id=single)
 
 
-def _parse_json(text: str, path: str) -> Any:
+def _parse_json(text: str, path: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -57,7 +56,7 @@ def _parse_json(text: str, path: str) -> Any:
         ) from None
 
 
-def _parse_yaml(text: str, path: str) -> Any:
+def _parse_yaml(text: str, path: str) -> object:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -67,7 +66,7 @@ def _parse_yaml(text: str, path: str) -> Any:
         raise BenchmarkLoadError(f"not valid YAML{where}: {problem}", path=path) from None
 
 
-def _read(path: Path) -> tuple[Any, bool]:
+def _read(path: Path) -> tuple[object, bool]:
     """Parsed content and whether it is a JSON-LD checkpoint."""
     shown = str(path)
     try:

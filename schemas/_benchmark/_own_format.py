@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -27,7 +26,7 @@ __all__ = ["FORMAT_MARKER", "benchmark_from_document", "render_document"]
 FORMAT_MARKER = "verifleet-benchmark/1"
 
 
-def _question_label(raw_questions: Any, index: int) -> str:
+def _question_label(raw_questions: object, index: int) -> str:
     """How an error names question ``index``: its id, the MD5 of its text, or its
     position when neither is readable."""
     if isinstance(raw_questions, list) and 0 <= index < len(raw_questions):
@@ -41,7 +40,7 @@ def _question_label(raw_questions: Any, index: int) -> str:
     return f"#{index + 1}"
 
 
-def _scenario_label(raw_scenarios: Any, index: int) -> str:
+def _scenario_label(raw_scenarios: object, index: int) -> str:
     """How an error names scenario ``index``: its id, else its position."""
     if isinstance(raw_scenarios, list) and 0 <= index < len(raw_scenarios):
         raw = raw_scenarios[index]
@@ -52,7 +51,9 @@ def _scenario_label(raw_scenarios: Any, index: int) -> str:
     return f"#{index + 1}"
 
 
-def _problems_from(exc: ValidationError, raw_questions: Any, raw_scenarios: Any) -> list[Problem]:
+def _problems_from(
+    exc: ValidationError, raw_questions: object, raw_scenarios: object
+) -> list[Problem]:
     problems: list[Problem] = []
     for error in exc.errors():
         loc = list(error["loc"])
@@ -71,7 +72,7 @@ def _problems_from(exc: ValidationError, raw_questions: Any, raw_scenarios: Any)
 
 
 def benchmark_from_document(
-    data: Any, *, default_name: str
+    data: object, *, default_name: str
 ) -> tuple[Benchmark | None, list[Problem]]:
     """Build a benchmark from a parsed own-format document.
 
@@ -100,10 +101,10 @@ def benchmark_from_document(
         return None, _problems_from(exc, questions, data.get("scenarios"))
 
 
-def _split_scenarios(raw: list[Any]) -> tuple[list[Any], list[BrokenScenario]]:
+def _split_scenarios(raw: list[object]) -> tuple[list[object], list[BrokenScenario]]:
     """The scenarios that validate (as given) and those that do not, each kept
     with its problem so that it fails alone when the job runs."""
-    valid: list[Any] = []
+    valid: list[object] = []
     broken: list[BrokenScenario] = []
     for index, scenario in enumerate(raw):
         try:
@@ -143,7 +144,7 @@ def render_document(benchmark: Benchmark, path: Path) -> str:
     Fields left at their defaults are omitted; reading the text back gives an
     equal benchmark (callable traits come back untrusted: trust is granted at load).
     """
-    document: dict[str, Any] = {"format": FORMAT_MARKER}
+    document: dict[str, object] = {"format": FORMAT_MARKER}
     document.update(benchmark.model_dump(mode="json", exclude_defaults=True))
     if path.suffix.lower() in (".yaml", ".yml"):
         return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

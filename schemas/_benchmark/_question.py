@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from verifleet.templates import compute_template_id
@@ -32,17 +30,17 @@ class Question(BaseModel):
     question_rubric: Rubric | None = None
     question_dynamic_rubric: DynamicRubric | None = None
     few_shot_examples: list[dict[str, str]] | None = None
-    custom_metadata: dict[str, Any] = Field(default_factory=dict)
+    custom_metadata: dict[str, object] = Field(default_factory=dict)
     answer_notes: str | None = None
-    author: dict[str, Any] | None = None
-    sources: list[dict[str, Any]] | None = None
+    author: dict[str, object] | None = None
+    sources: list[dict[str, object]] | None = None
     finished: bool = True
     date_created: str | None = None
     date_modified: str | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _default_id(cls, data: Any) -> Any:
+    def _default_id(cls, data: object) -> object:
         if isinstance(data, dict) and not data.get("id"):
             text = data.get("text", data.get("question"))
             if isinstance(text, str) and text:

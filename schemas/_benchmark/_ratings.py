@@ -13,9 +13,9 @@ import base64
 import binascii
 import json
 import logging
-from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from verifleet.errors import RubricError
 
@@ -71,7 +71,7 @@ class RatingError(RubricError):
     """A Rating cannot be turned into a trait; the message names the trait."""
 
 
-def error_message(error: Any) -> str:
+def error_message(error: ErrorDetails) -> str:
     """One pydantic error's message without pydantic's "Value error, " prefix."""
     return str(error["msg"]).removeprefix("Value error, ")
 
@@ -85,7 +85,7 @@ def validation_summary(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _decode_json_text(value: Any) -> Any:
+def _decode_json_text(value: object) -> object:
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
@@ -94,7 +94,7 @@ def _decode_json_text(value: Any) -> Any:
     return value
 
 
-def property_map(node: dict[str, Any], *, what: str) -> dict[str, Any]:
+def property_map(node: dict[str, object], *, what: str) -> dict[str, object]:
     """``additionalProperty`` of ``node`` as ``{name: value}``.
 
     Raises:
@@ -103,7 +103,7 @@ def property_map(node: dict[str, Any], *, what: str) -> dict[str, Any]:
     raw = node.get("additionalProperty") or []
     if not isinstance(raw, list):
         raise RatingError(f"{what}: additionalProperty must be a list")
-    props: dict[str, Any] = {}
+    props: dict[str, object] = {}
     for entry in raw:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise RatingError(f"{what}: additionalProperty entries need a 'name'")
@@ -111,7 +111,7 @@ def property_map(node: dict[str, Any], *, what: str) -> dict[str, Any]:
     return props
 
 
-def _trait_type(additional_type: Any, name: str) -> str:
+def _trait_type(additional_type: object, name: str) -> str:
     if additional_type is None:
         return "llm"
     if not isinstance(additional_type, str):
@@ -125,11 +125,11 @@ def _trait_type(additional_type: Any, name: str) -> str:
     raise RatingError(f"trait {name!r}: unknown trait type {additional_type!r}")
 
 
-def _as_int(value: Any) -> int | None:
+def _as_int(value: object) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _callable_fields(fields: dict[str, Any], name: Any) -> dict[str, Any]:
+def _callable_fields(fields: dict[str, object], name: object) -> dict[str, object]:
     """Sort ``callable_code`` into pickled code or ``def`` source.
 
     The original framework stores base64 of whatever bytes the trait holds: a
@@ -164,10 +164,12 @@ def _callable_fields(fields: dict[str, Any], name: Any) -> dict[str, Any]:
     return fields
 
 
-def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+def _fields_for(
+    kind: str, rating: dict[str, object], props: dict[str, object]
+) -> dict[str, object]:
     name = rating.get("name")
     best, worst = _as_int(rating.get("bestRating")), _as_int(rating.get("worstRating"))
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         k: _decode_json_text(v) if k in _LIST_FIELDS else v for k, v in props.items()
     }
     fields.pop("dynamic_trait_type", None)
@@ -192,7 +194,7 @@ def _fields_for(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> dic
     return fields
 
 
-def _build(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> AnyTrait:
+def _build(kind: str, rating: dict[str, object], props: dict[str, object]) -> AnyTrait:
     name = rating.get("name")
     fields = _fields_for(kind, rating, props)
     allowed = _TRAIT_CLASSES[kind].model_fields
@@ -210,7 +212,9 @@ def _build(kind: str, rating: dict[str, Any], props: dict[str, Any]) -> AnyTrait
         raise RatingError(prefix + summary) from None
 
 
-def rubrics_from_ratings(ratings: Any, *, what: str) -> tuple[Rubric | None, DynamicRubric | None]:
+def rubrics_from_ratings(
+    ratings: object, *, what: str
+) -> tuple[Rubric | None, DynamicRubric | None]:
     """Static and dynamic rubrics from a ``rating`` list.
 
     Raises:
@@ -249,7 +253,7 @@ def rubrics_from_ratings(ratings: Any, *, what: str) -> tuple[Rubric | None, Dyn
     return rubric, dynamic_rubric
 
 
-def legacy_rubric_traits(data: Any, *, what: str) -> list[AnyTrait]:
+def legacy_rubric_traits(data: object, *, what: str) -> list[AnyTrait]:
     """Traits from a rubric written as typed lists (``llm_traits``, ``regex_traits``,
     ...), as some older checkpoints do under ``globalRubric``.
 

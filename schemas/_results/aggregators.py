@@ -34,12 +34,14 @@ __all__ = [
 class ResultAggregator(Protocol):
     """Anything with ``aggregate(series, **kwargs)`` returning one value per group."""
 
-    def aggregate(self, series: pd.Series, **kwargs: Any) -> Any:
+    # Strategy options are whatever the caller passes to the view's aggregate_*
+    # method; each strategy declares the ones it reads.
+    def aggregate(self, series: pd.Series, **kwargs: Any) -> object:
         """Reduce the values of one group to a single value."""
         ...
 
 
-def to_native(value: Any) -> Any:
+def to_native(value: object) -> object:
     """Convert numpy scalars (``np.float64``, ``np.bool_``) to plain Python values."""
     item = getattr(value, "item", None)
     if callable(item) and type(value).__module__ == "numpy":
@@ -60,7 +62,7 @@ class MeanAggregator:
         ValueError: a value is not numeric.
     """
 
-    def aggregate(self, series: pd.Series, **kwargs: Any) -> float | None:
+    def aggregate(self, series: pd.Series, **kwargs: object) -> float | None:
         """Mean of the non-null values, or None when there are none."""
         values = _numeric(series)
         return float(values.mean()) if len(values) else None
@@ -73,7 +75,7 @@ class MedianAggregator:
         ValueError: a value is not numeric.
     """
 
-    def aggregate(self, series: pd.Series, **kwargs: Any) -> float | None:
+    def aggregate(self, series: pd.Series, **kwargs: object) -> float | None:
         """Median of the non-null values, or None when there are none."""
         values = _numeric(series)
         return float(values.median()) if len(values) else None
@@ -82,9 +84,9 @@ class MedianAggregator:
 class ModeAggregator:
     """Most common value; ties go to the value seen first."""
 
-    def aggregate(self, series: pd.Series, **kwargs: Any) -> Any:
+    def aggregate(self, series: pd.Series, **kwargs: object) -> object:
         """Most common non-null value, or None when there are none."""
-        counts: dict[Any, int] = {}
+        counts: dict[object, int] = {}
         for value in series.dropna():
             key = to_native(value)
             counts[key] = counts.get(key, 0) + 1
@@ -108,7 +110,7 @@ class MajorityVoteAggregator:
 class FirstAggregator:
     """First non-null value (for fields that are constant within a group)."""
 
-    def aggregate(self, series: pd.Series, **kwargs: Any) -> Any:
+    def aggregate(self, series: pd.Series, **kwargs: object) -> object:
         """The first non-null value, or None when all are null."""
         values = series.dropna()
         return to_native(values.iloc[0]) if len(values) else None
@@ -119,9 +121,9 @@ class CountAggregator:
 
     def aggregate(
         self, series: pd.Series, include_none: bool = False, **kwargs: Any
-    ) -> dict[Any, int]:
+    ) -> dict[object, int]:
         """``{value: count}``; nulls are counted under None only with ``include_none``."""
-        counts: dict[Any, int] = {}
+        counts: dict[object, int] = {}
         for value in series:
             key = None if _is_null(value) else to_native(value)
             if key is None and not include_none:

@@ -8,8 +8,8 @@ entries therefore gives what the job paid, with nothing counted twice.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._pricing import token_count, usd_amount
 from .result import VerificationResult
@@ -33,7 +33,7 @@ class CostSummary:
 
     models: dict[str, ModelCost] = field(default_factory=dict)
 
-    def add_usage(self, usage: dict[str, Any] | None) -> None:
+    def add_usage(self, usage: Mapping[str, object] | None) -> None:
         """Count one result's ``usage_metadata`` (None: nothing)."""
         if not usage:
             return

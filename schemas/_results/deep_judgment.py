@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["VerificationResultDeepJudgment", "VerificationResultDeepJudgmentRubric"]
@@ -31,7 +29,7 @@ class VerificationResultDeepJudgment(BaseModel):
     deep_judgment_model_calls: int = 0
     deep_judgment_excerpt_retry_count: int = 0
     attributes_without_excerpts: list[str] | None = None
-    extracted_excerpts: dict[str, list[dict[str, Any]]] | None = None
+    extracted_excerpts: dict[str, list[dict[str, object]]] | None = None
     attribute_reasoning: dict[str, str] | None = None
     deep_judgment_search_enabled: bool = False
     hallucination_risk_assessment: dict[str, str] | None = None
@@ -50,13 +48,13 @@ class VerificationResultDeepJudgmentRubric(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     deep_judgment_rubric_performed: bool = False
-    extracted_rubric_excerpts: dict[str, list[dict[str, Any]]] | None = None
+    extracted_rubric_excerpts: dict[str, list[dict[str, object]]] | None = None
     rubric_trait_reasoning: dict[str, str] | None = None
     deep_judgment_rubric_scores: dict[str, bool | int] | None = None
     standard_rubric_scores: dict[str, bool | int] | None = None
-    trait_metadata: dict[str, dict[str, Any]] | None = None
+    trait_metadata: dict[str, dict[str, object]] | None = None
     traits_without_valid_excerpts: list[str] | None = None
-    rubric_hallucination_risk_assessment: dict[str, dict[str, Any]] | None = None
+    rubric_hallucination_risk_assessment: dict[str, dict[str, object]] | None = None
     total_deep_judgment_model_calls: int = 0
     total_traits_evaluated: int = 0
     total_excerpt_retries: int = 0

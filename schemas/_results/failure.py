@@ -11,7 +11,7 @@ original's files keeps what the original wrote.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -79,11 +79,11 @@ class ResultFailure(BaseModel):
     category: FailureCategory
     stage: str
     reason: str = Field(max_length=500)
-    details: dict[str, Any] | None = None
+    details: dict[str, object] | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _drop_group(cls, data: Any) -> Any:
+    def _drop_group(cls, data: object) -> object:
         if isinstance(data, dict) and "group" in data:
             return {k: v for k, v in data.items() if k != "group"}
         return data

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -100,7 +100,7 @@ _JUDGE_PROMPTS = (
 )
 
 
-def digest_of(value: Any) -> str:
+def digest_of(value: object) -> str:
     """The 16-hex-character SHA-256 of ``value`` as key-sorted JSON (values JSON
     cannot hold are written with ``str``)."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
@@ -154,7 +154,7 @@ class ResultFingerprint(BaseModel):
 # Parts that depend only on the configuration and the two models, by the
 # objects' ids; each entry holds the objects themselves so that an id cannot be
 # reused while its entry lives. Computing them is most of a fingerprint's cost.
-_SHARED_PARTS: dict[tuple[int, int, int], tuple[tuple[Any, ...], dict[str, str]]] = {}
+_SHARED_PARTS: dict[tuple[int, int, int], tuple[tuple[object, ...], dict[str, str]]] = {}
 _SHARED_MAX = 64
 
 
@@ -188,12 +188,12 @@ def _shared_parts(
     return parts
 
 
-def _model_part(model: ModelConfig) -> dict[str, Any]:
+def _model_part(model: ModelConfig) -> dict[str, object]:
     dumped = model.model_dump(mode="json")
     return {k: v for k, v in sorted(dumped.items()) if k not in MODEL_FIELDS_NOT_IN_REPLY}
 
 
-def _dump(value: BaseModel | None) -> Any:
+def _dump(value: BaseModel | None) -> object:
     return None if value is None else value.model_dump(mode="json")
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
-from typing import Any
 
 from .failure import classify_failure
 from .result import VerificationResult
@@ -55,7 +54,7 @@ SCENARIO_COLUMNS: tuple[str, ...] = (
 )
 
 
-def result_columns(result: VerificationResult, index: int) -> dict[str, Any]:
+def result_columns(result: VerificationResult, index: int) -> dict[str, object]:
     """Every per-result column a frame may list, from ``result``'s metadata.
 
     :data:`STATUS_COLUMNS` (``success`` is True when ``metadata.failure`` is None,
@@ -93,7 +92,7 @@ def result_columns(result: VerificationResult, index: int) -> dict[str, Any]:
     }
 
 
-def _column(values: list[Any]) -> pd.Series:
+def _column(values: list[object]) -> pd.Series:
     import pandas as pd  # loaded when a frame is built: sandbox executors never need it
 
     series = pd.Series(values)
@@ -104,7 +103,7 @@ def _column(values: list[Any]) -> pd.Series:
     return series
 
 
-def build_frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+def build_frame(rows: list[dict[str, object]], columns: Sequence[str]) -> pd.DataFrame:
     """A frame with exactly ``columns`` in that order, also when there are no rows.
 
     A key missing from a row becomes a null; keys outside ``columns`` are dropped.

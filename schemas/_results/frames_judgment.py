@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import typing
 from collections.abc import Sequence
-from typing import Any
 
 from .frames_common import (
     IDENTITY_COLUMNS,
@@ -55,7 +54,7 @@ RUBRIC_JUDGMENT_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _excerpt_columns(index: int | None, excerpt: dict[str, Any] | None) -> dict[str, Any]:
+def _excerpt_columns(index: int | None, excerpt: dict[str, object] | None) -> dict[str, object]:
     data = excerpt or {}
     return {
         "excerpt_index": index,
@@ -68,7 +67,9 @@ def _excerpt_columns(index: int | None, excerpt: dict[str, Any] | None) -> dict[
     }
 
 
-def _explode(excerpts: list[dict[str, Any]]) -> list[tuple[int | None, dict[str, Any] | None]]:
+def _explode(
+    excerpts: list[dict[str, object]],
+) -> list[tuple[int | None, dict[str, object] | None]]:
     # An item without excerpts still gets one row so its reasoning is not lost.
     if not excerpts:
         return [(None, None)]
@@ -83,7 +84,7 @@ def judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     null excerpt columns. A result without performed deep judgment gets a single row
     with null attribute columns.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, result in enumerate(results):
         dj, template = result.deep_judgment, result.template
         base = {
@@ -137,7 +138,7 @@ def rubric_judgment_frame(results: Sequence[VerificationResult]) -> pd.DataFrame
     no excerpt gets one row with null excerpt columns. Results without performed
     rubric deep judgment contribute no rows.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, result in enumerate(results):
         dj = result.deep_judgment_rubric
         if dj is None or not dj.deep_judgment_rubric_performed:

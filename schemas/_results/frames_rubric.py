@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from .frames_common import (
@@ -56,7 +56,7 @@ _ADMITS: dict[str, frozenset[str]] = {
 }
 
 
-def _llm_kind(name: str, score: Any, labels: dict[str, str]) -> str:
+def _llm_kind(name: str, score: object, labels: dict[str, str]) -> str:
     if isinstance(score, bool):
         return "llm_binary"
     return "llm_literal" if name in labels else "llm_score"
@@ -92,13 +92,13 @@ def _trait_rows(rubric: VerificationResultRubric) -> Iterator[dict[str, Any]]:
         yield {**row, "investigation_trace": traces.get(row["trait_name"])}
 
 
-def _plain_rows(method: str, scores: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
+def _plain_rows(method: str, scores: Mapping[str, object] | None) -> Iterator[dict[str, Any]]:
     for name, score in (scores or {}).items():
         yield {"trait_name": name, "trait_score": score,
                "trait_type": method, "evaluation_method": method}  # fmt: skip
 
 
-def _deep_judgment_columns(result: VerificationResult, trait: str) -> dict[str, Any]:
+def _deep_judgment_columns(result: VerificationResult, trait: str) -> dict[str, object]:
     dj = result.deep_judgment_rubric
     if dj is None:
         return {"trait_reasoning": None, "trait_excerpts": "[]", "trait_hallucination_risk": None}
@@ -112,7 +112,7 @@ def _deep_judgment_columns(result: VerificationResult, trait: str) -> dict[str, 
     }
 
 
-def _overall_risk(assessment: Any) -> Any:
+def _overall_risk(assessment: object) -> object:
     # {"overall_risk", "per_excerpt_risks"}: the column holds the overall risk.
     return assessment.get("overall_risk") if isinstance(assessment, dict) else assessment
 
@@ -144,11 +144,11 @@ def rubric_frame(
         )
     admitted = _ADMITS.get(trait_type, frozenset({trait_type}))
     columns = RUBRIC_COLUMNS + (RUBRIC_DEEP_JUDGMENT_COLUMNS if include_deep_judgment else ())
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     dynamic: set[str] = set()
     for index, result in enumerate(results):
         rubric = result.rubric
-        base: dict[str, Any] = {
+        base: dict[str, object] = {
             **result_columns(result, index),
             "rubric_evaluation_performed": rubric.rubric_evaluation_performed if rubric else None,
             "rubric_evaluation_strategy": rubric.rubric_evaluation_strategy if rubric else None,

@@ -73,14 +73,16 @@ TEMPLATE_USAGE_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _values_equal(left: Any, right: Any) -> bool:
+def _values_equal(left: object, right: object) -> bool:
     try:
         return bool(left == right)
     except (TypeError, ValueError):  # e.g. arrays whose == is elementwise
         return False
 
 
-def _field_pairs(result: VerificationResult) -> list[tuple[str | None, Any, Any, bool | None]]:
+def _field_pairs(
+    result: VerificationResult,
+) -> list[tuple[str | None, object, object, bool | None]]:
     """``(field, gt, llm, match)`` per field of either parsed response, sorted by name."""
     template = result.template
     if template is None:
@@ -91,7 +93,7 @@ def _field_pairs(result: VerificationResult) -> list[tuple[str | None, Any, Any,
     if not names:
         return [(None, None, None, None)]
     stored = template.field_results or {}
-    pairs: list[tuple[str | None, Any, Any, bool | None]] = []
+    pairs: list[tuple[str | None, object, object, bool | None]] = []
     for name in names:
         if name in stored:
             # The template's own per-field verdict beats a naive equality check.
@@ -104,7 +106,7 @@ def _field_pairs(result: VerificationResult) -> list[tuple[str | None, Any, Any,
     return pairs
 
 
-def _type_name(gt_value: Any, llm_value: Any) -> str | None:
+def _type_name(gt_value: object, llm_value: object) -> str | None:
     for value in (gt_value, llm_value):
         if value is not None:
             return type(value).__name__
@@ -118,10 +120,10 @@ def template_field_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     row whose field columns are null, so every result appears; ``result_index`` is
     its position in ``results``.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, result in enumerate(results):
         template = result.template
-        base: dict[str, Any] = {
+        base: dict[str, object] = {
             **result_columns(result, index),
             "recursion_limit_reached": template.recursion_limit_reached if template else False,
             "answering_mcp_servers": template.answering_mcp_servers if template else None,
@@ -168,7 +170,7 @@ def template_regex_frame(results: Sequence[VerificationResult]) -> pd.DataFrame:
     ``pattern_regex`` and the match positions come from ``regex_validation_details``
     (keys ``pattern``/``regex``, ``match_start``, ``match_end``, ``full_match``).
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, result in enumerate(results):
         template = result.template
         if template is None or not template.regex_validations_performed:
@@ -203,7 +205,7 @@ def template_usage_frame(
     None, as in the original). Agent metrics fill the ``answer_generation`` row only (null
     elsewhere, as in the original).
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for index, result in enumerate(results):
         template = result.template
         if template is None or not template.usage_metadata:
@@ -214,8 +216,9 @@ def template_usage_frame(
                 continue
             # The agent's metrics belong to answer generation, as in the original.
             agent = metrics if stage == "answer_generation" else {}
-            input_details = usage.get("input_token_details") or {}
-            output_details = usage.get("output_token_details") or {}
+            # Provider-shaped detail dicts, read as recorded.
+            input_details: Any = usage.get("input_token_details") or {}
+            output_details: Any = usage.get("output_token_details") or {}
             rows.append(
                 {
                     **result_columns(result, index),

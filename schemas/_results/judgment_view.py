@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Collection
-from typing import Any
+from typing import TypedDict
 
 from .deep_judgment import VerificationResultDeepJudgment, VerificationResultDeepJudgmentRubric
 from .frames_judgment import judgment_frame, rubric_judgment_frame
@@ -15,7 +15,15 @@ from .view_base import ResultView
 if typing.TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["JudgmentResults", "RubricJudgmentResults"]
+__all__ = ["JudgmentResults", "RetrySummary", "RubricJudgmentResults"]
+
+
+class RetrySummary(TypedDict):
+    """:meth:`RubricJudgmentResults.get_retry_summary`'s answer."""
+
+    total_excerpt_retries: int
+    total_model_calls: int
+    traits_without_valid_excerpts: dict[str, int]
 
 
 def _template_judgment(result: VerificationResult) -> VerificationResultDeepJudgment | None:
@@ -48,16 +56,18 @@ class JudgmentResults(ResultView):
 
     def get_extracted_excerpts(
         self, question_id: str | None = None, attribute_name: str | None = None
-    ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    ) -> dict[str, dict[str, list[dict[str, object]]]]:
         """``{result_id: {attribute: [excerpt, ...]}}``."""
-        return self._per_item(_template_judgment, "extracted_excerpts", question_id, attribute_name)
+        return self._per_item(
+            _template_judgment, lambda dj: dj.extracted_excerpts, question_id, attribute_name
+        )
 
     def get_attribute_reasoning(
         self, question_id: str | None = None, attribute_name: str | None = None
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {attribute: reasoning}}``."""
         return self._per_item(
-            _template_judgment, "attribute_reasoning", question_id, attribute_name
+            _template_judgment, lambda dj: dj.attribute_reasoning, question_id, attribute_name
         )
 
     def get_hallucination_risks(
@@ -65,7 +75,10 @@ class JudgmentResults(ResultView):
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {attribute: "none"|"low"|"medium"|"high"}}``."""
         return self._per_item(
-            _template_judgment, "hallucination_risk_assessment", question_id, attribute_name
+            _template_judgment,
+            lambda dj: dj.hallucination_risk_assessment,
+            question_id,
+            attribute_name,
         )
 
     def get_attributes_without_excerpts(
@@ -78,7 +91,9 @@ class JudgmentResults(ResultView):
             if dj.attributes_without_excerpts
         }
 
-    def get_processing_metrics(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
+    def get_processing_metrics(
+        self, question_id: str | None = None
+    ) -> dict[str, dict[str, list[str] | int | bool]]:
         """``{result_id: {stages_completed, model_calls, retry_count, search_enabled}}``."""
         return {
             rid: {
@@ -115,7 +130,7 @@ class JudgmentResults(ResultView):
             ),
         )
 
-    def get_judgment_summary(self) -> dict[str, Any]:
+    def get_judgment_summary(self) -> dict[str, int]:
         """Counts: ``num_results``, ``num_with_search``, ``num_attributes`` (distinct),
         ``num_excerpts``, ``num_attributes_without_excerpts``, ``total_model_calls``,
         ``num_questions``."""
@@ -143,8 +158,8 @@ class JudgmentResults(ResultView):
         }
 
     def aggregate_excerpt_counts(
-        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         """Excerpts per attribute per result, aggregated per group:
         ``{group: {attribute: value}}`` (an attribute without excerpts counts 0).
 
@@ -169,7 +184,7 @@ class JudgmentResults(ResultView):
 
     def aggregate_hallucination_risk(
         self, by: str = "question_id"
-    ) -> dict[Any, dict[str, dict[Any, int]]]:
+    ) -> dict[object, dict[object, object]]:
         """Distribution of attribute risk levels per group:
         ``{group: {attribute: {risk: count}}}``, counted once per result.
 
@@ -201,24 +216,26 @@ class RubricJudgmentResults(ResultView):
 
     def get_trait_excerpts(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    ) -> dict[str, dict[str, list[dict[str, object]]]]:
         """``{result_id: {trait: [excerpt, ...]}}``."""
         return self._per_item(
-            _rubric_judgment, "extracted_rubric_excerpts", question_id, trait_name
+            _rubric_judgment, lambda dj: dj.extracted_rubric_excerpts, question_id, trait_name
         )
 
     def get_trait_reasoning(
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, str]]:
         """``{result_id: {trait: reasoning}}``."""
-        return self._per_item(_rubric_judgment, "rubric_trait_reasoning", question_id, trait_name)
+        return self._per_item(
+            _rubric_judgment, lambda dj: dj.rubric_trait_reasoning, question_id, trait_name
+        )
 
     def get_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, bool | int]]:
         """``{result_id: {trait: score}}`` of deep-judged traits."""
         return self._per_item(
-            _rubric_judgment, "deep_judgment_rubric_scores", question_id, trait_name
+            _rubric_judgment, lambda dj: dj.deep_judgment_rubric_scores, question_id, trait_name
         )
 
     def get_excerpt_count_summary(self) -> dict[str, dict[str, float]]:
@@ -237,7 +254,7 @@ class RubricJudgmentResults(ResultView):
             for trait, values in sorted(counts.items())
         }
 
-    def get_retry_summary(self) -> dict[str, Any]:
+    def get_retry_summary(self) -> RetrySummary:
         """Retry totals: ``total_excerpt_retries``, ``total_model_calls``,
         ``traits_without_valid_excerpts`` (``{trait: number of results}``)."""
         retries = calls = 0
@@ -247,8 +264,8 @@ class RubricJudgmentResults(ResultView):
             calls += dj.total_deep_judgment_model_calls
             for trait in dj.traits_without_valid_excerpts or []:
                 failed[trait] = failed.get(trait, 0) + 1
-        return {
-            "total_excerpt_retries": retries,
-            "total_model_calls": calls,
-            "traits_without_valid_excerpts": dict(sorted(failed.items())),
-        }
+        return RetrySummary(
+            total_excerpt_retries=retries,
+            total_model_calls=calls,
+            traits_without_valid_excerpts=dict(sorted(failed.items())),
+        )

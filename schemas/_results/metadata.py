@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -75,7 +74,7 @@ class VerificationResultMetadata(BaseModel):
 
     @field_validator("failure", "fingerprint", mode="before")
     @classmethod
-    def _null_failure(cls, value: Any) -> Any:
+    def _null_failure(cls, value: object) -> object:
         # A columnar file reads an absent failure back as a struct of nulls.
         if isinstance(value, dict) and all(v is None for v in value.values()):
             return None
@@ -83,7 +82,7 @@ class VerificationResultMetadata(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _fill_result_id(cls, data: Any) -> Any:
+    def _fill_result_id(cls, data: object) -> object:
         # Only raw mappings that lack an id get one; a given id is kept verbatim so a
         # stored result reads back unchanged.
         if not isinstance(data, dict) or data.get("result_id"):

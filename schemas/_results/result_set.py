@@ -61,7 +61,7 @@ class VerificationResultSet(ResultCollection, BaseModel):
 
     @field_validator("errors", mode="before")
     @classmethod
-    def _restore_errors(cls, value: Any) -> Any:
+    def _restore_errors(cls, value: Any) -> object:
         if value is None:
             return None
         return [
@@ -175,7 +175,7 @@ class VerificationResultSet(ResultCollection, BaseModel):
 
     # --- summaries ---------------------------------------------------------------------
 
-    def get_summary(self) -> dict[str, Any]:
+    def get_summary(self) -> dict[str, object]:
         """Run statistics; see :func:`verifleet.schemas._results.summary.summarize`."""
         return summarize(self.results)
 

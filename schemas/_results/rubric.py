@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["TraitType", "VerificationResultRubric", "numeric_trait_scores", "result_trait_scores"]
+__all__ = [
+    "AgenticScore",
+    "TraitType",
+    "VerificationResultRubric",
+    "numeric_trait_scores",
+    "result_trait_scores",
+]
 
 TraitType = Literal["llm", "regex", "callable", "metric", "agentic"]
+
+# A template-kind agentic trait records each field as "<trait>.<field>", any JSON value.
+AgenticScore = bool | int | float | str | list[object] | None
 
 
 class VerificationResultRubric(BaseModel):
@@ -34,8 +44,7 @@ class VerificationResultRubric(BaseModel):
     metric_trait_scores: dict[str, dict[str, float]] | None = None
     metric_trait_confusion_lists: dict[str, dict[str, list[str]]] | None = None
 
-    # A template-kind agentic trait records each field as "<trait>.<field>", any JSON value.
-    agentic_trait_scores: dict[str, bool | int | float | str | list[Any] | None] | None = None
+    agentic_trait_scores: dict[str, AgenticScore] | None = None
     agentic_trait_investigation_traces: dict[str, str] | None = None
     # How a template-kind trait's findings were found: {"method", "local_json_error",
     # "parser_error"} per trait, as the original records it
@@ -47,7 +56,7 @@ class VerificationResultRubric(BaseModel):
     # Where each trait came from: "global", "question_specific" or "dynamic"
     trait_provenance: dict[str, str] | None = None
 
-    def _typed_scores(self) -> list[tuple[TraitType, dict[str, Any] | None]]:
+    def _typed_scores(self) -> list[tuple[TraitType, Mapping[str, object] | None]]:
         # Lookup order; later types win in get_all_trait_scores on a name clash.
         return [
             ("llm", self.llm_trait_scores),
@@ -57,7 +66,7 @@ class VerificationResultRubric(BaseModel):
             ("agentic", self.agentic_trait_scores),
         ]
 
-    def get_all_trait_scores(self) -> dict[str, Any]:
+    def get_all_trait_scores(self) -> dict[str, object]:
         """All trait scores of every type in one flat dict.
 
         If two types share a trait name, the later type (llm < regex < callable <
@@ -67,13 +76,13 @@ class VerificationResultRubric(BaseModel):
             ``{trait_name: value}``; metric traits map to their metrics dict. Empty
             when no trait was scored.
         """
-        merged: dict[str, Any] = {}
+        merged: dict[str, object] = {}
         for _, scores in self._typed_scores():
             if scores:
                 merged.update(scores)
         return merged
 
-    def get_trait_by_name(self, name: str) -> tuple[Any, TraitType] | None:
+    def get_trait_by_name(self, name: str) -> tuple[object, TraitType] | None:
         """Find a trait by name in llm, regex, callable, metric, agentic order.
 
         Returns:
@@ -90,7 +99,8 @@ class VerificationResultRubric(BaseModel):
 
 
 def numeric_trait_scores(
-    typed: dict[str, dict[str, Any] | None], metrics: dict[str, dict[str, Any]] | None
+    typed: Mapping[str, Mapping[str, object] | None],
+    metrics: Mapping[str, Mapping[str, object]] | None,
 ) -> list[tuple[str, str, float]]:
     """(trait, kind, score) for every numeric rubric score of one result.
 
@@ -104,7 +114,7 @@ def numeric_trait_scores(
     """
     out: list[tuple[str, str, float]] = []
 
-    def add(name: str, kind: str, value: Any) -> None:
+    def add(name: str, kind: str, value: object) -> None:
         if isinstance(value, bool) or (isinstance(value, int | float) and value == value):
             out.append((name, kind, float(value)))
 
@@ -122,7 +132,7 @@ def result_trait_scores(rubric: VerificationResultRubric | None) -> list[tuple[s
     evaluation did not run)."""
     if rubric is None or not rubric.rubric_evaluation_performed:
         return []
-    typed: dict[str, dict[str, Any] | None] = {
+    typed: dict[str, Mapping[str, object] | None] = {
         "llm": rubric.llm_trait_scores,
         "regex": rubric.regex_trait_scores,
         "callable": rubric.callable_trait_scores,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from typing import Any, Self
+from typing import Self, cast
 
 from .frames_rubric import RubricFrameType, rubric_frame
 from .result import VerificationResult
-from .rubric import VerificationResultRubric
+from .rubric import AgenticScore, VerificationResultRubric
 from .view_base import ResultView
 
 if typing.TYPE_CHECKING:
@@ -67,42 +67,37 @@ class RubricResults(ResultView):
         """Results whose rubric evaluation ran."""
         return self._results_with(_rubric)
 
-    def _typed(
-        self, kind: str, question_id: str | None, trait_name: str | None
-    ) -> dict[str, dict[str, Any]]:
-        return self._per_item(_rubric, _SCORE_FIELDS[kind], question_id, trait_name)
-
     def get_llm_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, bool | int]]:
         """``{result_id: {trait: score}}`` of LLM traits."""
-        return self._typed("llm", question_id, trait_name)
+        return self._per_item(_rubric, lambda r: r.llm_trait_scores, question_id, trait_name)
 
     def get_regex_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, bool]]:
         """``{result_id: {trait: passed}}`` of regex traits."""
-        return self._typed("regex", question_id, trait_name)
+        return self._per_item(_rubric, lambda r: r.regex_trait_scores, question_id, trait_name)
 
     def get_callable_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, bool | int | float]]:
         """``{result_id: {trait: value}}`` of callable traits."""
-        return self._typed("callable", question_id, trait_name)
+        return self._per_item(_rubric, lambda r: r.callable_trait_scores, question_id, trait_name)
 
     def get_metric_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, dict[str, float]]]:
         """``{result_id: {trait: {metric: value}}}`` of metric traits."""
-        return self._typed("metric", question_id, trait_name)
+        return self._per_item(_rubric, lambda r: r.metric_trait_scores, question_id, trait_name)
 
     def get_agentic_trait_scores(
         self, question_id: str | None = None, trait_name: str | None = None
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, dict[str, AgenticScore]]:
         """``{result_id: {trait: score}}`` of agentic traits."""
-        return self._typed("agentic", question_id, trait_name)
+        return self._per_item(_rubric, lambda r: r.agentic_trait_scores, question_id, trait_name)
 
-    def get_all_trait_scores(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
+    def get_all_trait_scores(self, question_id: str | None = None) -> dict[str, dict[str, object]]:
         """``{result_id: get_all_trait_scores()}``."""
         return {
             rid: rubric.get_all_trait_scores()
@@ -113,11 +108,13 @@ class RubricResults(ResultView):
         self, question_id: str | None = None, trait_name: str | None = None
     ) -> dict[str, dict[str, dict[str, list[str]]]]:
         """``{result_id: {trait: {"tp"|"fp"|"fn"|"tn": [items]}}}`` of metric traits."""
-        return self._per_item(_rubric, "metric_trait_confusion_lists", question_id, trait_name)
+        return self._per_item(
+            _rubric, lambda r: r.metric_trait_confusion_lists, question_id, trait_name
+        )
 
     # --- summary ----------------------------------------------------------------------
 
-    def get_trait_summary(self) -> dict[str, Any]:
+    def get_trait_summary(self) -> dict[str, int | list[str]]:
         """Trait names by type over results whose rubric evaluation ran.
 
         Returns:
@@ -133,7 +130,7 @@ class RubricResults(ResultView):
             questions.add(result.metadata.question_id)
             for kind, field in _SCORE_FIELDS.items():
                 names[kind].update(getattr(result.rubric, field) or {})
-        summary: dict[str, Any] = {"num_results": count}
+        summary: dict[str, int | list[str]] = {"num_results": count}
         for kind in ("llm", "regex", "callable", "metric"):
             summary[f"{kind}_traits"] = sorted(names[kind])
         if names["agentic"]:
@@ -144,14 +141,14 @@ class RubricResults(ResultView):
     # --- aggregation ------------------------------------------------------------------
 
     def _aggregate_traits(
-        self, trait_type: RubricFrameType, strategy: str, by: str, **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, trait_type: RubricFrameType, strategy: str, by: str, **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         frame = self.to_dataframe(trait_type)
         return self._aggregate_by(frame, by, "trait_score", strategy, inner="trait_name", **kwargs)
 
     def aggregate_llm_traits(
-        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         """Aggregate every LLM trait per group, e.g. ``{"q1": {"clarity": 3.5}}``.
 
         Raises:
@@ -161,8 +158,8 @@ class RubricResults(ResultView):
         return self._aggregate_traits("llm", strategy, by, **kwargs)
 
     def aggregate_regex_traits(
-        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         """Aggregate every regex trait per group (majority vote by default).
 
         Raises:
@@ -171,8 +168,8 @@ class RubricResults(ResultView):
         return self._aggregate_traits("regex", strategy, by, **kwargs)
 
     def aggregate_callable_traits(
-        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, strategy: str = "majority_vote", by: str = "question_id", **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         """Aggregate every callable trait per group (majority vote by default).
 
         Raises:
@@ -181,8 +178,8 @@ class RubricResults(ResultView):
         return self._aggregate_traits("callable", strategy, by, **kwargs)
 
     def aggregate_agentic_traits(
-        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, dict[str, Any]]:
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: object
+    ) -> dict[object, dict[object, object]]:
         """Aggregate every agentic trait per group.
 
         Raises:
@@ -195,8 +192,8 @@ class RubricResults(ResultView):
         metric_name: str | None = None,
         strategy: str = "mean",
         by: str = "question_id",
-        **kwargs: Any,
-    ) -> dict[Any, dict[str, Any]]:
+        **kwargs: object,
+    ) -> dict[object, dict[object, object]]:
         """Aggregate metric traits per group.
 
         Returns:
@@ -212,12 +209,14 @@ class RubricResults(ResultView):
             return self._aggregate_by(
                 frame, by, "trait_score", strategy, inner="trait_name", **kwargs
             )
-        out: dict[Any, dict[str, Any]] = {}
+        out: dict[object, dict[object, object]] = {}
         for metric, part in frame.groupby("metric_name", sort=False):
             per_metric = self._aggregate_by(
                 part, by, "trait_score", strategy, inner="trait_name", **kwargs
             )
             for group, traits in per_metric.items():
                 for trait, value in traits.items():
-                    out.setdefault(group, {}).setdefault(trait, {})[str(metric)] = value
+                    # Only metric dicts are stored under a trait here.
+                    per_trait = out.setdefault(group, {}).setdefault(trait, {})
+                    cast(dict[str, object], per_trait)[str(metric)] = value
         return out

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .result import VerificationResult
 
@@ -16,13 +15,13 @@ _TOKEN_KEYS = (
 )  # fmt: skip
 
 
-def _tokens(usage: dict[str, Any], stage: str, kind: str) -> int:
+def _tokens(usage: Mapping[str, Mapping[str, object]], stage: str, kind: str) -> int:
     value = (usage.get(stage) or {}).get(kind)
     # Providers sometimes report floats, NaN or nothing; only real numbers count.
     return int(value) if isinstance(value, int | float) and value == value else 0
 
 
-def _rate(passed: int, total: int) -> dict[str, Any]:
+def _rate(passed: int, total: int) -> dict[str, object]:
     return {"total": total, "passed": passed, "pass_rate": passed / total if total else 0.0}
 
 
@@ -76,7 +75,7 @@ class _Tally:
                 tally[0] += verdict
                 tally[1] += 1
 
-    def _add_tokens(self, combo: str, usage: dict[str, Any] | None) -> None:
+    def _add_tokens(self, combo: str, usage: Mapping[str, Mapping[str, object]] | None) -> None:
         spent = self.combo_tokens.setdefault(combo, {"input": 0, "output": 0, "total": 0})
         if not usage:
             return
@@ -90,7 +89,7 @@ class _Tally:
             self.tokens[f"template_{kind}"] += _tokens(usage, "parsing", key)
             self.tokens[f"rubric_{kind}"] += _tokens(usage, "rubric_evaluation", key)
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, object]:
         """The summary of everything counted so far."""
         overall_passed = sum(p[0] for p in self.combo_pass.values())
         return {
@@ -118,7 +117,7 @@ class _Tally:
         }
 
 
-def summarize(results: Sequence[VerificationResult]) -> dict[str, Any]:
+def summarize(results: Sequence[VerificationResult]) -> dict[str, object]:
     """Counts, token totals and pass rates of ``results`` in one pass.
 
     Returns:

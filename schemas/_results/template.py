@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from .calls import ModelCall
@@ -30,16 +28,16 @@ class VerificationResultTemplate(BaseModel):
 
     # Answer generation
     raw_llm_response: str = ""
-    trace_messages: list[dict[str, Any]] = Field(default_factory=list)
+    trace_messages: list[dict[str, object]] = Field(default_factory=list)
 
     # Parsing; parsed_llm_response excludes the template's ``id`` and ``correct``
-    parsed_llm_response: dict[str, Any] | None = None
-    parsed_gt_response: dict[str, Any] | None = None
+    parsed_llm_response: dict[str, object] | None = None
+    parsed_gt_response: dict[str, object] | None = None
 
     # Verification outcome
     template_verification_performed: bool = False
     verify_result: bool | None = None
-    verify_granular_result: Any = None
+    verify_granular_result: object = None
     field_verification_error: str | None = None
     # Tri-valued per field: None means the judge extracted null for that field.
     field_results: dict[str, bool | None] | None = None
@@ -56,9 +54,9 @@ class VerificationResultTemplate(BaseModel):
     # Regex validations
     regex_validations_performed: bool = False
     regex_validation_results: dict[str, bool] | None = None
-    regex_validation_details: dict[str, dict[str, Any]] | None = None
+    regex_validation_details: dict[str, dict[str, object]] | None = None
     regex_overall_success: bool | None = None
-    regex_extraction_results: dict[str, Any] | None = None
+    regex_extraction_results: dict[str, object] | None = None
 
     # Abstention check
     abstention_check_performed: bool = False
@@ -75,8 +73,8 @@ class VerificationResultTemplate(BaseModel):
     # Agents and usage
     recursion_limit_reached: bool = False
     answering_mcp_servers: list[str] | None = None
-    usage_metadata: dict[str, dict[str, Any]] | None = None
-    agent_metrics: dict[str, Any] | None = None
+    usage_metadata: dict[str, dict[str, object]] | None = None
+    agent_metrics: dict[str, object] | None = None
 
     # verifleet: every model call of the result, prompts and raw replies (empty in
     # results written before it was recorded, or with record_model_calls off)

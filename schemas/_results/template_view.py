@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import typing
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TypeVar, cast
 
 from .aggregators import MeanAggregator
 from .frames_template import template_field_frame, template_regex_frame, template_usage_frame
@@ -20,8 +21,15 @@ __all__ = ["TemplateResults"]
 # Rates are means of booleans whatever the view's "mean" has been replaced with.
 _RATE = MeanAggregator()
 
-# Returned by an accessor's picker to leave a result out of the answer.
-_SKIP: Any = object()
+_T = TypeVar("_T")
+
+
+class _Skip(enum.Enum):
+    # Returned by an accessor's picker to leave a result out of the answer.
+    SKIP = enum.auto()
+
+
+_SKIP = _Skip.SKIP
 
 
 def _template(result: VerificationResult) -> VerificationResultTemplate | None:
@@ -57,9 +65,9 @@ class TemplateResults(ResultView):
         return self._results_with(_template)
 
     def _collect(
-        self, question_id: str | None, pick: Callable[[VerificationResultTemplate], Any]
-    ) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        self, question_id: str | None, pick: Callable[[VerificationResultTemplate], _T | _Skip]
+    ) -> dict[str, _T]:
+        out: dict[str, _T] = {}
         for result_id, template in self._sections(_template, question_id):
             found = pick(template)
             if found is not _SKIP:
@@ -89,7 +97,7 @@ class TemplateResults(ResultView):
     ) -> dict[str, dict[str, bool]]:
         """``{result_id: {pattern: matched}}``, optionally for one pattern only."""
 
-        def pick(t: VerificationResultTemplate) -> Any:
+        def pick(t: VerificationResultTemplate) -> dict[str, bool] | _Skip:
             found = t.regex_validation_results
             if not t.regex_validations_performed or found is None:
                 return _SKIP
@@ -113,14 +121,16 @@ class TemplateResults(ResultView):
             lambda t: t.sufficiency_detected if t.sufficiency_check_performed else _SKIP,
         )
 
-    def get_mcp_usage(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
+    def get_mcp_usage(self, question_id: str | None = None) -> dict[str, dict[str, object]]:
         """``{result_id: {"servers": [...], "metrics": {...}}}``."""
         return self._collect(
             question_id,
             lambda t: {"servers": t.answering_mcp_servers or [], "metrics": t.agent_metrics or {}},
         )
 
-    def get_parsed_responses(self, question_id: str | None = None) -> dict[str, dict[str, Any]]:
+    def get_parsed_responses(
+        self, question_id: str | None = None
+    ) -> dict[str, dict[str, dict[str, object] | None]]:
         """``{result_id: {"llm": parsed_llm_response, "ground_truth": parsed_gt_response}}``."""
         return self._collect(
             question_id,
@@ -158,7 +168,7 @@ class TemplateResults(ResultView):
             extra=verdict_ok if passed_only or failed_only else None,
         )
 
-    def get_template_summary(self) -> dict[str, Any]:
+    def get_template_summary(self) -> dict[str, int | float]:
         """Counts over results whose template verification ran.
 
         Returns:
@@ -186,7 +196,7 @@ class TemplateResults(ResultView):
         # The field frame repeats result columns once per field; aggregate per result.
         return self.to_dataframe().drop_duplicates(subset=["result_index"])
 
-    def aggregate_pass_rate(self, by: str = "question_id") -> dict[Any, float]:
+    def aggregate_pass_rate(self, by: str = "question_id") -> dict[object, float]:
         """Share of results with ``verify_result`` True per group (None verdicts skipped).
 
         Raises:
@@ -194,11 +204,12 @@ class TemplateResults(ResultView):
         """
         frame = self._per_result_frame()
         frame = frame[frame["verify_result"].notna()]
-        return self._aggregate_by(frame, by, "verify_result", _RATE)
+        # _RATE is the plain mean: a float for every group (groups are never empty).
+        return cast(dict[object, float], self._aggregate_by(frame, by, "verify_result", _RATE))
 
     def aggregate_embedding_scores(
-        self, strategy: str = "mean", by: str = "question_id", **kwargs: Any
-    ) -> dict[Any, Any]:
+        self, strategy: str = "mean", by: str = "question_id", **kwargs: object
+    ) -> dict[object, object]:
         """Aggregate embedding similarity per group over results whose check ran.
 
         Raises:
@@ -209,9 +220,10 @@ class TemplateResults(ResultView):
             frame["embedding_check_performed"].astype(bool)
             & frame["embedding_similarity_score"].notna()
         ]
-        return self._aggregate_by(frame, by, "embedding_similarity_score", strategy, **kwargs)
+        # inner passed positionally, so that no strategy option can take its place
+        return self._aggregate_by(frame, by, "embedding_similarity_score", strategy, None, **kwargs)
 
-    def aggregate_abstention_rate(self, by: str = "question_id") -> dict[Any, float]:
+    def aggregate_abstention_rate(self, by: str = "question_id") -> dict[object, float]:
         """Share of abstentions per group over results whose abstention check ran.
 
         Raises:
@@ -221,11 +233,13 @@ class TemplateResults(ResultView):
         frame = frame[
             frame["abstention_check_performed"].astype(bool) & frame["abstention_detected"].notna()
         ]
-        return self._aggregate_by(frame, by, "abstention_detected", _RATE)
+        return cast(
+            dict[object, float], self._aggregate_by(frame, by, "abstention_detected", _RATE)
+        )
 
     def aggregate_regex_success_rate(
         self, pattern_name: str | None = None, by: str = "question_id"
-    ) -> dict[Any, Any]:
+    ) -> dict[object, float] | dict[object, dict[object, float]]:
         """Share of matched patterns per group: ``{group: rate}`` for one pattern,
         otherwise ``{group: {pattern: rate}}``.
 
@@ -235,5 +249,8 @@ class TemplateResults(ResultView):
         frame = self.to_regex_dataframe()
         if pattern_name is not None:
             frame = frame[frame["pattern_name"] == pattern_name]
-            return self._aggregate_by(frame, by, "matched", _RATE)
-        return self._aggregate_by(frame, by, "matched", _RATE, inner="pattern_name")
+            return cast(dict[object, float], self._aggregate_by(frame, by, "matched", _RATE))
+        return cast(
+            dict[object, dict[object, float]],
+            self._aggregate_by(frame, by, "matched", _RATE, inner="pattern_name"),
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar, overload
 
 from .aggregators import AggregatorRegistry, ResultAggregator, default_registry, to_native
 from .result import VerificationResult
@@ -18,9 +18,10 @@ if typing.TYPE_CHECKING:
 __all__ = ["ResultView"]
 
 _Section = TypeVar("_Section")
+_Value = TypeVar("_Value")
 
 
-def _pick_items(data: Mapping[str, Any] | None, name: str | None) -> dict[str, Any] | None:
+def _pick_items(data: Mapping[str, _Value] | None, name: str | None) -> dict[str, _Value] | None:
     # None leaves the result out: nothing recorded, or not the item asked for.
     if not data:
         return None
@@ -113,24 +114,46 @@ class ResultView(ResultCollection):
 
     def _per_item(
         self,
-        section: Callable[[VerificationResult], object | None],
-        field: str,
+        section: Callable[[VerificationResult], _Section | None],
+        field: Callable[[_Section], Mapping[str, _Value] | None],
         question_id: str | None,
         item_name: str | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, dict[str, _Value]]:
         """``{result_id: {item: value}}`` from the mapping ``field`` of each section.
 
         With ``item_name`` only that item is kept; a result whose mapping is empty (or
         lacks ``item_name``) is left out.
         """
-        out: dict[str, Any] = {}
+        out: dict[str, dict[str, _Value]] = {}
         for result_id, found in self._sections(section, question_id):
-            picked = _pick_items(getattr(found, field), item_name)
+            picked = _pick_items(field(found), item_name)
             if picked is not None:
                 out[result_id] = picked
         return out
 
     # --- grouped aggregation ----------------------------------------------------------
+
+    @overload
+    def _aggregate_by(
+        self,
+        frame: pd.DataFrame,
+        by: str,
+        value: str,
+        strategy: str | ResultAggregator,
+        inner: None = None,
+        **kwargs: object,
+    ) -> dict[object, object]: ...
+
+    @overload
+    def _aggregate_by(
+        self,
+        frame: pd.DataFrame,
+        by: str,
+        value: str,
+        strategy: str | ResultAggregator,
+        inner: str,
+        **kwargs: object,
+    ) -> dict[object, dict[object, object]]: ...
 
     def _aggregate_by(
         self,
@@ -139,8 +162,8 @@ class ResultView(ResultCollection):
         value: str,
         strategy: str | ResultAggregator,
         inner: str | None = None,
-        **kwargs: Any,
-    ) -> dict[Any, Any]:
+        **kwargs: object,
+    ) -> dict[object, object] | dict[object, dict[object, object]]:
         """``{group: aggregate}`` or, with ``inner``, ``{group: {inner_key: aggregate}}``.
 
         ``strategy`` is a registered name or an aggregator. Rows whose group (or
@@ -155,12 +178,13 @@ class ResultView(ResultCollection):
         if by not in frame.columns:
             raise KeyError(f"cannot group by {by!r}; columns: {list(frame.columns)}")
         keys = [by] if inner is None else [by, inner]
-        out: dict[Any, Any] = {}
+        flat: dict[object, object] = {}
+        nested: dict[object, dict[object, object]] = {}
         for key, group in frame.groupby(keys, sort=True, dropna=True)[value]:
             parts = key if isinstance(key, tuple) else (key,)
             result = to_native(aggregator.aggregate(group, **kwargs))
             if inner is None:
-                out[to_native(parts[0])] = result
+                flat[to_native(parts[0])] = result
             else:
-                out.setdefault(to_native(parts[0]), {})[to_native(parts[1])] = result
-        return out
+                nested.setdefault(to_native(parts[0]), {})[to_native(parts[1])] = result
+        return flat if inner is None else nested

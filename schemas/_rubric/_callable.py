@@ -29,8 +29,8 @@ import builtins
 import hashlib
 import inspect
 import threading
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, cast
 
 import cloudpickle
 from pydantic import Field, field_validator, model_validator
@@ -92,7 +92,7 @@ _SAFE_BUILTINS = (
     "Exception",
 )
 
-TraitFunction = Callable[[str], Any]
+TraitFunction = Callable[[str], object]
 
 _cache: dict[str, TraitFunction] = {}
 _cache_lock = threading.Lock()
@@ -100,11 +100,11 @@ _cache_lock = threading.Lock()
 
 def _restricted_import(
     name: str,
-    globals_: Any = None,
-    locals_: Any = None,
-    fromlist: Any = (),
+    globals_: Mapping[str, object] | None = None,
+    locals_: Mapping[str, object] | None = None,
+    fromlist: Sequence[str] = (),
     level: int = 0,
-) -> Any:
+) -> object:
     if level != 0 or name.split(".")[0] not in ALLOWED_IMPORTS:
         raise ImportError(f"import of {name!r} is not allowed in a callable trait")
     return __import__(name, globals_, locals_, fromlist, level)
@@ -142,9 +142,10 @@ def _compile_source(source: str) -> TraitFunction:
         raise ValueError("define exactly one function, or one named 'evaluate'")
     safe = {name: getattr(builtins, name) for name in _SAFE_BUILTINS}
     safe["__import__"] = _restricted_import
-    namespace: dict[str, Any] = {"__builtins__": safe, "__name__": "verifleet_callable_trait"}
+    namespace: dict[str, object] = {"__builtins__": safe, "__name__": "verifleet_callable_trait"}
     exec(compile(tree, "<callable trait>", "exec"), namespace)
-    func: TraitFunction = namespace[chosen]
+    # The parsed tree defines `chosen` as a function, and exec just bound it.
+    func = cast(TraitFunction, namespace[chosen])
     return func
 
 
@@ -193,12 +194,12 @@ class CallableTrait(_TraitBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_class_mapping(cls, data: Any) -> Any:
+    def _accept_class_mapping(cls, data: object) -> object:
         return _split_classes(data)
 
     @field_validator("callable_code", mode="before")
     @classmethod
-    def _base64_text(cls, value: Any) -> Any:
+    def _base64_text(cls, value: object) -> object:
         if isinstance(value, bytes):
             return base64.b64encode(value).decode("ascii")
         if isinstance(value, str):
@@ -249,7 +250,7 @@ class CallableTrait(_TraitBase):
 
     @classmethod
     def from_callable(
-        cls, name: str, func: TraitFunction, *, kind: TraitKind = "boolean", **fields: Any
+        cls, name: str, func: TraitFunction, *, kind: TraitKind = "boolean", **fields: object
     ) -> CallableTrait:
         """Pickle ``func`` (cloudpickle) into a trusted trait: the caller handed us
         the function, so running it again is no new risk.
@@ -319,7 +320,7 @@ class CallableTrait(_TraitBase):
             ) from exc
         return self._check_result(value)
 
-    def _check_result(self, value: Any) -> bool | int | float:
+    def _check_result(self, value: object) -> bool | int | float:
         if self.kind == "boolean":
             if not isinstance(value, bool):
                 raise RubricError(

@@ -8,8 +8,6 @@ criterion its author did not write).
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._errors import RubricError
@@ -50,7 +48,7 @@ class _TraitCollection(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _flat_traits(cls, data: Any) -> Any:
+    def _flat_traits(cls, data: object) -> object:
         if not isinstance(data, dict) or "traits" not in data:
             return data
         data = dict(data)
@@ -158,7 +156,7 @@ def _has_traits(rubric: _TraitCollection | None) -> bool:
 
 def _concatenated(
     first: _TraitCollection, second: _TraitCollection, *, first_label: str, second_label: str
-) -> dict[str, list[Any]]:
+) -> dict[str, list[object]]:
     """Per-type trait lists of ``first`` then ``second``; a shared name is an error."""
     clashes = sorted(set(first.get_trait_names()) & set(second.get_trait_names()))
     if clashes:

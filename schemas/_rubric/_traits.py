@@ -9,7 +9,7 @@ Invalid settings raise pydantic's ``ValidationError`` naming the field.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -54,11 +54,11 @@ class _TraitBase(BaseModel):
         return self.summary or self.description or self.name
 
 
-def _split_classes(data: Any) -> Any:
+def _split_classes(data: object) -> object:
     """Accept ``classes`` as a list of names or as the original framework's
     ``{name: description}`` mapping (order = index), keeping descriptions aside."""
     if isinstance(data, dict) and isinstance(data.get("classes"), dict):
-        mapping: dict[str, Any] = data["classes"]
+        mapping: dict[str, object] = data["classes"]
         data = dict(data)
         data["classes"] = list(mapping)
         data.setdefault("class_descriptions", {str(k): str(v) for k, v in mapping.items()})
@@ -95,12 +95,12 @@ class _ScaledTrait(_TraitBase):
     max_score: int | None = None
     classes: list[str] | None = None
     class_descriptions: dict[str, str] | None = None
-    template_schema: dict[str, Any] | None = None
+    template_schema: dict[str, object] | None = None
     higher_is_better: bool | None = True
 
     @model_validator(mode="before")
     @classmethod
-    def _normalise_input(cls, data: Any) -> Any:
+    def _normalise_input(cls, data: object) -> object:
         data = _split_classes(data)
         if isinstance(data, dict) and isinstance(data.get("kind"), dict):
             # The original framework stores a template kind as {"type": "template", "schema": ...}.

@@ -32,7 +32,7 @@ Operator = Literal[
 _PRIMITIVES = by_name(CONDITION_PRIMITIVES)
 
 
-def primitive_from(value: Any) -> VerificationPrimitive:
+def primitive_from(value: object) -> VerificationPrimitive:
     """A primitive from ``{"type": <class name>, **parameters}`` (or a primitive).
 
     Raises:
@@ -52,7 +52,7 @@ def primitive_from(value: Any) -> VerificationPrimitive:
     return cls.model_validate(params)
 
 
-def resolve_path(root: Any, path: str) -> Any:
+def resolve_path(root: object, path: str) -> object:
     """The value at dotted ``path`` inside nested mappings/lists, else ``None``."""
     value = root
     for part in path.split("."):
@@ -103,21 +103,21 @@ class Condition(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     field: str
-    expected: Any = None
+    expected: object = None
     op: Operator = "eq"
     verify_with: VerificationPrimitive | None = None
 
     @field_validator("verify_with", mode="before")
     @classmethod
-    def _primitive(cls, value: Any) -> Any:
+    def _primitive(cls, value: object) -> object:
         return None if value is None else primitive_from(value)
 
     @field_serializer("verify_with")
-    def _dump_primitive(self, value: VerificationPrimitive | None) -> dict[str, Any] | None:
+    def _dump_primitive(self, value: VerificationPrimitive | None) -> dict[str, object] | None:
         return None if value is None else value.describe()
 
     @classmethod
-    def coerce(cls, data: Any) -> Any:
+    def coerce(cls, data: object) -> object:
         """Turn the YAML shorthand ``{field, equals}`` into ``{field, expected}``."""
         if isinstance(data, Mapping) and "equals" in data:
             data = {k: v for k, v in data.items() if k != "equals"} | {
@@ -129,7 +129,7 @@ class Condition(BaseModel):
             data = {k: v for k, v in data.items() if k != "type"}
         return data
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         """Whether ``value`` (the resolved field) satisfies the condition; a
         comparison between incomparable values does not hold (never raises)."""
         if self.verify_with is not None:
@@ -139,6 +139,6 @@ class Condition(BaseModel):
         except TypeError:
             return False
 
-    def check(self, root: Any) -> bool:
+    def check(self, root: object) -> bool:
         """Whether the condition holds for the field of ``root`` it names."""
         return self.holds(resolve_path(root, self.field))

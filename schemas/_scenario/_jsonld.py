@@ -50,23 +50,23 @@ class ScenarioPartError(VerifleetError, ValueError):
     """A scenario part that cannot be read (the message names what is at fault)."""
 
 
-def is_scenario_part(part: Any) -> bool:
+def is_scenario_part(part: object) -> bool:
     """Whether a ``hasPart`` entry is a scenario."""
     return isinstance(part, Mapping) and (
         str(part.get("@type", "")).endswith("Scenario") or "entryNode" in part
     )
 
 
-def _text(node: Any) -> str | None:
+def _text(node: object) -> str | None:
     if isinstance(node, Mapping) and isinstance(node.get("text"), str):
         return str(node["text"])
     return None
 
 
-def _question(node_id: str, node: Mapping[str, Any]) -> dict[str, Any]:
+def _question(node_id: str, node: Mapping[str, object]) -> dict[str, object]:
     data = node.get("questionData")
     if isinstance(data, Mapping):
-        question: dict[str, Any] = {
+        question: dict[str, object] = {
             "text": data.get("question", data.get("text")),
             "raw_answer": data.get("raw_answer"),
             "answer_template": data.get("answer_template"),
@@ -93,16 +93,16 @@ def _question(node_id: str, node: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model(value: Any) -> dict[str, Any] | None:
+def _model(value: object) -> dict[str, object] | None:
     if not isinstance(value, Mapping):
         return None
     return {k: value[k] for k in _MODEL_FIELDS if value.get(k) is not None}
 
 
-def _node(node_id: str, node: Any) -> dict[str, Any]:
+def _node(node_id: str, node: object) -> dict[str, object]:
     if not isinstance(node, Mapping):
         raise ScenarioPartError(f"node {node_id!r} must be an object")
-    result: dict[str, Any] = {
+    result: dict[str, object] = {
         "id": str(node.get("nodeId") or node_id),
         "question": _question(node_id, node),
         "metadata": dict(node.get("metadata") or {}),
@@ -119,7 +119,7 @@ def _node(node_id: str, node: Any) -> dict[str, Any]:
     return result
 
 
-def _edge(index: int, edge: Any) -> dict[str, Any]:
+def _edge(index: int, edge: object) -> dict[str, object]:
     if not isinstance(edge, Mapping):
         raise ScenarioPartError(f"edge #{index + 1} must be an object")
     label = f"{edge.get('source')} -> {edge.get('target')}"
@@ -138,7 +138,7 @@ def _edge(index: int, edge: Any) -> dict[str, Any]:
     }
 
 
-def _criterion(criterion: Any) -> dict[str, Any]:
+def _criterion(criterion: object) -> dict[str, object]:
     if not isinstance(criterion, Mapping):
         raise ScenarioPartError("an outcome criterion must be an object")
     return {
@@ -149,7 +149,7 @@ def _criterion(criterion: Any) -> dict[str, Any]:
     }
 
 
-def scenario_from_jsonld(part: Mapping[str, Any]) -> ScenarioDefinition:
+def scenario_from_jsonld(part: Mapping[str, object]) -> ScenarioDefinition:
     """Build a scenario from one ``hasPart`` entry.
 
     Raises:
@@ -160,7 +160,9 @@ def scenario_from_jsonld(part: Mapping[str, Any]) -> ScenarioDefinition:
     nodes = part.get("nodes")
     if not isinstance(nodes, Mapping) or not nodes:
         raise ScenarioPartError("a scenario needs nodes (an object of node id -> node)")
-    metadata = dict(part.get("metadata") or {})
+    # Whatever mapping (or pairs) the part holds; dict() rejects anything else.
+    raw_metadata: Any = part.get("metadata") or {}
+    metadata = dict(raw_metadata)
     limit = metadata.get("max_turns", metadata.get("turn_limit", DEFAULT_CHECKPOINT_TURN_LIMIT))
     edges = part.get("edges") or []
     criteria = part.get("outcomeCriteria") or []
@@ -182,7 +184,7 @@ def scenario_from_jsonld(part: Mapping[str, Any]) -> ScenarioDefinition:
         raise ScenarioPartError(validation_problem(exc, data)) from None
 
 
-def validation_problem(exc: ValidationError, data: Mapping[str, Any]) -> str:
+def validation_problem(exc: ValidationError, data: Mapping[str, object]) -> str:
     """One line per distinct problem, each naming the node, edge or criterion
     (rather than its position) and stated once."""
     parts: list[str] = []
@@ -206,7 +208,7 @@ _NAMES = {
 }
 
 
-def _where(loc: tuple[Any, ...], data: Mapping[str, Any]) -> tuple[str, str]:
+def _where(loc: tuple[object, ...], data: Mapping[str, object]) -> tuple[str, str]:
     """How an error's location is named: (``outcome criterion 'x'`` / ``node
     'x'`` / ``edge a -> b``, the field path inside it), or ("", the bare path)."""
     if len(loc) >= 2 and isinstance(loc[1], int) and str(loc[0]) in _NAMES:

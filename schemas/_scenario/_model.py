@@ -11,7 +11,7 @@ the run. See ``docs/scenarios.md`` for the state the conditions read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -75,10 +75,10 @@ class StateUpdate(BaseModel):
 
     key: str = Field(min_length=1)
     op: Literal["set", "increment", "append"] = "set"
-    value: Any = None
+    value: object = None
     source: str | None = Field(default=None, alias="from")
 
-    def apply(self, accumulated: dict[str, Any], state: Mapping[str, Any]) -> None:
+    def apply(self, accumulated: dict[str, object], state: Mapping[str, object]) -> None:
         """Apply the update to ``accumulated`` in place, reading ``source`` from
         ``state``. A value of the wrong type is replaced rather than raising (an
         ``increment`` of a non-number starts from 0, an ``append`` to a non-list
@@ -123,7 +123,7 @@ class ScenarioNode(BaseModel):
     state_update_source: str | None = None
     agent_identity: str | None = None
     tool_filter: ToolFilter | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _checks(self) -> ScenarioNode:
@@ -139,7 +139,7 @@ class ScenarioNode(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _flat_question(cls, data: Any) -> Any:
+    def _flat_question(cls, data: object) -> object:
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
@@ -155,7 +155,7 @@ class ScenarioNode(BaseModel):
 
     @field_validator("state_update", mode="before")
     @classmethod
-    def _one_update(cls, value: Any) -> Any:
+    def _one_update(cls, value: object) -> object:
         return [value] if isinstance(value, Mapping) else value
 
 
@@ -204,7 +204,7 @@ class ScenarioEdge(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
@@ -254,11 +254,11 @@ class ScenarioDefinition(BaseModel):
     edges: list[ScenarioEdge] = Field(default_factory=list)
     outcome_criteria: list[OutcomeCriterion] = Field(default_factory=list)
     max_turns: int | None = Field(default=None, ge=1)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         if not isinstance(data, Mapping):
             return data
         data = dict(data)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -77,13 +77,13 @@ _TYPE_ALIASES = {
 }
 
 
-def _normal_type(data: Any) -> Any:
+def _normal_type(data: object) -> object:
     if isinstance(data, Mapping) and data.get("type") in _TYPE_ALIASES:
         return {**data, "type": _TYPE_ALIASES[data["type"]]}
     return data
 
 
-def _with_type(cls: type[BaseModel], data: Any) -> Any:
+def _with_type(cls: type[BaseModel], data: object) -> object:
     """``data`` with the model's own ``type`` tag when it has none."""
     if isinstance(data, Mapping) and "type" not in data:
         return {**data, "type": cls.model_fields["type"].annotation.__args__[0]}  # type: ignore[union-attr]
@@ -103,7 +103,7 @@ class TurnScope(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         if isinstance(data, str):
             data = {"type": data}
         return _normal_type(data)
@@ -120,12 +120,12 @@ class _Leaf(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         return Condition.coerce(_with_type(cls, _normal_type(data)))
 
     @field_validator("verify_with", mode="before", check_fields=False)
     @classmethod
-    def _primitive(cls, value: Any) -> Any:
+    def _primitive(cls, value: object) -> object:
         # Validated now (an unknown type fails at load), kept as its description.
         return None if value is None else primitive_from(value).describe()
 
@@ -139,9 +139,9 @@ class TurnCheck(_Leaf):
     type: Literal["turn_check"]
     scope: TurnScope = Field(default_factory=TurnScope)
     field: str
-    expected: Any = None
+    expected: object = None
     op: Operator = "eq"
-    verify_with: dict[str, Any] | None = None
+    verify_with: dict[str, object] | None = None
 
     def condition(self) -> Condition:
         """The comparison this check applies to each selected turn."""
@@ -157,9 +157,9 @@ class ResultCheck(_Leaf):
     # Required (filled in when absent) so that dumps leaving defaults out keep it.
     type: Literal["result_check"]
     field: str
-    expected: Any = None
+    expected: object = None
     op: Operator = "eq"
-    verify_with: dict[str, Any] | None = None
+    verify_with: dict[str, object] | None = None
 
     def condition(self) -> Condition:
         """The comparison applied to the run's field."""
@@ -207,7 +207,7 @@ class CrossTurnCheck(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         return _with_type(cls, _normal_type(data))
 
     @field_validator("normalize")
@@ -245,7 +245,7 @@ class _Group(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _aliases(cls, data: object) -> object:
         return _with_type(cls, _normal_type(data))
 
 
@@ -274,7 +274,7 @@ class AtLeastNCheck(_Group):
     conditions: list[OutcomeCheck] = Field(min_length=1)
 
 
-def _check_tag(data: Any) -> str | None:
+def _check_tag(data: object) -> str | None:
     data = _normal_type(data)
     if isinstance(data, Mapping):
         return str(data.get("type", "turn_check"))
@@ -310,7 +310,7 @@ _CHECK_TYPES = (
 )
 
 
-def _unknown_type(check: Any) -> str | None:
+def _unknown_type(check: object) -> str | None:
     """The first check ``type`` in the tree that is not one verifleet knows."""
     tag = _check_tag(check)
     if isinstance(check, Mapping) and tag not in _CHECK_TYPES:
@@ -345,7 +345,7 @@ class OutcomeCriterion(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _known_types(cls, data: Any) -> Any:
+    def _known_types(cls, data: object) -> object:
         # Caught here so the refusal names the criterion and the type once,
         # instead of pydantic's tag error at a positional location.
         if isinstance(data, Mapping) and data.get("check") is not None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,9 +43,9 @@ class ScenarioTurnRecord(BaseModel):
     #: The handover that led here (a strategy name, or ``code``).
     handover: str | None = None
     raw_response: str = ""
-    parsed_fields: dict[str, Any] = Field(default_factory=dict)
+    parsed_fields: dict[str, object] = Field(default_factory=dict)
     verify_result: bool | None = None
-    rubric_scores: dict[str, Any] = Field(default_factory=dict)
+    rubric_scores: dict[str, object] = Field(default_factory=dict)
     result_ids: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -78,7 +78,7 @@ class ScenarioExecutionResult(BaseModel):
     turn_count: int = 0
     history: list[ScenarioTurnRecord] = Field(default_factory=list)
     outcome_results: dict[str, bool | int | float] = Field(default_factory=dict)
-    final_state: dict[str, Any] = Field(default_factory=dict)
+    final_state: dict[str, object] = Field(default_factory=dict)
     terminal_failure: ScenarioTerminalFailure | None = None
     answering_model: str | None = None
     replicate: int | None = None

@@ -237,33 +237,44 @@ def _mixed_job() -> tuple[Benchmark, dict[str, object]]:
     return Benchmark(name="mixed", questions=[*poisoners, *victims.questions]), answers
 
 
-@pytest.mark.parametrize("mode", ["strict", "seccomp", "rlimits-only"])
-def test_one_question_cannot_touch_another_questions_verdict_with_fresh_template(
-    mode: str,
-) -> None:
+def _mixed_job_results(settings: SandboxSettings) -> list[VerificationResult]:
+    """The victim questions' results of :func:`_mixed_job` on one executor."""
     bench, answers = _mixed_job()
-    settings = SandboxSettings(mode=mode, pool_size=1, timeout=5, fresh_state="template")  # type: ignore[arg-type]
     pool = SandboxPool(settings)
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
             results = _run(bench, endpoint.base_url, pool)
     finally:
         pool.close()
-    check_victim([r for r in results if r.metadata.question_id in VICTIM_CASES])
+    return [r for r in results if r.metadata.question_id in VICTIM_CASES]
 
 
-def test_control_questions_sharing_a_process_do_touch_each_other() -> None:
-    # VERIFLEET_SANDBOX_FRESH=job (a process per job, the default): the
-    # poisoners' code ran where the victim questions run, and the wrong
-    # answer passes. What the test above would see.
-    bench, answers = _mixed_job()
-    pool = SandboxPool(SandboxSettings(pool_size=1, timeout=5, fresh_state="job"))
-    try:
-        with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
-            results = _run(bench, endpoint.base_url, pool)
-    finally:
-        pool.close()
-    assert _victim_harmed([r for r in results if r.metadata.question_id in VICTIM_CASES])
+def _settings_from_env(mode: str) -> SandboxSettings:
+    """What a worker or ``verifleet run`` starts with in ``mode``, as the
+    environment says, with one executor (so that every question of the job
+    shares it) and a short timeout."""
+    return SandboxSettings.from_env(mode).model_copy(update={"pool_size": 1, "timeout": 5.0})
+
+
+@pytest.mark.parametrize("mode", ["strict", "seccomp", "rlimits-only"])
+def test_one_question_cannot_touch_another_questions_verdict_by_default(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Default settings: nothing in the environment chooses the fresh state.
+    monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
+    settings = _settings_from_env(mode)
+    assert settings.fresh_state == SandboxSettings().fresh_state
+    check_victim(_mixed_job_results(settings))
+
+
+def test_control_questions_sharing_a_process_do_touch_each_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # VERIFLEET_SANDBOX_FRESH=job (a process per job: the operator's opt-out):
+    # the poisoners' code ran where the victim questions run, and the wrong
+    # answer passes. What the test above would see without its default.
+    monkeypatch.setenv("VERIFLEET_SANDBOX_FRESH", "job")
+    assert _victim_harmed(_mixed_job_results(_settings_from_env("strict")))
 
 
 def test_attack_sources_are_the_ones_replayed() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
-from verifleet.pipeline import PipelineResources
+from verifleet.pipeline import PipelineResources, call_cache_failures
 from verifleet.pipeline._llm._usage import UsageTracker
 from verifleet.schemas import ModelConfig, VerificationConfig
 
@@ -32,7 +32,7 @@ class BrokenStore:
         self.reads += 1
         raise sqlite3.OperationalError("database is locked")
 
-    def put(self, key: str, value: bytes) -> None:
+    def put(self, key: str, value: bytes) -> bytes:
         self.writes += 1
         raise sqlite3.OperationalError("database is locked")
 
@@ -45,6 +45,7 @@ class BrokenStore:
 
 def test_a_cache_that_fails_to_read_or_write_calls_the_model_instead() -> None:
     store = BrokenStore()
+    failures = call_cache_failures()
     with run_endpoint_in_thread(EndpointConfig(answers={})) as ep:
         model = ModelConfig.parse(f"{ep.base_url}#judge")
         config = VerificationConfig.build(
@@ -59,3 +60,4 @@ def test_a_cache_that_fails_to_read_or_write_calls_the_model_instead() -> None:
     assert first and second  # real replies, not failures
     assert calls == 2  # nothing was kept, so both reached the model
     assert store.reads == 2 and store.writes == 2
+    assert call_cache_failures() == failures + 4, "each failed read and write is counted"

@@ -29,14 +29,11 @@ from _support.reward import (
 )
 
 from bench.endpoint import EndpointConfig, RunningEndpoint, run_endpoint_in_thread
-from verifleet.reward import (
-    JudgeCache,
-    RedisJudgeCache,
-    RewardConfig,
-    reward_resources,
-)
+from verifleet.pipeline import CallCache, call_cache_failures
+from verifleet.reward import RewardConfig, reward_resources
 from verifleet.reward.serve import create_app
 from verifleet.schemas import ModelConfig, dump_benchmark
+from verifleet.store import RedisCallCache
 
 HYBRID = RewardConfig.build(
     {
@@ -61,7 +58,7 @@ def serving(
     endpoint: RunningEndpoint,
     reward: RewardConfig,
     *,
-    cache: JudgeCache | None = None,
+    cache: CallCache | None = None,
     max_body_bytes: int = 1_000_000,
 ) -> Iterator[httpx.Client]:
     """The service for the geo benchmark on a free port, and a client for it."""
@@ -258,24 +255,44 @@ def test_replicas_sharing_redis_reuse_each_others_judge_replies(
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     body = {"question_id": "geo", "response": PARTIAL}
-    with serving(judge, HYBRID, cache=RedisJudgeCache(client)) as first:
+    with serving(judge, HYBRID, cache=RedisCallCache(client)) as first:
         rewarded = first.post("/verify", json=body).json()["reward"]
     calls = judge.stats().calls
-    # A second replica with a cold in-process cache asks Redis, not the judge.
-    with serving(judge, HYBRID, cache=RedisJudgeCache(client)) as second:
+    # A second replica asks Redis, not the judge.
+    with serving(judge, HYBRID, cache=RedisCallCache(client)) as second:
         assert second.post("/verify", json=body).json()["reward"] == rewarded
     assert judge.stats().calls == calls
-    assert len(list(client.scan_iter(match="vf:judge:*"))) >= 2
+    # The fleet's one call cache: what `verifleet cache stats --redis` counts.
+    assert len(list(client.scan_iter(match="vf:cc:*"))) >= 2
 
 
 def test_first_stored_reply_wins_across_caches(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    one, two = RedisJudgeCache(client), RedisJudgeCache(client)
-    assert one.put("k", "first") == "first"
+    one, two = RedisCallCache(client), RedisCallCache(client)
+    assert one.put("k", b"first") == b"first"
     # Another process that computed a different reply adopts the stored one.
-    assert two.put("k", "second") == "first"
-    assert two.get("k") == "first"
+    assert two.put("k", b"second") == b"first"
+    assert two.get("k") == b"first"
     assert one.get("missing") is None
+
+
+def test_with_redis_down_a_request_is_answered_and_the_failure_counted(
+    judge: RunningEndpoint,
+) -> None:
+    """The judge cache's Redis refuses connections (a closed port: a real
+    refusal, nothing injected): the request still gets its reward, the judge is
+    asked, and the failures are counted in /health."""
+    down = RedisCallCache(redis.Redis(host="127.0.0.1", port=free_port()))
+    before = call_cache_failures()
+    with serving(judge, RewardConfig(), cache=down) as client:
+        calls = judge.stats().calls
+        reply = client.post("/verify", json={"question_id": "geo", "response": CORRECT})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["reward"] == 1.0
+        assert judge.stats().calls == calls + 1
+        # One failed lookup and one failed write of the judge's reply.
+        assert call_cache_failures() == before + 2
+        assert client.get("/health").json()["call_cache_failures"] == before + 2
 
 
 def test_swap_check_through_the_service() -> None:

@@ -101,7 +101,7 @@ def test_workers_share_the_judge_cache_through_redis(redis_url: str, tmp_path: P
     assert [r.json()["reward"] for r in again] == expected
     assert calls == 24
     assert calls_after == calls  # every repeat came from a cache, the other process's too
-    assert len(list(redis.Redis.from_url(redis_url).scan_iter(match="vf:judge:*"))) >= 24
+    assert len(list(redis.Redis.from_url(redis_url).scan_iter(match="vf:cc:*"))) >= 24
 
 
 def _cmdline(pid: int) -> bytes:

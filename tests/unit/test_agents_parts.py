@@ -135,3 +135,39 @@ def test_mcp_flag_attaches_servers_to_every_answering_model() -> None:
     )
     with pytest.raises(ConfigError, match="NAME=URL"):
         build_config(bad)
+
+
+def test_agent_steps_keep_the_first_step_stored_and_survive_a_failing_store() -> None:
+    """The agents' step cache follows the call cache's semantics: a run that
+    raced another and lost goes on with the step stored first, and a store that
+    fails is a counted miss, not a failed step. The failing store stands in for a
+    locked file or Redis away, which cannot be had at the moment of one call."""
+    import asyncio
+    import sqlite3
+
+    from langchain.agents.middleware import ModelResponse
+
+    from verifleet.pipeline import MemoryCallCache, UsageTracker, call_cache_failures
+    from verifleet.pipeline._agents._cached_steps import StepCache
+    from verifleet.schemas import ModelConfig
+
+    class Broken(MemoryCallCache):
+        def get(self, key: str) -> bytes | None:
+            raise sqlite3.OperationalError("database is locked")
+
+        def put(self, key: str, value: bytes) -> bytes:
+            raise sqlite3.OperationalError("database is locked")
+
+    model = ModelConfig.parse("http://127.0.0.1:1/v1#agent")
+    step_a = ModelResponse(result=[AIMessage(content="step A")])
+    step_b = ModelResponse(result=[AIMessage(content="step B")])
+    shared = MemoryCallCache()
+    first, second = (StepCache(shared, model, UsageTracker(), "parsing") for _ in range(2))
+    assert asyncio.run(first.keep("k", step_a)) is step_a
+    kept = asyncio.run(second.keep("k", step_b))
+    assert [m.content for m in kept.result] == ["step A"]
+    broken = StepCache(Broken(), model, UsageTracker(), "parsing")
+    before = call_cache_failures()
+    assert asyncio.run(broken.lookup("k")) is None
+    assert asyncio.run(broken.keep("k", step_b)) is step_b
+    assert call_cache_failures() == before + 2
