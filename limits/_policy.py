@@ -28,6 +28,17 @@ congestion signal:
   in flight when an endpoint starts refusing all get 429 together; a refusal of
   a call admitted after it shrinks again), and that in-flight count is
   remembered as the endpoint's *peak*;
+- **the burst's brake**: the calls in flight at slow start's first refusal
+  (its window had grown past them) include the rest of its overshoot, refused
+  too but not answered yet, which the endpoint never held. Each of them, when its 429 comes, takes one call off the peak
+  and the window follows (``backoff`` x the peak), so the window settles at
+  what the endpoint holds instead of above it (where every call admitted under
+  it was refused again, and that second refusal paused the endpoint for every
+  caller). At most half of the peak is taken off this way: slow start at most
+  doubles the window per round trip, so at most half of the calls in flight
+  at its first refusal can be refused ones. A window no larger than the
+  calls in flight, all refused (a rate limit, a quota), is no overshoot: one
+  decrease, then its new calls' refusals shrink and pause it as before;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
 - **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
@@ -142,6 +153,8 @@ class Window:
         base: Baseline latency in seconds; None before the first success.
         smooth: Smoothed latency in seconds; None before the first success.
         shrunk_at: When the window last shrank (the caller's clock).
+        unheld: Refusals of calls admitted before the last decrease that may
+            still take a call off ``peak`` (the burst's brake).
     """
 
     size: float = POLICY.initial
@@ -149,6 +162,7 @@ class Window:
     base: float | None = None
     smooth: float | None = None
     shrunk_at: float = -math.inf
+    unheld: float = 0.0
 
     def pause_applies(self, *, started: float, now: float, policy: AdaptivePolicy) -> bool:
         """Whether a 429 at ``now`` of a call that started at ``started`` pauses
@@ -199,18 +213,31 @@ class Window:
         """The endpoint refused (429) a call that started at ``started``, or
         queued (``started`` None: the latency signal) one of ``in_flight`` calls.
 
-        A refusal counts when its call started after the last decrease: the
-        calls admitted under the old window come back refused together, and
-        only one decrease is due for them, while a refusal of a call admitted
-        under the new window says it is still too large. The latency signal
-        lags (it is smoothed), so it counts once per ``hold`` (at least one
-        smoothed latency).
+        A refusal decreases the window when its call started after the last
+        decrease: the calls admitted under the old window come back refused
+        together, and only one decrease is due for them, while a refusal of a
+        call admitted under the new window says it is still too large. When
+        that decrease ended slow start's overshoot (its window had grown past
+        the calls in flight), each of the burst's other refusals takes one call
+        off the peak instead (the endpoint never held it), lowering the window
+        with it, for at most half of the peak (:attr:`unheld`); after any other
+        decrease (a window at the calls in flight all refused: a rate limit, a
+        quota) they change nothing. The latency signal lags (it is
+        smoothed), so it counts once per ``hold`` (at least one smoothed
+        latency), and the calls it counted were all held: no brake follows it.
         """
         if started is None:
             if now - self.shrunk_at < max(policy.hold, self.smooth or 0.0):
                 return
         elif started <= self.shrunk_at:
+            if self.peak is not None and self.unheld >= 1.0:
+                self.unheld -= 1.0
+                self.peak -= 1.0
+                self.size = max(1.0, min(self.size, policy.backoff * self.peak))
             return
+        # Slow start's overshoot: its window had grown past the calls in flight.
+        overshoot = started is not None and self.peak is None and self.size > in_flight
+        self.unheld = float(in_flight // 2) if overshoot else 0.0
         self.size = max(1.0, policy.backoff * min(self.size, float(in_flight)))
         self.peak = float(in_flight)
         self.shrunk_at = now

@@ -197,7 +197,7 @@ class RedisCallGate(EndpointGate):
         if limits is None or not limits.ceiling or not limits.adaptive:
             return None
         raw = self._client.hmget(self._keys(limits)["window"], list(WINDOW_STATE))
-        size, peak, base, smooth, shrunk = (None if v is None else float(v) for v in raw)
+        size, peak, base, smooth, shrunk, unheld = (None if v is None else float(v) for v in raw)
         window = Window(size=self._policy.start(limits))
         if size is not None:
             window.size = size
@@ -206,6 +206,7 @@ class RedisCallGate(EndpointGate):
         window.smooth = None if smooth is None else smooth / 1000
         if shrunk is not None:
             window.shrunk_at = shrunk / 1000
+        window.unheld = unheld or 0.0
         return window
 
     def in_flight(self, model: ModelConfig) -> int:

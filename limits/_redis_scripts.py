@@ -152,14 +152,15 @@ local lease_ms = tonumber(ARGV[12])
 local k = tonumber(ARGV[15])
 local others = 0
 if cap > 0 then others = math.max(0, redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[13])) end
-local size, peak, base, smooth, shrunk
+local size, peak, base, smooth, shrunk, unheld
 if windowed and k > 0 then
-  local st = redis.call('HMGET', KEYS[2], 'size', 'peak', 'base', 'smooth', 'shrunk')
+  local st = redis.call('HMGET', KEYS[2], 'size', 'peak', 'base', 'smooth', 'shrunk', 'unheld')
   size = math.min(cap, tonumber(st[1]) or tonumber(ARGV[3]))
   peak = tonumber(st[2])
   base = tonumber(st[3])
   smooth = tonumber(st[4])
   shrunk = tonumber(st[5])
+  unheld = tonumber(st[6]) or 0
 end
 local moved = false
 local pause_to = 0
@@ -225,10 +226,24 @@ for i = 0, k - 1 do
     local shrink = false
     if outcome == 1 then
       shrink = shrunk == nil or started > shrunk
+      if not shrink and peak ~= nil and unheld >= 1 and started > -1e18 then
+        -- the burst's brake: a refusal of the last decrease's burst takes a
+        -- call the endpoint never held off the peak (Window.pushed_back)
+        unheld = unheld - 1
+        peak = peak - 1
+        size = math.max(1, math.min(size, tonumber(ARGV[4]) * peak))
+      end
     elseif outcome == 3 then
       shrink = shrunk == nil or now - shrunk >= math.max(hold, smooth or 0)
     end
     if shrink then
+      -- slow start's overshoot (its window grew past the calls in flight):
+      -- the burst's brake may take up to half of the peak off
+      if outcome == 1 and peak == nil and size > n then
+        unheld = math.floor(n / 2)
+      else
+        unheld = 0
+      end
       size = math.max(1, tonumber(ARGV[4]) * math.min(size, n))
       peak = n
       shrunk = now
@@ -268,6 +283,8 @@ if moved then
   if shrunk ~= nil then
     fields[#fields + 1] = 'shrunk'
     fields[#fields + 1] = tostring(shrunk)
+    fields[#fields + 1] = 'unheld'
+    fields[#fields + 1] = tostring(unheld)
   end
   redis.call('HSET', KEYS[2], unpack(fields))
   redis.call('EXPIRE', KEYS[2], 3600)
@@ -306,4 +323,4 @@ return out
 """
 
 #: The fields of an endpoint's window hash, in the order :data:`REPORT` reads them.
-WINDOW_STATE = ("size", "peak", "base", "smooth", "shrunk")
+WINDOW_STATE = ("size", "peak", "base", "smooth", "shrunk", "unheld")

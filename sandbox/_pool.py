@@ -166,14 +166,16 @@ class SandboxPool:
         return PingResult.model_validate(reply.result).cpu_seconds
 
     def start(self) -> None:
-        """Start one executor now (and keep it warm), to fail early.
+        """Start one executor now (and keep it warm), to fail early; return at
+        once when one has started already, and wait for the one starting when
+        a start is under way (not start a second behind it).
 
         Raises:
             SandboxUnavailable: The configured isolation cannot be set up; the
                 message names what is missing and the downgrade flag.
         """
         try:
-            proc = self._executors.acquire()
+            self._executors.started()
         except SandboxUnavailable as exc:
             raise SandboxUnavailable(
                 f"{exc}. Sandbox mode {self.settings.mode.value!r} needs "
@@ -181,7 +183,6 @@ class SandboxPool:
                 "pass --sandbox=seccomp or --sandbox=rlimits-only "
                 "(or set VERIFLEET_SANDBOX); see docs/security.md"
             ) from None
-        self._executors.release(proc)
 
     def stats(self) -> SandboxStats:
         """Current counters."""

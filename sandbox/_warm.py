@@ -151,11 +151,39 @@ class WarmExecutors:
         except BaseException:
             with self._cond:
                 self._running -= 1
-                self._cond.notify()
+                # every waiter: one in started() tries a start of its own now
+                self._cond.notify_all()
             raise
         with self._cond:
             self._busy.add(proc)
+            self._cond.notify_all()  # started() waits for this
         return proc
+
+    def started(self) -> None:
+        """Return once an executor of this pool has started: at once when one
+        is idle or lent, after the start under way when one is starting, else
+        after starting one (and keeping it idle).
+
+        A caller that only needs to know the isolation works (``verifleet run``
+        asks again when its units begin, while the executor it started in the
+        background may still be starting) must not queue a second start: every
+        executor starts from one thread, so it would wait for both starts.
+
+        Raises:
+            SandboxError: The pool is closed.
+            SandboxUnavailable: No executor can be started (the start under
+                way failed and this one's failed too).
+        """
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise SandboxError("the sandbox pool is closed")
+                if self._idle or self._busy:
+                    return
+                if self._running == 0:
+                    break
+                self._cond.wait()
+        self.release(self.acquire())
 
     def _affinity_wait(self) -> float:
         """Seconds a call waits for the busy executor that compiled its template."""

@@ -135,6 +135,7 @@ def test_the_window_is_the_same_rules_in_redis_and_in_process(
         status_code = 429
 
     sizes: dict[str, list[float]] = {"fleet": [], "local": []}
+    peaks: dict[str, list[float | None]] = {"fleet": [], "local": []}
     for name, gate in (("fleet", fleet), ("local", local)):
         for step in range(60):
             # in flight beside the call itself: fewer after each 429, which
@@ -143,7 +144,17 @@ def test_the_window_is_the_same_rules_in_redis_and_in_process(
             with contextlib.ExitStack() as stack:
                 for _ in range(held):
                     stack.enter_context(gate(model))
-                if step in (25, 45):
+                if step == 25:
+                    # a burst: three calls in flight refused, the innermost
+                    # answered first (the decrease), the two admitted before
+                    # it after (the burst's brake takes them off the peak)
+                    with pytest.raises(RateLimited), gate_attempt(gate, model, 0):
+                        with pytest.raises(RateLimited), gate_attempt(gate, model, 0):
+                            with pytest.raises(RateLimited), gate_attempt(gate, model, 0):
+                                raise RateLimited
+                            raise RateLimited
+                        raise RateLimited
+                elif step == 45:
                     with pytest.raises(RateLimited), gate_attempt(gate, model, 0):
                         raise RateLimited
                 else:
@@ -154,9 +165,14 @@ def test_the_window_is_the_same_rules_in_redis_and_in_process(
             window = gate.window(model)
             assert window is not None
             sizes[name].append(window.size)
+            peaks[name].append(window.peak)
     assert sizes["fleet"] == pytest.approx(sizes["local"])
+    assert peaks["fleet"] == peaks["local"]
     assert max(sizes["local"]) <= 40  # the ceiling
     assert sizes["local"][25] < sizes["local"][24]  # the 429s shrank it
+    # the burst: 12 held + 3 refused in flight at the first refusal, its two
+    # others taken off that peak (the burst's brake), in both
+    assert peaks["local"][25] == 15 - 2
     fleet.close()
 
 

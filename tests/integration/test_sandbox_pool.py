@@ -259,3 +259,23 @@ def test_static_checks_of_many_templates_in_one_round_trip(pool: SandboxPool) ->
         problems[3] == "template code exhausted the sandbox: compiling the template: RecursionError"
     )
     assert pool.static_problems([]) == []
+
+
+def test_start_waits_for_the_start_under_way_instead_of_queueing_a_second() -> None:
+    # `verifleet run` starts its executor in the background first thing and its
+    # runner calls start() again when the units begin: executors start one
+    # after another from one thread, so a second start queued then would make
+    # the units wait for two starts.
+    sandbox = SandboxPool(SandboxSettings(pool_size=2, timeout=5))
+    try:
+        background = threading.Thread(target=sandbox.start)
+        background.start()
+        while sandbox.stats().executors == 0:  # its start is under way
+            time.sleep(0.001)
+        sandbox.start()
+        assert sandbox.stats().executors == 1  # that one, not a second
+        background.join()
+        sandbox.start()  # one is running: nothing to start
+        assert sandbox.stats().executors == 1
+    finally:
+        sandbox.close()

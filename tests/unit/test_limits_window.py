@@ -63,11 +63,74 @@ def test_refusals_of_calls_admitted_before_a_decrease_shrink_once() -> None:
     window = Window(size=80.0)
     for _ in range(10):  # the calls in flight at a refusal all come back refused
         window.pushed_back(in_flight=66, now=100.0, started=99.5, policy=POLICY)
-    assert window.size == pytest.approx(0.9 * 66)
-    assert window.peak == 66
+    # one decrease; the other nine were counted in its 66 and never held by
+    # the endpoint (the burst's brake): the peak is what it held
+    assert window.peak == 66 - 9
+    assert window.size == pytest.approx(0.9 * 57)
     # a call admitted under the new window refused too: still too large
     window.pushed_back(in_flight=50, now=100.2, started=100.1, policy=POLICY)
     assert window.size == pytest.approx(0.9 * 50)
+    assert window.peak == 50
+
+
+def test_the_burst_brake_settles_slow_start_at_what_the_endpoint_held() -> None:
+    # A scripted slow start against an endpoint that holds 64 calls (a run of
+    # `verifleet run`, N = 600, L = 0.5 s): the window grew to 88 before the
+    # first 429 came back with 72 calls in flight, five more of that burst
+    # came back refused after it, and two of the 72 were answered but not yet
+    # counted out.
+    window = Window(size=88.0)
+    window.pushed_back(in_flight=72, now=12.324, started=12.277, policy=POLICY)
+    assert window.limit(CEILING) == 64  # 0.9 x 72: still at the endpoint's limit
+    for started in (12.276, 12.306, 12.275, 12.322, 12.300):
+        window.pushed_back(in_flight=66, now=12.33, started=started, policy=POLICY)
+    assert window.peak == 67
+    assert window.limit(CEILING) == 60  # below the 64 held: the next call fits
+    # a call admitted under it that the endpoint still refuses is a refusal
+    # soon after a decrease: that one still pauses the endpoint
+    assert window.pause_applies(started=12.4, now=12.45, policy=POLICY)
+    assert not window.pause_applies(started=12.3, now=12.45, policy=POLICY)
+    # recovery climbs to the corrected peak - 1, not to the 71 the burst
+    # suggested
+    rounds = 0
+    while window.size < 66:
+        _succeed(window, int(window.size), in_flight=int(window.size))
+        rounds += 1
+    assert rounds <= 7 and window.peak == 67
+
+
+def test_the_burst_brake_takes_at_most_half_of_the_peak() -> None:
+    # Slow start's window at 60 with 40 in flight, all refused: the brake
+    # stops at half of them, the rest is the decreases and pauses of the new
+    # calls' refusals.
+    window = Window(size=60.0)
+    window.pushed_back(in_flight=40, now=5.0, started=4.9, policy=POLICY)
+    for _ in range(39):
+        window.pushed_back(in_flight=39, now=5.1, started=4.8, policy=POLICY)
+    assert window.peak == 20 and window.size == pytest.approx(0.9 * 20)
+
+
+def test_no_brake_when_the_window_was_no_larger_than_the_calls_in_flight() -> None:
+    # A window at its configured 4 with 4 in flight, 3 refused: no overshoot
+    # (a rate limit or a quota refuses what it held): one decrease, as before.
+    window = Window(size=4.0)
+    for _ in range(3):
+        window.pushed_back(in_flight=4, now=5.0, started=4.9, policy=POLICY)
+    assert window.peak == 4 and window.size == pytest.approx(0.9 * 4)
+    # nor after a decrease that did not end slow start
+    window = Window(size=70.0, peak=66.0)
+    window.pushed_back(in_flight=68, now=9.0, started=8.9, policy=POLICY)
+    window.pushed_back(in_flight=67, now=9.0, started=8.8, policy=POLICY)
+    assert window.peak == 68
+
+
+def test_refusals_after_a_latency_decrease_take_nothing_off_its_peak() -> None:
+    # The calls the latency signal counted were all held (queued) by the
+    # endpoint: no burst to take off.
+    window = Window(size=80.0, smooth=0.1)
+    window.pushed_back(in_flight=60, now=10.0, policy=POLICY)
+    window.pushed_back(in_flight=60, now=10.1, started=9.9, policy=POLICY)
+    assert window.peak == 60 and window.size == pytest.approx(0.9 * 60)
 
 
 def test_the_latency_signal_shrinks_once_per_hold() -> None:
