@@ -16,13 +16,12 @@ Environment variables (all optional):
   result (:class:`~verifleet.schemas.ResultLimits`).
 - ``VERIFLEET_SANDBOX_BYTECODE``: ``0`` starts executors from source instead of
   the bytecode the host prepares in ``$VERIFLEET_CACHE_DIR/pycache`` (``_bytecode``).
-- ``VERIFLEET_SANDBOX_FRESH``: ``template`` (default: a process per job and
-  template, forked from the clean runtime; the calls of that question's units
-  run in it, and no other question's or job's code ever ran there; a fork per
-  question's first unit, so cold units cost more), ``job`` (one process per
-  job: its questions' code shares it, so one question's code can change
-  another's verdict; other jobs never share it: an operator's opt-out for
-  benchmarks of one author) or ``call`` (also a process forked per call, so nothing one unit's code changes
+- ``VERIFLEET_SANDBOX_FRESH``: ``job`` (default: one process per job: its
+  questions' code shares it; other jobs never share it), ``template`` (a
+  process per job and template, forked from the clean runtime; the calls of
+  that question's units run in it, and no other question's or job's code ever
+  ran there; a fork per question's first unit, so cold units cost more) or
+  ``call`` (also a process forked per call, so nothing one unit's code changes
   reaches another unit of the same question; a fork per call costs several ms
   of CPU on small VMs).
 """
@@ -124,7 +123,7 @@ class SandboxSettings(BaseModel):
     result_limits: ResultLimits = Field(default_factory=ResultLimits)
     template_processes: int = Field(default=16, ge=1, le=256)
     templates_per_process: int = Field(default=512, ge=1)
-    fresh_state: FreshState = "template"
+    fresh_state: FreshState = "job"
     bytecode_dir: str | None = None
 
     @property
@@ -157,7 +156,7 @@ class SandboxSettings(BaseModel):
         from ._bytecode import default_bytecode_dir  # the host's concern alone
 
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
-        fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
+        fresh = os.environ.get(ENV_FRESH, "").strip() or "job"
         if fresh not in ("call", "template", "job"):
             raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call, template or job)")
         return cls(

@@ -257,24 +257,27 @@ def _settings_from_env(mode: str) -> SandboxSettings:
 
 
 @pytest.mark.parametrize("mode", ["strict", "seccomp", "rlimits-only"])
-def test_one_question_cannot_touch_another_questions_verdict_by_default(
+def test_one_question_cannot_touch_another_questions_verdict_with_fresh_template(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Default settings: nothing in the environment chooses the fresh state.
-    monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
+    # The setting an operator chooses for question isolation, read from the
+    # environment as a worker or `verifleet run` reads it.
+    monkeypatch.setenv("VERIFLEET_SANDBOX_FRESH", "template")
     settings = _settings_from_env(mode)
-    assert settings.fresh_state == SandboxSettings().fresh_state
+    assert settings.fresh_state == "template"
     check_victim(_mixed_job_results(settings))
 
 
 def test_control_questions_sharing_a_process_do_touch_each_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # VERIFLEET_SANDBOX_FRESH=job (a process per job: the operator's opt-out):
-    # the poisoners' code ran where the victim questions run, and the wrong
-    # answer passes. What the test above would see without its default.
-    monkeypatch.setenv("VERIFLEET_SANDBOX_FRESH", "job")
-    assert _victim_harmed(_mixed_job_results(_settings_from_env("strict")))
+    # The default (nothing in the environment: a process per job): the
+    # poisoners' code ran where the victim questions run, and the wrong answer
+    # passes. What the test above would see without its setting.
+    monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
+    settings = _settings_from_env("strict")
+    assert settings.fresh_state == SandboxSettings().fresh_state == "job"
+    assert _victim_harmed(_mixed_job_results(settings))
 
 
 def test_attack_sources_are_the_ones_replayed() -> None:

@@ -178,7 +178,7 @@ def test_fleet_scoring_gives_the_same_rewards_as_local(
     # The verdicts really came from the worker, and its judge calls are shared.
     client = redis.Redis.from_url(fleet.redis_url)
     assert "verifleet.score_rollout" in fleet.log("rw1")
-    assert any(True for _ in client.scan_iter(match="vf:judge:*"))
+    assert any(True for _ in client.scan_iter(match="vf:cc:*"))
     # Re-running on the fleet from scratch collects the stored verdicts.
     fleet_out.unlink()
     again = run_cli(
