@@ -164,7 +164,9 @@ def _config(served: ServedApp, tools_url: str) -> VerificationConfig:
 def _check(results: list[VerificationResult]) -> None:
     dead = [r for r in results if "127.0.0.1:1/" in str(r.metadata.error)]
     live = {r.metadata.question_id: r for r in results if r not in dead}
-    assert len(results) == 8 and len(live) == 4 and len(dead) == 4
+    assert len(results) == 8 and len(live) == 4 and len(dead) == 4, [
+        (r.metadata.question_id, r.metadata.answering.model_name, r.metadata.error) for r in results
+    ]
 
     # A dead MCP server fails its units (and only those) with a clear error.
     for r in dead:
