@@ -163,6 +163,18 @@ class PipelineResources:
             self.before_call(model)
         if self.caller_factory is not None:
             return self.caller_factory(model, tracker=tracker, config=config, deadline=deadline)
+        return self.model_caller(model, tracker, config, deadline)
+
+    def model_caller(
+        self,
+        model: ModelConfig,
+        tracker: UsageTracker,
+        config: VerificationConfig,
+        deadline: float | None,
+    ) -> ChatCaller:
+        """The model's own caller with these resources' clients, call gate and
+        pauses: what a unit uses without a ``caller_factory``, and what a
+        factory that only wraps it starts from."""
         return make_chat_caller(
             model,
             tracker=tracker,

@@ -29,7 +29,6 @@ from verifleet.pipeline import (
     StructuredOutputError,
     UsageTracker,
     bridged_sleep,
-    make_chat_caller,
     run_unit,
 )
 from verifleet.sandbox import SandboxPool
@@ -143,17 +142,9 @@ def reward_resources(
         deadline: float | None,
     ) -> ChatCaller:
         # The model's own caller (direct HTTP for OpenAI-compatible endpoints),
-        # whose retry pauses let an event loop run when the scoring is bridged.
-        caller = make_chat_caller(
-            model,
-            tracker=tracker,
-            clients=resources.clients,
-            policy=config.retry_policy,
-            request_timeout=config.request_timeout,
-            deadline=deadline,
-            call_gate=call_gate,
-            sleep=bridged_sleep,
-        )
+        # whose retry pauses (bridged_sleep) let an event loop run when the
+        # scoring is bridged.
+        caller = resources.model_caller(model, tracker, config, deadline)
         return _FailureNoting(caller)
 
     resources.caller_factory = judge
