@@ -21,5 +21,6 @@ fi
 # Four test processes, each test file whole in one of them (pytest-xdist): the
 # tests mostly wait on their servers, workers and the model, so on two cores the
 # suite took 25-29 min one file at a time, 13.8 min with two processes and 11.5
-# with four. VERIFLEET_TEST_PROCESSES=0 runs it in this process alone.
-exec .venv/bin/python -m pytest -n "${VERIFLEET_TEST_PROCESSES:-4}" --dist loadfile "$@"
+# with four. VERIFLEET_TEST_PROCESSES=0 runs it in this process alone. The 25
+# slowest tests are listed at the end, so a run that grows says where.
+exec .venv/bin/python -m pytest -n "${VERIFLEET_TEST_PROCESSES:-4}" --dist loadfile --durations=25 "$@"

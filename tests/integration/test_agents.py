@@ -291,8 +291,11 @@ def test_agents_on_a_two_worker_fleet(
     served, state = endpoint
     state.max_in_flight.clear()
     config = _config(served, mcp_server.url)
-    fleet.start_worker("w1", concurrency=4)
-    fleet.start_worker("w2", concurrency=4)
+    # The fleet fixture's 8 s unit deadline is for kill tests; here it would
+    # count a busy machine's first import of the agent stack (langgraph, mcp)
+    # against each unit: in two full suite runs all 8 units hit it at once.
+    fleet.start_worker("w1", concurrency=4, VERIFLEET_UNIT_DEADLINE="90")
+    fleet.start_worker("w2", concurrency=4, VERIFLEET_UNIT_DEADLINE="90")
     fleet.wait_ready(["w1", "w2"])
     # The MCP addresses travel in the job's config; the workers reach the server.
     job = Job.submit(_benchmark(served, mcp_server.url), config, redis_url)
