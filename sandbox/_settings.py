@@ -47,11 +47,6 @@ class SandboxMode(StrEnum):
     RLIMITS_ONLY = "rlimits-only"
 
     @property
-    def uses_bwrap(self) -> bool:
-        """Whether executors start inside bubblewrap namespaces."""
-        return self is SandboxMode.STRICT
-
-    @property
     def uses_seccomp(self) -> bool:
         """Whether executors install the seccomp filter."""
         return self in (SandboxMode.STRICT, SandboxMode.SECCOMP)
