@@ -2,8 +2,8 @@
 
 The result store keeps each result as the JSON of ``model_dump_json()``. Parsed, that
 JSON has the very structure ``model_dump(mode="json")`` returns for the validated
-model, so it can go to Arrow without the model: validating every result and dumping
-it again were ~80% of exporting a job from Redis (measured here; see bench/README.md).
+model, so it can go to Arrow without the model (validating every result and dumping
+it again would be most of exporting a job from Redis).
 
 A page of results becomes one batch column-wise: after the free-form fields are
 encoded in place (by the same codecs as :func:`.layout.result_to_row`), the whole
