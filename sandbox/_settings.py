@@ -2,7 +2,7 @@
 
 The variables (``VERIFLEET_SANDBOX``, ``VERIFLEET_SANDBOX_*``), their defaults and
 what each trades are documented once: docs/security.md, "Other settings"
-(tests/unit/test_sandbox_settings_doc.py checks that every variable read here is
+(tests/unit/test_settings_documented.py checks that every variable read here is
 listed there). Anything weaker than the ``strict`` mode is an explicit operator
 downgrade.
 """
