@@ -56,7 +56,7 @@ if typing.TYPE_CHECKING:
     from ._loop_gate import LoopSafeGate
     from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
     from ._scorer import RewardScorer, ScoredRollout, reward_resources
-    from ._setup import build_scorer, reward_config_for
+    from ._setup import ScorerRecipe, build_scorer, reward_config_for
     from ._swap import EquivalenceVerdict, judge_equivalence
     from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
 
@@ -100,6 +100,7 @@ __all__ = [
     "RewardScorer",
     "RolloutReport",
     "ScoredRollout",
+    "ScorerRecipe",
     "TRLReward",
     "UnknownQuestionError",
     "VerifleetRewardError",

@@ -27,6 +27,7 @@ if typing.TYPE_CHECKING:
     from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
     from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
     from ._settings import SandboxMode, SandboxSettings
+    from ._start import start_default_pool
 
 # name -> the submodule that defines it, loaded on first use: the CLI finds the
 # executors' bytecode folder (_bytecode) before it imports pydantic
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
     "SandboxStats": "._pool",
     "default_pool": "._pool",
     "reset_default_pool": "._pool",
+    "start_default_pool": "._start",
     "SandboxMode": "._settings",
     "SandboxSettings": "._settings",
 }
@@ -70,6 +72,7 @@ __all__ = [
     "isolation_warning",
     "reset_default_pool",
     "sandbox_checker",
+    "start_default_pool",
 ]
 
 
