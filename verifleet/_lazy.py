@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,23 +36,17 @@ def type_checking_imports(path: str | Path) -> dict[str, str]:
     return names
 
 
-def exports(
-    package: str, lazy: Mapping[str, str] | Sequence[str] | None = None
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The package's ``__getattr__`` and ``__dir__``, given ``name -> module``, or the
-    modules (relative to ``package``, or absolute) to look in, cheapest first, for a
-    name of its ``__all__``, or None: each name of ``__all__`` from the module its
-    ``if TYPE_CHECKING:`` block imports it from (:func:`type_checking_imports`, read
-    on first use), so that block is the one list of where the names live. A name
-    found is kept in the package: later lookups skip ``__getattr__``. Its
-    ``__getattr__`` raises AttributeError for any other name, and ImportError when
-    the module cannot be imported."""
+def exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The package's ``__getattr__`` and ``__dir__``: each name of its ``__all__``
+    from the module its ``if TYPE_CHECKING:`` block imports it from
+    (:func:`type_checking_imports`, read on first use), so that block is the one
+    list of where the names live. A name found is kept in the package: later
+    lookups skip ``__getattr__``. Its ``__getattr__`` raises AttributeError for any
+    other name, and ImportError when the module cannot be imported."""
     module = sys.modules[package]
-    table: list[Mapping[str, str]] = []
+    table: list[dict[str, str]] = []
 
-    def known() -> Mapping[str, str] | Sequence[str]:
-        if lazy is not None:
-            return lazy if isinstance(lazy, Mapping) else getattr(module, "__all__", ())
+    def known() -> dict[str, str]:
         if not table:
             public = set(getattr(module, "__all__", ()))
             imports = type_checking_imports(str(module.__file__))
@@ -60,15 +54,12 @@ def exports(
         return table[0]
 
     def getattr_(name: str) -> Any:
-        names = known()
-        if name in names:
-            places = [names[name]] if isinstance(names, Mapping) else lazy
-            for where in places or ():
-                found = importlib.import_module(where, package)
-                if hasattr(found, name):
-                    setattr(module, name, getattr(found, name))
-                    return getattr(found, name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        where = known().get(name)
+        if where is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(where, package), name)
+        setattr(module, name, value)
+        return value
 
     def dir_() -> list[str]:
         return sorted(set(vars(module)) | set(known()))

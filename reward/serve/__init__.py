@@ -38,18 +38,6 @@ if typing.TYPE_CHECKING:
         worker_app,
     )
 
-# The submodules a name of __all__ is looked for in, cheapest first.
-_LAZY = (
-    "._defaults",
-    "._access",
-    "._heap",
-    "._health",
-    "._protocol",
-    "._routes",
-    "._app",
-    "._server",
-)
-
 __all__ = [
     "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_BODY_BYTES",
@@ -77,4 +65,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: `verifleet serve --help` reads the defaults without FastAPI.
+__getattr__, __dir__ = _lazy.exports(__name__)
