@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 from types import FrameType
 
 from verifleet._version import __version__
@@ -91,6 +92,16 @@ def _modules(only: str | None) -> list[str]:
     return [COMMANDS[only][0]]
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose description and epilog keep their line breaks (the help
+    texts are laid out by hand); ``add_subparsers`` makes every sub-command's
+    parser of the same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per action.
 
@@ -98,11 +109,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         only: Fully register this command alone (the others are listed with
             their help and no options); None registers every command.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verifleet",
         description="Verify LLM answers with templates and rubrics, locally or on a fleet.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"verifleet {__version__}")
     parser.add_argument(

@@ -43,7 +43,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "models of one run on (question, judge, replicate) instead."
         ),
         epilog=_COMPARE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     compare.add_argument("a", type=Path, help="results file A (the baseline)")
     compare.add_argument("b", type=Path, nargs="?", help="results file B (omit with --models)")
@@ -64,7 +63,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "recall, all with confidence intervals."
         ),
         epilog=_JUDGES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     judges.add_argument("results", type=Path, help="a results file")
     judges.add_argument("--labels", type=Path, help="a labels file (JSON Lines)")

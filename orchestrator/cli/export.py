@@ -28,7 +28,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "file in every format. The run manifest is kept too. No verdict changes."
         ),
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("results", type=Path, help="a results file")
     parser.add_argument("--out", type=Path, required=True, help=".parquet, .json, .jsonl or .csv")

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
-_FORMAT = argparse.RawDescriptionHelpFormatter
 _R = "--redis redis://127.0.0.1:6379/0"
 
 # command -> (description, example lines)
@@ -116,7 +115,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "submit",
         help="validate a job and enqueue it for the workers",
         description=_SUBMIT_DOC,
-        formatter_class=_FORMAT,
     )
     submit.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_config_arguments(submit)
@@ -222,7 +220,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Stream every stored result of a job into one file (format from the "
         "extension), whether the job is finished or not.",
         epilog="example:\n  verifleet results 20260101-120000-ab12cd --out results.parquet",
-        formatter_class=_FORMAT,
     )
     results.add_argument("job_id")
     results.add_argument("--out", type=Path, required=True, help=".parquet, .json, .jsonl or .csv")
@@ -239,7 +236,6 @@ def _command(
         help=text,
         description=description,
         epilog=f"example{'s' if chr(10) in examples else ''}:\n  {examples}",
-        formatter_class=_FORMAT,
     )
     return parser
 

@@ -48,7 +48,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="score a JSONL file of RL rollouts (locally or on the fleet)",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("rollouts", type=Path, help="rollouts, one JSON request per line")
     parser.add_argument("--benchmark", type=Path, required=True, help="benchmark file")

@@ -80,7 +80,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="serve POST /verify: rewards for RL rollouts",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_reward_arguments(parser)

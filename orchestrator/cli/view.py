@@ -66,7 +66,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "127.0.0.1 unless --host says otherwise; any other address needs a token."
         ),
         epilog=_VIEW_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(view)
     view.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -92,7 +91,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         epilog="examples:\n  verifleet report results.parquet --out report.html\n"
         "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'\n"
         "  verifleet report results.parquet --benchmark bench.yaml --out report.html",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(report)
     report.add_argument("--out", type=Path, required=True, help="the .html file to write")
