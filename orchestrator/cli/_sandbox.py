@@ -33,13 +33,11 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
-    """Apply ``--sandbox`` and start one executor now
-    (:func:`~verifleet.sandbox.start_default_pool`).
+    """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
+    isolation fails at start-up (:func:`~verifleet.sandbox.start_default_pool`).
 
     Raises:
-        SandboxUnavailable: The isolation cannot be set up; the message names what
-            is missing and the downgrade flag.
-        ConfigError: An invalid ``VERIFLEET_SANDBOX*`` or ``VERIFLEET_RESULT_MAX_*`` value.
+        SandboxUnavailable, ConfigError: as ``start_default_pool``.
     """
     from verifleet.sandbox import start_default_pool
 
@@ -49,18 +47,10 @@ def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
 
 
 def start_sandbox_soon(args: argparse.Namespace) -> Callable[[], None]:
-    """:func:`start_sandbox`, its executor started in a thread of its own: the
-    caller goes on with its start-up (loading the benchmark, importing the
-    pipeline) while the executor starts, and calls the returned function
-    before the first unit runs.
-
-    The mode is applied and the process-wide pool replaced before this returns,
-    so anything built meanwhile uses the new pool.
-
-    Returns:
-        A function that waits for the executor and raises what
-        :func:`start_sandbox` would have raised (``SandboxUnavailable``,
-        ``ConfigError``), on every call once it failed.
+    """:func:`start_sandbox`, its executor started in a thread of its own while the
+    caller goes on (the mode is applied and the pool replaced before this returns);
+    the caller calls the returned function before the first unit runs, which
+    raises what :func:`start_sandbox` would have (``start_default_pool``'s ``soon``).
     """
     from verifleet.sandbox import start_default_pool
 
