@@ -19,7 +19,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``export`` sub-command."""
     parser = commands.add_parser(
         "export",
-        help="write a results file again (any format) with its human labels",
         description=(
             "Read RESULTS and write every result to --out (format from the extension). "
             "The human labels kept beside RESULTS (RESULTS.labels.jsonl, what "

@@ -26,7 +26,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``llm`` sub-command group."""
     parser = commands.add_parser(
         "llm",
-        help="set up or serve the bundled local model",
         description=__doc__,
         epilog="examples:\n  verifleet llm build\n  verifleet llm build --from-source\n"
         "  verifleet llm serve --port 8000   "

@@ -48,8 +48,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``reverify`` sub-command."""
     parser = commands.add_parser(
         "reverify",
-        help="judge stored answers again (new judge, template, rubric or config) without "
-        "calling the answering models",
         description=__doc__,
         epilog=_EPILOG,
     )

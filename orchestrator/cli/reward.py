@@ -45,7 +45,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``reward`` sub-command."""
     parser = commands.add_parser(
         "reward",
-        help="score a JSONL file of RL rollouts (locally or on the fleet)",
         description=__doc__,
         epilog=_EPILOG,
     )

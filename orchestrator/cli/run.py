@@ -67,7 +67,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``run`` sub-command."""
     parser = commands.add_parser(
         "run",
-        help="run a verification job in this process (no servers needed)",
         description=__doc__,
         epilog=_EPILOG,
     )

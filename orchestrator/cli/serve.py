@@ -77,7 +77,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``serve`` sub-command."""
     parser = commands.add_parser(
         "serve",
-        help="serve POST /verify: rewards for RL rollouts",
         description=__doc__,
         epilog=_EPILOG,
     )

@@ -57,7 +57,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``view`` and ``report`` sub-commands."""
     view = commands.add_parser(
         "view",
-        help="look at results in the browser (a local web page)",
         description=(
             "Serve a web page over result files or fleet jobs: pass rates with\n"
             "confidence intervals, score distributions, a rubric heat map, error and\n"
@@ -85,7 +84,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     report = commands.add_parser(
         "report",
-        help="write a self-contained HTML report of results",
         description="Write one HTML file (no server, no network) with the overview "
         "and the question table of each run, for sharing.",
         epilog="examples:\n  verifleet report results.parquet --out report.html\n"
