@@ -153,7 +153,45 @@ def _command_of(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``verifleet`` console script; returns the exit code."""
+    """Entry point of the ``verifleet`` console script; returns the exit code.
+
+    From the command line, a ``run`` that is done leaves through :func:`_leave`
+    instead of returning (see there).
+    """
+    from_command_line = argv is None
+    code = _main(argv)
+    if from_command_line and _command_of(sys.argv[1:]) in _LEAVE_AT_ONCE:
+        _leave(code)
+    return code
+
+
+#: Commands whose process has nothing left to do once their handler returned.
+_LEAVE_AT_ONCE = frozenset({"run"})
+
+
+def _leave(code: int) -> None:
+    """End the process now: run what ``atexit`` holds (the sandbox's executors
+    are stopped there, logging flushed, temporary folders removed), flush the
+    streams, then ``os._exit`` without the interpreter's teardown, which frees
+    every module and object one by one after the summary is printed, while
+    the user waits for the prompt. Returns, leaving the interpreter
+    to end the process as usual, while a thread that is not a daemon still runs.
+    """
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        return
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        # A closed pipe: nothing more can be said there.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line:
