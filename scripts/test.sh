@@ -10,6 +10,11 @@ bash scripts/install.sh
 # The tests that need the source build itself are deselected here (marker
 # source_build, tests/conftest.py): scripts/test-source-build.sh runs them.
 .venv/bin/verifleet llm build >/dev/null
+# NeMo Gym's venv (a test dependency from PyPI: minutes on a fresh machine) is
+# made beside the checks below; its tests wait for it (a file lock) or, had
+# this failed, make it themselves and say why.
+(cd tests && exec ../.venv/bin/python -c \
+    "from _support.nemo_gym import nemo_gym_venv; nemo_gym_venv()") >/dev/null 2>&1 &
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy -p verifleet
