@@ -15,18 +15,10 @@ after ``lease_seconds`` (the request timeout plus a margin), and the next acquir
 drops it.
 
 A call that finds the window full blocks on a Redis list (``BLPOP``) that every
-release pushes to, instead of polling (which costs a worker CPU for every waiting
-thread). The list is only a wake-up call (the lease set stays the truth), so a
-lost or stale wake-up costs one more acquire attempt, and the wait is bounded.
-One thread per process and endpoint blocks on it at a time; the process's other
-waiting threads take turns behind it (:meth:`RedisCallGate._wait_for_release`).
-
-A worker process's gate keeps a finished call's slot for its next call to the
-same endpoint (``keep_idle``; :mod:`._pool` says when it must not) and reports
-what its calls told it to the window in one script for many calls: the fleet's
-Redis then runs about one script per ``keep_idle / 2`` seconds and process
-instead of two per model call. A process keeps at most its fair share of the
-window, and a slot nobody in the process used for ``keep_idle`` goes back.
+release pushes to; the list is only a wake-up call (the lease set stays the
+truth), so a lost wake-up costs one more acquire attempt, and one thread per
+process and endpoint blocks on it at a time
+(:meth:`RedisCallGate._wait_for_release`). Kept slots: :mod:`._pool`.
 """
 
 from __future__ import annotations
