@@ -223,12 +223,10 @@ class RedisCallGate(EndpointGate):
         out first (True also when woken from the fleet's list).
 
         One thread of this process at a time blocks on the endpoint's wake-up
-        list (``BLPOP``); the others wait for their turn or a kept slot. With
-        every waiting thread on the list, each one timed out and tried again
-        every second: with 128 threads per worker and a full window that was
-        most of a worker's Redis round trips (``bench/throughput.py --defaults
-        --round-trips``). A wake-up then reaches one thread per process, which
-        tries to take the slot while the next one takes over the list.
+        list (``BLPOP``); the others wait for their turn or a kept slot, so a
+        full window costs one Redis round trip per second and process, not per
+        waiting thread. A wake-up reaches one thread per process, which tries
+        to take the slot while the next one takes over the list.
         """
         deadline = time.monotonic() + min(left, 1.0)
         with pool.cond:

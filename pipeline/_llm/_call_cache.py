@@ -190,11 +190,9 @@ def store_failed(what: str, exc: Exception) -> None:
     """Count a failed read or write of a call cache and log it.
 
     A store that fails to read is a miss (the model is called) and one that
-    fails to write keeps nothing: before this, a locked SQLite file failed the
-    judge call and a reward run scored a correct rollout 0.0. The log is
-    thinned to the 1st, 2nd, 4th, 8th, ... failure: with Redis away a busy
-    reward server fails every lookup, and one line per lookup would bury the
-    rest of its log.
+    fails to write keeps nothing; neither fails the call. The log is thinned to
+    the 1st, 2nd, 4th, 8th, ... failure: with Redis away a busy reward server
+    fails every lookup, and one line per lookup would bury the rest of its log.
     """
     global _failures
     with _failures_lock:
