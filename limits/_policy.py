@@ -1,51 +1,13 @@
 """Endpoint limits and the adaptive concurrency window, shared by both backends.
 
-A model endpoint is identified by where requests go (base URL or provider) and
-the model name, so two model configs that hit the same endpoint share one limit.
-Three limits: calls in flight (the adaptive *window*, never above
-``max_concurrency``), calls started in any 60 s window (``requests_per_minute``)
-and tokens of the calls started in any 60 s window (``tokens_per_minute``, see
-:meth:`EndpointLimits.tokens_fit`).
-
-The window (:class:`AdaptivePolicy`, :class:`Window`) is an AIMD controller in
-the spirit of TCP's congestion window, with the endpoint's pushback as the
-congestion signal:
-
-- **start**: at the configured ``max_concurrency`` when a model sets one (the
-  user said the endpoint takes that many), else at
-  :attr:`AdaptivePolicy.initial` (:meth:`AdaptivePolicy.start`);
-- **slow start**: until the endpoint first pushes back, every success adds one
-  call to the window, so it doubles every round trip;
-- **pushback** is a 429 answer, or the smoothed latency rising above twice the
-  lowest seen (and by at least :attr:`AdaptivePolicy.latency_floor`: a queueing
-  server answers later instead of refusing). The window drops to 0.9 x the calls
-  in flight at that moment, once for all the calls admitted before it (they
-  come back refused together; a refusal of a call admitted after it shrinks
-  again), and that in-flight count is remembered as the endpoint's *peak*;
-- **the burst's brake**: the calls in flight at slow start's first refusal
-  (its window had grown past them) include the rest of its overshoot, which
-  the endpoint never held. Each of their 429s takes one call off the peak and
-  the window follows (``backoff`` x the peak), for at most half of the peak
-  (slow start at most doubles the window per round trip), so the window
-  settles at what the endpoint holds. A window no larger than the calls in
-  flight, all refused (a rate limit, a quota), is no overshoot: one decrease;
-- **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
-  successes), which restores a window cut by a transient refusal in seconds;
-- **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
-  it holds (+0.025 per slot gained): every probe above the limit costs a
-  refusal and a decrease, so probes are rare, while a capacity that really
-  grew is still found;
-- the window only grows while at least half of it is in use, so a light load
-  never builds a window it has not tried;
-- it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
-  a model sets none); lowering ``max_concurrency`` applies at once;
-- a 429's ``Retry-After`` pauses the endpoint for every caller only when the
-  endpoint refuses again soon after a decrease (:meth:`Window.pause_applies`): a
-  call admitted after the last decrease, within ``hold`` (or one smoothed
-  latency) of it. An isolated refusal (slow start overshooting, a probe one
-  call above the limit) is corrected by the decrease itself. Each refused call
-  still waits its own ``Retry-After`` before it is tried again, and an endpoint
-  that keeps refusing (a rate limit) is paused from its second refusal on.
+An endpoint is where requests go (base URL or provider) plus the model name, so
+model configs that hit the same endpoint share one limit. Three limits: calls in
+flight (the adaptive window, never above ``max_concurrency``), calls started and
+their tokens in any 60 s window (:meth:`EndpointLimits.tokens_fit`). The window
+(:class:`AdaptivePolicy`, :class:`Window`) is an AIMD controller with the
+endpoint's pushback (a 429, or a queueing latency) as its congestion signal; its
+rules are stated in docs/fleet.md ("Endpoint limits across the fleet") and in
+:meth:`Window.succeeded`, :meth:`Window.pushed_back` and :meth:`Window.pause_applies`.
 """
 
 from __future__ import annotations
@@ -77,7 +39,7 @@ def endpoint_id(model: ModelConfig) -> str:
 
 @dataclass(frozen=True)
 class AdaptivePolicy:
-    """The constants of the adaptive window (see the module docstring).
+    """The constants of the adaptive window (see docs/fleet.md).
 
     Attributes:
         initial: The window before anything was learned about an endpoint.

@@ -2,41 +2,13 @@
 window: the slots its calls use now, the slots it keeps for its next calls, and
 what the ended calls told it that Redis has not heard yet.
 
-Why keep a slot: a call that takes its slot with one Lua script and gives it
-back with another costs the fleet's one Redis core two scripts per model call,
-most of what a unit costs it. A process's threads make
-calls to the same endpoint one after the other, so a slot given up by one call
-is usually wanted by the next within milliseconds. :class:`SlotPool` keeps a
-finished call's slot (its lease stays in Redis) for ``keep_idle`` seconds, and
-a call of the process that starts meanwhile takes it without a round trip. What
-the ended calls report (latency, outcome) goes to Redis in one script for many
-calls, every ``keep_idle / 2`` seconds, where it moves the window exactly as
-one script per call did, call by call.
-
-A process keeps slots only within its *share* of the window: the window
-divided by the processes that asked for or reported on the endpoint in the last
-two seconds (Redis counts them; every reply carries the share). Within its
-share a process hands a slot from a call that ended straight to one of its
-threads waiting for the endpoint; beyond it, every slot goes back as its call
-ends and is taken again per call, as without keeping. The share is what makes
-keeping fair: a process below its share that finds the window full is recorded
-as *starving*, and while one is, a process at its share takes no free slot
-(it waits for its own), so each freed slot goes to the starving one; a process
-above its share (others became active, the window shrank) gives slots back as
-its calls end. When the window is smaller than the number of processes, the
-share is 0 and nobody keeps anything. Also:
-
-- a slot idle for ``keep_idle`` goes back (the gate's reporter thread);
-- nothing is kept while the endpoint is paused (``Retry-After``), and a 429
-  gives its slot back at once;
-- a slot older than half its lease is given back rather than reused, so every
-  lease in Redis is fresh and a dead process's leases expire as before (and the
-  reaper returns them sooner: :func:`~verifleet.limits.reclaim_leases`).
-
-A process learns of a pause, a decrease or a smaller share with its next report,
-within ``keep_idle / 2`` seconds; until then it may start calls on slots it
-already holds (never more calls than it holds slots, so ``max_concurrency``
-holds fleet-wide at every moment).
+Keeping a finished call's slot for ``keep_idle`` seconds spares the fleet's one
+Redis core two scripts per model call; what the ended calls report goes to Redis
+in one script for many calls, every ``keep_idle / 2`` seconds. A process keeps
+slots only within its *share* of the window; docs/fleet.md ("Kept slots") states
+the rules. Beyond them: a slot older than half its lease is given back rather
+than reused, so every lease in Redis is fresh and a dead process's leases expire
+as before (the reaper returns them sooner: :func:`~verifleet.limits.reclaim_leases`).
 """
 
 from __future__ import annotations

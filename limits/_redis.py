@@ -15,18 +15,10 @@ after ``lease_seconds`` (the request timeout plus a margin), and the next acquir
 drops it.
 
 A call that finds the window full blocks on a Redis list (``BLPOP``) that every
-release pushes to, instead of polling (which costs a worker CPU for every waiting
-thread). The list is only a wake-up call (the lease set stays the truth), so a
-lost or stale wake-up costs one more acquire attempt, and the wait is bounded.
-One thread per process and endpoint blocks on it at a time; the process's other
-waiting threads take turns behind it (:meth:`RedisCallGate._wait_for_release`).
-
-A worker process's gate keeps a finished call's slot for its next call to the
-same endpoint (``keep_idle``; :mod:`._pool` says when it must not) and reports
-what its calls told it to the window in one script for many calls: the fleet's
-Redis then runs about one script per ``keep_idle / 2`` seconds and process
-instead of two per model call. A process keeps at most its fair share of the
-window, and a slot nobody in the process used for ``keep_idle`` goes back.
+release pushes to; the list is only a wake-up call (the lease set stays the
+truth), so a lost wake-up costs one more acquire attempt, and one thread per
+process and endpoint blocks on it at a time
+(:meth:`RedisCallGate._wait_for_release`). Kept slots: :mod:`._pool`.
 """
 
 from __future__ import annotations
@@ -231,12 +223,10 @@ class RedisCallGate(EndpointGate):
         out first (True also when woken from the fleet's list).
 
         One thread of this process at a time blocks on the endpoint's wake-up
-        list (``BLPOP``); the others wait for their turn or a kept slot. With
-        every waiting thread on the list, each one timed out and tried again
-        every second: with 128 threads per worker and a full window that was
-        most of a worker's Redis round trips (``bench/throughput.py --defaults
-        --round-trips``). A wake-up then reaches one thread per process, which
-        tries to take the slot while the next one takes over the list.
+        list (``BLPOP``); the others wait for their turn or a kept slot, so a
+        full window costs one Redis round trip per second and process, not per
+        waiting thread. A wake-up reaches one thread per process, which tries
+        to take the slot while the next one takes over the list.
         """
         deadline = time.monotonic() + min(left, 1.0)
         with pool.cond:

@@ -3,13 +3,12 @@
 The reward service hands out two kinds of places: in-flight scoring slots
 (``--max-inflight``) and sandbox executors. Handed out first come, first served,
 a caller that opens many connections takes them all, and another caller's
-requests wait behind every one of its queued requests: six connections whose
-template's ``verify()`` spun for seconds made another caller's requests take
-half a minute. :class:`FairShare` gives each *active* caller at most
-``max(1, size // active callers)`` places, and hands a freed place round-robin
-to the callers waiting for one, so a caller waits for at most one of another
-caller's calls to end, never behind its queue. It is work-conserving: a caller
-alone (NeMo Gym's one agent process, a trainer) may take every place.
+requests wait behind every one of its queued requests. :class:`FairShare` gives
+each *active* caller at most ``max(1, size // active callers)`` places, and
+hands a freed place round-robin to the callers waiting for one, so a caller
+waits for at most one of another caller's calls to end, never behind its queue.
+It is work-conserving: a caller alone (NeMo Gym's one agent process, a trainer)
+may take every place.
 
 A caller counts as active while it holds or waits for a place, and for
 :data:`LINGER` seconds after it gave its last one back: a caller that sends its

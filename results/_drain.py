@@ -12,10 +12,8 @@ The drainer runs in ``verifleet worker`` processes (a thread), not in
 :mod:`verifleet.workers`, whose import graph stays free of pyarrow; it is
 imported only when a job has a results location.
 
-A drainer writes only what its operator allows (:mod:`._roots`): jobs of the
-queues its worker serves, with a well-formed job id, whose location lies under
-one of the worker's results roots on an accepted scheme. It leaves any other
-job's results in Redis and says why in its log, once per job.
+A drainer writes only what its operator allows (:mod:`._roots`; docs/fleet.md,
+"Results leave Redis as the job runs"); other jobs' results stay in Redis.
 """
 
 from __future__ import annotations

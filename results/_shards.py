@@ -1,20 +1,12 @@
-"""Result shards: finished results drained out of Redis into Parquet files.
+"""Result shards: finished results drained out of Redis into Parquet files
+(``URL/<job id>/``: a local or shared path, or any fsspec URL), two columns,
+``result_key`` and ``result`` (the result's JSON, as stored in Redis).
 
-A job submitted with ``--results-to URL`` has its results moved, while it runs,
-from its Redis hash into Parquet shards under ``URL/<job id>/`` (a local or
-shared path, or any fsspec URL such as ``s3://bucket/prefix``). A shard has two
-columns, ``result_key`` and ``result`` (the result's JSON, as stored in Redis),
-zstd-compressed; ``verifleet results`` turns shards and what is still in Redis
-into the typed Parquet export.
-
-What makes it exactly once: a shard is written completely (and flushed to disk
-for a local path) *before* it is recorded in the job's shard list and its
-results are removed from Redis, both in one script
-(:meth:`~verifleet.store.ResultStore.record_shard`). Readers read only recorded
-shards, so a shard half-written by a killed process, or written and never
-recorded, is never read: its results are still in Redis and go into a later
-shard. Two drainers that drained the same results (a lock that expired under a
-slow write) record two shards holding the same keys; readers keep each key once.
+What makes it exactly once (docs/fleet.md, "Results leave Redis as the job
+runs"): a shard is written completely (and flushed to disk for a local path)
+*before* one script records it in the job's shard list and removes its results
+from Redis (:meth:`~verifleet.store.ResultStore.record_shard`). Readers read only
+recorded shards and keep each key once.
 """
 
 from __future__ import annotations

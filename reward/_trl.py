@@ -1,24 +1,12 @@
 """verifleet rewards as a TRL reward function (``GRPOTrainer(reward_funcs=...)``).
 
-TRL calls a reward function with keyword arguments: ``prompts``,
-``completions`` (strings, or lists of chat messages for a conversational
-dataset), ``completion_ids``, every other column of the dataset (one value per
-completion, e.g. ``question_id``) and, in recent versions, ``trainer_state``,
-``log_extra`` and ``log_metric``; it expects one reward per completion, a float
-or None. TRL (1.x, ``GRPOTrainer._calculate_rewards``) turns None into NaN, and
-leaves a NaN out of the group's baseline and of the logged means (``nanmean``,
-``nanstd``): a completion no reward function scored gets advantage 0, so it
-neither pushes nor pulls the policy.
-
-So a completion verifleet could not verify for an infrastructure reason (the
-judge unreachable or refusing, an executor failure, the deadline) gets None, not
-a made-up 0.0 that would teach the policy noise; how many were left out is
-logged (``log_metric`` ``<name>/unverified``, ``log_extra`` column
-``<name>_failure``, and a warning). A completion with no text at all gets
-``empty_reward`` without a request (verifleet has nothing to verify). A
-completion naming a question the benchmark lacks, or one the server refuses
-as malformed, raises: that is a mistake in the dataset or the set-up, which no
-number should hide.
+TRL passes ``prompts``, ``completions`` (strings, or chat messages for a
+conversational dataset), ``completion_ids`` and every other dataset column
+(e.g. ``question_id``) as keyword arguments, and expects one float or None per
+completion; it leaves a None (NaN) out of the group's baseline, so a completion
+verifleet could not verify for an infrastructure reason gets None and advantage
+0, never a made-up 0.0. docs/reward.md ("TRL") states what is logged, when
+``empty_reward`` applies and what raises.
 
 Two ways to score: :func:`trl_reward` sends each call's completions to a running
 ``verifleet serve`` in ``POST /verify/batch`` requests; :func:`trl_reward_local`

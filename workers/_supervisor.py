@@ -1,28 +1,19 @@
 """``verifleet worker``'s supervisor: it runs the Celery worker as a child process
-and replaces it when it dies or stops answering.
+and replaces it when it dies or stops answering (docs/fleet.md, "Start workers").
 
-A unit can stop the process that runs it in two ways the process cannot undo
-itself: killing it (the kernel's OOM killer, a crash) or freezing it (a thread
-stuck in C code that holds the GIL, e.g. a regular expression backtracking:
-no other thread of the process runs again, its heartbeats included). The
-supervisor is a separate, small process: the child writes one byte to a pipe
-every :data:`BEAT_INTERVAL` seconds from a thread of its own, and a child silent
-for ``stuck_after`` seconds is killed (SIGKILL: a frozen interpreter runs no
-signal handler) and started again, as is one that died of a signal. The units the
-old child held go back to the queue through the fleet's reaper (its heartbeat in
-Redis is deleted at once, so they need not wait for it to expire) and run once
-more elsewhere; the unit that froze or killed it counts a try each time and is
-quarantined after its last (see :mod:`verifleet.workers._quarantine`).
+The child writes one byte to a pipe every :data:`BEAT_INTERVAL` seconds from a
+thread of its own; a child silent for ``stuck_after`` seconds (a thread stuck in
+C code holding the GIL stops its heartbeats too) is killed with SIGKILL (a frozen
+interpreter runs no signal handler) and started again, as is one that died of a
+signal. Its heartbeat in Redis is deleted at once, so the fleet's reaper requeues
+its units without waiting for it to expire; the unit that froze or killed it
+counts a try each time (:mod:`verifleet.workers._quarantine`).
 
-A child that exits without being asked to after it was ready (it wrote
-:data:`READY` to the pipe, see :func:`announce_ready`) is restarted whatever its
-status: a warm shutdown from a stray SIGTERM (a unit signalling its own
-process) exits 0, and without a restart the fleet would lose that worker for
-good. A child that exits before it was ready (a start-up error such as an
-unreachable Redis or a missing sandbox) is not restarted: the supervisor exits
-with its status. Restarts sooner than 30 s after the previous start wait 1, 2,
-4... up to 30 s. SIGTERM and SIGINT sent to the supervisor are passed on to the
-child, whose warm shutdown lets running units finish, and end the supervisor.
+A child that exits unasked after it wrote :data:`READY` (:func:`announce_ready`)
+is restarted whatever its status (a stray SIGTERM exits 0); one that exits before
+(a start-up error) is not: the supervisor exits with its status. Restarts sooner
+than 30 s after the previous start wait 1, 2, 4... up to 30 s. SIGTERM and SIGINT
+are passed on to the child, whose warm shutdown lets running units finish.
 """
 
 from __future__ import annotations

@@ -304,19 +304,6 @@ def validate_job(
     return checked.problems + checked.failing if strict else checked.problems
 
 
-def _job_problems(
-    benchmark: Benchmark,
-    config: VerificationConfig,
-    descriptions: dict[str, str] | None = None,
-) -> tuple[list[str], list[str]]:
-    """(problems that stop the job, problems that fail alone) of
-    :func:`check_job`; ``descriptions`` gets its descriptions."""
-    checked = check_job(benchmark, config)
-    if descriptions is not None:
-        descriptions.update(checked.descriptions)
-    return checked.problems, checked.failing
-
-
 def submit_job(
     benchmark: Benchmark,
     config: VerificationConfig,

@@ -1,39 +1,23 @@
 """The model-call cache: a reply is reused when everything that decides it is the
 same, so an identical run (or the unchanged part of a changed one) pays nothing.
+docs/iterating.md ("The call cache") states what a key holds, what is never
+stored and where the entries live.
 
-A call's key hashes what its reply depends on: the model and every parameter
-sent with it (name, provider, interface, endpoint, temperature, ``max_tokens``,
-``extra_kwargs``, and any field added to :class:`~verifleet.schemas.ModelConfig`
-later unless it is listed in :data:`NOT_IN_KEY`), the messages, the kind of call
-(text, or a JSON object with its schema and schema name) and, for answer
-generation, the replicate index, so replicates stay independent samples, and
-an identity of the credential (an HMAC of the API key's value,
-:func:`~verifleet.pipeline.credential_identity`): behind a gateway that serves
-a different backend per key, two keys never share a reply; one key still does.
-
-Only successful, complete replies are kept: an error raises before anything is
-stored, and a reply cut off by a token limit or refused by a content filter
-(the callers mark it, :meth:`UsageTracker.mark_incomplete`) is not stored, nor is
-an empty one. A hit records the stored call's tokens under the stage with no
-cost and one ``cache_hits``; the reply is the stored one.
-
-Where the entries live is a :class:`CallCache`: an in-process LRU
-(:class:`MemoryCallCache`: the reward server's default), a SQLite file for local
-runs (:class:`~verifleet.pipeline.DiskCallCache`), one Redis for the fleet and
-the reward servers sharing it (``verifleet.store.RedisCallCache``). Runs, reverify
-and the reward server all go through :class:`CachingCaller`, with the same
-semantics in every backend:
+A key hashes the model's parameters (every :class:`~verifleet.schemas.ModelConfig`
+field not in :data:`NOT_IN_KEY`), the messages, the kind of call, the replicate
+index of answer generation and an identity of the credential
+(:func:`~verifleet.pipeline.credential_identity`). The backends are
+:class:`CallCache` implementations: :class:`MemoryCallCache`,
+:class:`~verifleet.pipeline.DiskCallCache` and ``verifleet.store.RedisCallCache``;
+runs, reverify and the reward server all go through :class:`CachingCaller`, with
+the same semantics in every backend:
 
 - **The first reply is kept.** :meth:`CallCache.put` stores only under a key
-  that holds no live entry and returns the entry now stored; a caller that
-  raced another and lost answers with the stored reply, so two workers (or a
-  replay of a redelivered unit) agree on one reply.
-- **A store that fails is a miss, counted and logged**, never an error of the
-  call: the model is called and nothing is kept (:func:`call_cache_failures`
-  counts them per process). A cache is a saving, never a verdict: the reward
-  server must answer with Redis away, and a run that loses its cache file pays
-  for its calls instead of failing. Where the store is also the fleet's result
-  store, the unit's own writes then fail and the worker's Redis retry takes over.
+  that holds no live entry and returns the entry now stored, so two racing
+  callers (or a replay of a redelivered unit) agree on one reply.
+- **A store that fails is a miss, counted and logged** (:func:`call_cache_failures`),
+  never an error of the call. Where the store is also the fleet's result store,
+  the unit's own writes then fail and the worker's Redis retry takes over.
 """
 
 from __future__ import annotations
@@ -206,11 +190,9 @@ def store_failed(what: str, exc: Exception) -> None:
     """Count a failed read or write of a call cache and log it.
 
     A store that fails to read is a miss (the model is called) and one that
-    fails to write keeps nothing: before this, a locked SQLite file failed the
-    judge call and a reward run scored a correct rollout 0.0. The log is
-    thinned to the 1st, 2nd, 4th, 8th, ... failure: with Redis away a busy
-    reward server fails every lookup, and one line per lookup would bury the
-    rest of its log.
+    fails to write keeps nothing; neither fails the call. The log is thinned to
+    the 1st, 2nd, 4th, 8th, ... failure: with Redis away a busy reward server
+    fails every lookup, and one line per lookup would bury the rest of its log.
     """
     global _failures
     with _failures_lock:

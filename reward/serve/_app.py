@@ -1,18 +1,7 @@
 """The reward service: ``POST /verify``, ``POST /verify/batch``, ``GET /health``,
 ``GET /ready``, OpenRLHF's ``POST /get_reward`` (:mod:`._openrlhf`) and the
-OpenAPI document.
-
-Status codes: 200 with the reward; 400 for a body that is not JSON; 401 without
-the bearer token (when the service has one; ``/health`` and ``/ready`` never need
-it); 403 for a ``Host`` the server does not answer to (DNS rebinding); 404 for an
-unknown question id; 413 for a body over the size limit; 422 for a body of the
-wrong shape or a response with nothing to verify; 503 with ``Retry-After`` when
-``max_inflight`` rollouts are being scored already, or the caller holds its fair
-share of them while others are active (:mod:`._admission`); 500 only for faults of the
-server itself. A request that could not be verified for an infrastructure reason
-(judge unreachable or refusing, a sandbox executor failure, the deadline) is never
-answered as a score: 502/503/504 with ``reward: null`` and the failure, or (with
-``infra_errors="null"``) 200 with ``reward: null`` and the failure.
+OpenAPI document. docs/reward.md lists the status codes: a request that could
+not be verified for an infrastructure reason is never answered as a score.
 
 ``/verify``, ``/verify/batch``, ``/health`` and ``/ready`` are served as plain ASGI
 (:mod:`._routes`) behind the guards; the FastAPI app declares them for the

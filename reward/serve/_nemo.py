@@ -1,25 +1,14 @@
-"""NeMo Gym's resources-server contract on ``verifleet serve``, besides ``/verify``.
+"""NeMo Gym's resources-server contract on ``verifleet serve``, besides ``/verify``
+(nemo-gym 0.7.0, ``SimpleResourcesServer``; docs/reward.md, "NeMo Gym", lists
+what each route is sent and answers).
 
-NeMo Gym's agents and environment servers call a resources server on more routes
-than ``/verify`` (nemo-gym 0.7.0, ``SimpleResourcesServer``):
-
-* ``POST /seed_session`` before a rollout: an agent's ``/run`` sends the dataset
-  row (any body; the answer is ``{}``), an environment server sends
-  ``{resources_session_id, episode_id, task_id, task_data}`` and expects its
-  ``resources_session_id`` back and a session cookie (it refuses a seed that
-  sets none). verifleet keeps no per-rollout state: the cookie carries the
-  session id and nothing is stored, so seeding again is the same session.
-* ``POST /close_session`` ``{resources_session_id, episode_id}``: answered with
-  the id, whether or not it was seeded, as often as it is called.
-* ``POST /aggregate_metrics`` ``{verify_responses: [...]}``: NeMo Gym's
-  ``AggregateMetrics`` (:mod:`._nemo_metrics`).
-* ``GET /reverify_mode``: ``"stateless"``: the reward depends on the rollout and
-  the (cached) judge replies only, so ``gym eval reverify`` may re-score.
-
-And on ``/verify`` replies: hybrid rewards get NeMo Gym's top-level
-``reward_components`` and each component as a top-level number (its metrics
-read top-level numbers only); with ``--infra-errors failsafe`` an infrastructure
-failure is answered as NeMo Gym's ``judge_failsafe`` answers a judge error.
+``POST /seed_session`` and ``POST /close_session`` keep no per-rollout state:
+the session cookie carries the session id and nothing is stored, so seeding
+again is the same session. ``POST /aggregate_metrics`` is :mod:`._nemo_metrics`;
+``GET /reverify_mode`` answers ``"stateless"``. On ``/verify`` replies, hybrid
+rewards get NeMo Gym's ``reward_components`` and each component as a top-level
+number, and ``--infra-errors failsafe`` answers an infrastructure failure as
+NeMo Gym's ``judge_failsafe`` answers a judge error.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """``POST /aggregate_metrics`` for NeMo Gym: its ``AggregateMetrics`` from the
 verify responses of a rollout collection, computed the way NeMo Gym 0.7.0's
-``compute_aggregate_metrics`` computes them with its default hooks.
+``compute_aggregate_metrics`` computes them with its default hooks
+(docs/reward.md, "NeMo Gym", lists the statistics and what is not computed).
 
-NeMo Gym sends the stripped verify responses of a run (each with its
-``_ng_task_index`` and ``_ng_rollout_index``) and logs what comes back. The
-statistics follow its reward profiler:
-
-* a row's numeric fields are its top-level numbers (booleans as 0/1) and the
-  numbers of ``response.usage``; keys starting with ``_`` are not metrics;
-* rows with ``mask_sample: true`` are not measurements: they leave the quality
-  metrics and are counted under ``coverage/*`` instead (only when any are);
-* per task (``group_level_metrics``) and over the run (``agent_metrics``), each
-  column gets ``mean/``, ``max/``, ``min/``, ``median/`` and ``std/`` (sample
-  standard deviation; a column every row has gets 0 instead of "undefined" when
-  no column has two values, as pandas' describe is patched there);
-* ``key_metrics`` are the ``mean/*`` entries (and the coverage counts);
-* with several rollouts per task (repeats), ``repeat_level_metrics`` give each
-  repeat's mean, median, std, sem, min, max, p25 and p75 per column, and
-  ``agent_metrics`` their spread across repeats (``mean_across_repeats/...``).
-
-Not computed: NeMo Gym's 95 % confidence intervals (a Student-t quantile, from
-scipy, which verifleet does not depend on) and ``perf_summary`` (the
-observability block of rollouts that carry ``ng_perf``; always null here).
+A row's numeric fields are its top-level numbers (booleans as 0/1) and the
+numbers of ``response.usage``; keys starting with ``_`` are not metrics; rows
+with ``mask_sample: true`` leave the quality metrics and are counted under
+``coverage/*``. ``std/`` is the sample standard deviation, 0 instead of
+"undefined" for a column every row has when no column has two values (as pandas'
+describe is patched there).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""``POST /get_reward``: OpenRLHF's remote reward model protocol (``--remote_rm_url``).
-
-OpenRLHF (0.11, ``openrlhf/utils/agent.py``, ``SingleTurnAgentExecutor``) posts
-``{"query": [...], "prompts": [...], "labels": [...]}`` for each rollout: the
-query is the decoded prompt and response (special tokens kept), the prompt the
-dataset's prompt (after its chat template), the label the dataset's
-``--label_key`` column. It reads ``rewards`` (the reward), ``scores`` (what its
-dynamic filtering compares; ``rewards`` when absent) and ``extra_logs`` (each
-key a number it logs) from the JSON reply, as its own ``serve_rm`` writes them:
-one list entry per query. Anything but a 2xx it retries (5 tries, 1 s apart),
-then the rollout has no reward.
+"""``POST /get_reward``: OpenRLHF's remote reward model protocol (``--remote_rm_url``;
+OpenRLHF 0.11, ``openrlhf/utils/agent.py``). docs/reward.md ("OpenRLHF") lists
+the fields it posts and reads; OpenRLHF retries anything but a 2xx (5 tries, 1 s
+apart), then the rollout has no reward.
 
 Here each query becomes a verify request: the response is the query after its
 prompt, with end-of-sequence markers cut off its end; the question is the one

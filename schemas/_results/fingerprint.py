@@ -2,23 +2,10 @@
 
 Each part is hashed apart so that two results of the same unit can say *what*
 differs between them (a changed template, a changed judge, a changed answer),
-and one ``digest`` over all parts says *whether* anything does. The parts:
-
-- ``question``: the question text, its raw answer and few-shot examples;
-- ``template``: the answer template's source (via its id, the source's MD5),
-  ``none`` when the configuration runs no template stage;
-- ``rubric``: the rubric traits merged for the question (global and question,
-  static and dynamic), ``none`` when no rubric stage runs;
-- ``judge``: the parsing model and its parameters, its system prompt and the
-  configuration's judge prompts;
-- ``answering``: the answering model and its parameters, its system prompt,
-  the generation prompt and the few-shot configuration;
-- ``settings``: the configuration's stage settings (evaluation mode, checks,
-  deep judgment, thresholds) - everything but models, replicates, run name and
-  operational knobs (concurrency, timeouts, retries, prices, cache);
-- ``version``: verifleet's version.
-
-Digests are the first 16 hex characters of a SHA-256 over key-sorted JSON.
+and one ``digest`` over all parts says *whether* anything does.
+docs/results.md ("What decided a verdict: fingerprints") lists what goes into
+each part. Digests are the first 16 hex characters of a SHA-256 over key-sorted
+JSON.
 """
 
 from __future__ import annotations

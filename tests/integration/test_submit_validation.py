@@ -15,7 +15,6 @@ from _support.jobs import capitals_benchmark
 from _support.scenarios import DANGLING_PROBLEM, dangling_scenario, scenario_benchmark
 
 from verifleet.orchestrator._fleet.submit import (
-    _job_problems,
     check_job,
     template_problems,
     validate_job,
@@ -150,10 +149,8 @@ def test_what_one_submission_describes_never_describes_another_benchmark() -> No
     settings = SandboxSettings.from_env().model_copy(update={"pool_size": 1, "fresh_state": "job"})
     reset_default_pool(settings)
     try:
-        planted: dict[str, str] = {}
-        _job_problems(planter, config, planted)
-        honest: dict[str, str] = {}
-        _job_problems(victim, config, honest)
+        planted = check_job(planter, config).descriptions
+        honest = check_job(victim, config).descriptions
     finally:
         reset_default_pool()
     template_id = compute_template_id(victim_template)
