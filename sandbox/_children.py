@@ -174,12 +174,16 @@ def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
     becomes a template process or answers one trait call."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent(parent)
-    os.setpgid(0, 0)  # the router kills the whole group
     close_all_but({slot.request_r, slot.answer_w})
     # Written by hand, not by pydantic: a model here would write to (and so
     # copy) pages of the spawner's heap in every new child.
     write_all(slot.answer_w, b'{"pid":%d}\n' % os.getpid())
     line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+    # A group of its own (the router kills the whole group) once it has work:
+    # a spare forked ahead (``Router._spawn``) stays in the spawner's group,
+    # so that only the processes that serve requests lead groups; until here
+    # it runs no code but this, and the router kills it by its pid.
+    os.setpgid(0, 0)
     request = decode_request(line)
     if isinstance(request, DescribeRequest | EvaluateRequest):
         _template_main(slot, request, line, limits)
