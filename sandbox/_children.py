@@ -9,7 +9,11 @@ The tree inside one executor::
          │   one per template for unscoped callers): compiles its templates
          │   └─ call child, one per request (``call`` mode): runs the template's
          │      code, answers, exits
-         └─ one-shot child per trait call: runs the trait, answers, exits
+         ├─ one-shot child per trait call: runs the trait, answers, exits
+         └─ a spare: forked ahead of need (the router asks for it as it takes
+             the previous one), so the next new child costs no fork on its
+             request's path; it runs nothing until its first request makes it
+             one of the above (and the leader of a process group of its own)
 
 A call child is a fresh copy of its template process: nothing the template's
 ``verify()``, validators or a trait change (pydantic's classes, builtins, module
