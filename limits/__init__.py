@@ -35,26 +35,6 @@ if typing.TYPE_CHECKING:
     from ._redis import RedisCallGate, Spend, lease_owner
     from ._reclaim import reclaim_leases
 
-# name -> the submodule that defines it, loaded on first use: a local run's
-# gate needs neither redis nor the fleet's lease scripts
-_LAZY: dict[str, str] = {
-    "CallGate": "._protocol",
-    "NoCapacityError": "._protocol",
-    "Slot": "._protocol",
-    "no_gate": "._protocol",
-    "DEFAULT_MAX_CONCURRENCY": "._policy",
-    "POLICY": "._policy",
-    "AdaptivePolicy": "._policy",
-    "EndpointLimits": "._policy",
-    "Window": "._policy",
-    "endpoint_id": "._policy",
-    "LocalCallGate": "._local",
-    "RedisCallGate": "._redis",
-    "Spend": "._redis",
-    "lease_owner": "._redis",
-    "reclaim_leases": "._reclaim",
-}
-
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "POLICY",
@@ -74,4 +54,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a local run's gate needs neither redis nor the fleet's lease
+# scripts.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -12,41 +12,29 @@ the spirit of TCP's congestion window, with the endpoint's pushback as the
 congestion signal:
 
 - **start**: at the configured ``max_concurrency`` when a model sets one (the
-  user said the endpoint takes that many: a slow start below it only wastes
-  the job's first round trips), else at :attr:`AdaptivePolicy.initial`
-  (:meth:`AdaptivePolicy.start`);
+  user said the endpoint takes that many), else at
+  :attr:`AdaptivePolicy.initial` (:meth:`AdaptivePolicy.start`);
 - **slow start**: until the endpoint first pushes back, every success adds one
-  call to the window, so it doubles every round trip (from 32: 64 calls in
-  flight after one round trip; starting at 16 left most of a 64-call
-  endpoint idle for the job's first two round trips, while an endpoint that
-  takes fewer refuses the excess at once and the first refusal sets the
-  window);
+  call to the window, so it doubles every round trip;
 - **pushback** is a 429 answer, or the smoothed latency rising above twice the
   lowest seen (and by at least :attr:`AdaptivePolicy.latency_floor`: a queueing
   server answers later instead of refusing). The window drops to 0.9 x the calls
-  in flight at that moment, once for all the calls admitted before it (the calls
-  in flight when an endpoint starts refusing all get 429 together; a refusal of
-  a call admitted after it shrinks again), and that in-flight count is
-  remembered as the endpoint's *peak*;
+  in flight at that moment, once for all the calls admitted before it (they
+  come back refused together; a refusal of a call admitted after it shrinks
+  again), and that in-flight count is remembered as the endpoint's *peak*;
 - **the burst's brake**: the calls in flight at slow start's first refusal
-  (its window had grown past them) include the rest of its overshoot, refused
-  too but not answered yet, which the endpoint never held. Each of them, when its 429 comes, takes one call off the peak
-  and the window follows (``backoff`` x the peak), so the window settles at
-  what the endpoint holds instead of above it (where every call admitted under
-  it was refused again, and that second refusal paused the endpoint for every
-  caller). At most half of the peak is taken off this way: slow start at most
-  doubles the window per round trip, so at most half of the calls in flight
-  at its first refusal can be refused ones. A window no larger than the
-  calls in flight, all refused (a rate limit, a quota), is no overshoot: one
-  decrease, then its new calls' refusals shrink and pause it as before;
+  (its window had grown past them) include the rest of its overshoot, which
+  the endpoint never held. Each of their 429s takes one call off the peak and
+  the window follows (``backoff`` x the peak), for at most half of the peak
+  (slow start at most doubles the window per round trip), so the window
+  settles at what the endpoint holds. A window no larger than the calls in
+  flight, all refused (a rate limit, a quota), is no overshoot: one decrease;
 - **recovery**: below ``peak - 1``, +1 per round trip (a window's worth of
   successes), which restores a window cut by a transient refusal in seconds;
 - **probing**: from ``peak - 1`` on, +0.0025 per round trip, faster the longer
-  it holds (+0.025 per slot gained): one slot above ``peak - 1`` takes ~96
-  round trips (48 s at 0.5 s a call), since every probe above the limit costs
-  a refusal and a decrease (measured when each also paused the endpoint: at
-  +0.005 a probe every ~25 s cost a 1 s pause each time), while a capacity that
-  really grew is still found (35 slots above take ~230 round trips);
+  it holds (+0.025 per slot gained): every probe above the limit costs a
+  refusal and a decrease, so probes are rare, while a capacity that really
+  grew is still found;
 - the window only grows while at least half of it is in use, so a light load
   never builds a window it has not tried;
 - it never exceeds ``max_concurrency`` (or :data:`DEFAULT_MAX_CONCURRENCY` when
@@ -54,18 +42,10 @@ congestion signal:
 - a 429's ``Retry-After`` pauses the endpoint for every caller only when the
   endpoint refuses again soon after a decrease (:meth:`Window.pause_applies`): a
   call admitted after the last decrease, within ``hold`` (or one smoothed
-  latency) of it. An isolated refusal — slow start overshooting a concurrency
-  limit, a probe one call above it — is corrected by the decrease itself;
-  pausing the whole endpoint for each cost ~0.75 s of a 31 s job in
-  ``bench/throughput.py --defaults``, once at the end of slow start and once
-  more when the window climbed back. Each refused call still waits its own
-  ``Retry-After`` before it is tried again, and an endpoint that keeps
-  refusing (a rate limit) is paused from its second refusal on.
-
-Why these numbers: measured with ``bench/throughput.py`` against an endpoint that
-admits 64 calls and answers 429 with ``Retry-After: 1`` beyond (bench/README.md):
-each refusal costs a decrease to 0.9 x the calls in flight, so probes must be
-rare once the window sits just below the endpoint's limit.
+  latency) of it. An isolated refusal (slow start overshooting, a probe one
+  call above the limit) is corrected by the decrease itself. Each refused call
+  still waits its own ``Retry-After`` before it is tried again, and an endpoint
+  that keeps refusing (a rate limit) is paused from its second refusal on.
 """
 
 from __future__ import annotations

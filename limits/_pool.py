@@ -4,7 +4,7 @@ what the ended calls told it that Redis has not heard yet.
 
 Why keep a slot: a call that takes its slot with one Lua script and gives it
 back with another costs the fleet's one Redis core two scripts per model call,
-most of what a unit costs it (``bench/redis_cost.py``). A process's threads make
+most of what a unit costs it. A process's threads make
 calls to the same endpoint one after the other, so a slot given up by one call
 is usually wanted by the next within milliseconds. :class:`SlotPool` keeps a
 finished call's slot (its lease stays in Redis) for ``keep_idle`` seconds, and
@@ -237,7 +237,7 @@ class SlotPool:
         rest of the window is others'). Asking anyway was most of the limiter's
         scripts on a window-bound fleet: a thread woken by a call of its
         process that ended found the kept slot taken by another thread and
-        asked Redis, which said no (``bench/redis_cost.py``). The share is
+        asked Redis, which said no. The share is
         heard again with every report (each ``keep_idle / 2`` seconds while
         calls end) and with every fresh slot."""
         held = self.held() - len(self.releases)

@@ -15,10 +15,9 @@ after ``lease_seconds`` (the request timeout plus a margin), and the next acquir
 drops it.
 
 A call that finds the window full blocks on a Redis list (``BLPOP``) that every
-release pushes to, instead of polling: measured here, threads polling every
-10-30 ms for a slot of a slow endpoint cost a worker 30-50 ms of CPU per unit.
-The list is only a wake-up call (the lease set stays the truth), so a lost or
-stale wake-up costs one more acquire attempt, and the wait is bounded anyway.
+release pushes to, instead of polling (which costs a worker CPU for every waiting
+thread). The list is only a wake-up call (the lease set stays the truth), so a
+lost or stale wake-up costs one more acquire attempt, and the wait is bounded.
 One thread per process and endpoint blocks on it at a time; the process's other
 waiting threads take turns behind it (:meth:`RedisCallGate._wait_for_release`).
 

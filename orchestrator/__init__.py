@@ -46,44 +46,6 @@ if typing.TYPE_CHECKING:
     from ._preflight import preflight_models
     from ._selection import parse_question_patterns, select_benchmark
 
-# name -> the submodule that defines it
-_LAZY: dict[str, str] = {
-    # result export and import (Parquet, JSON, JSON Lines, CSV), kept here for
-    # code written before they moved to verifleet.results
-    "RESULT_ARROW_SCHEMA": "verifleet.results",
-    "RESULT_FORMATS": "verifleet.results",
-    "ParquetResultWriter": "verifleet.results",
-    "ResultFormat": "verifleet.results",
-    "iter_parquet": "verifleet.results",
-    "iter_results": "verifleet.results",
-    "read_manifest": "verifleet.results",
-    "read_parquet_rows": "verifleet.results",
-    "read_results": "verifleet.results",
-    "read_scenario_results": "verifleet.results",
-    "resolve_format": "verifleet.results",
-    "write_results": "verifleet.results",
-    # a fleet job's results, drained to shards (``--results-to``) and in Redis
-    "StoredResults": "verifleet.results",
-    # what verifleet.run and verifleet.submit drive (verifleet/_api.py): a job, the
-    # local runner, its output file and lock, the preflight and question selection
-    "Job": "._fleet.job",
-    "LocalDriver": "._local.driver",
-    "LocalRunner": "._local.runner",
-    "OutputLock": "._local.lock",
-    "RunOutput": "._local.output",
-    "check_output": "._local.lock",
-    "parse_question_patterns": "._selection",
-    "preflight_models": "._preflight",
-    "select_benchmark": "._selection",
-    # the bundled local model (llama.cpp server + SmolLM2) for the quick start and tests
-    "LocalLLMError": "._localllm",
-    "LocalLLMServer": "._localllm",
-    "ensure_llama_server": "._localllm",
-    "find_llama_server": "._localllm",
-    "find_model_file": "._localllm",
-    "llama_server_cache_dir": "._localllm",
-}
-
 __all__ = [
     "RESULT_ARROW_SCHEMA",
     "RESULT_FORMATS",
@@ -116,4 +78,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from.
+__getattr__, __dir__ = _lazy.exports(__name__)

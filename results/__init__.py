@@ -36,39 +36,6 @@ if typing.TYPE_CHECKING:
     from ._roots import ResultsRoots, location_problem
     from ._shards import read_shard, shard_keys, write_shard
 
-# name -> the submodule that defines it
-_LAZY: dict[str, str] = {
-    # export and import (Parquet, JSON, JSON Lines, CSV) and the run manifest
-    "MANIFEST_METADATA_KEY": "._export.manifest",
-    "RESULT_ARROW_SCHEMA": "._export.layout",
-    "RESULT_FORMATS": "._export.formats",
-    "SCENARIO_METADATA_KEY": "._export.scenarios",
-    "ParquetResultWriter": "._export.parquet",
-    "ResultFormat": "._export.formats",
-    "build_manifest": "._export.manifest",
-    "iter_parquet": "._export.parquet",
-    "iter_results": "._export.api",
-    "manifest_path": "._export.manifest",
-    "read_manifest": "._export.manifest",
-    "read_parquet_rows": "._export.rows",
-    "read_results": "._export.api",
-    "read_scenario_results": "._export.scenarios",
-    "resolve_format": "._export.formats",
-    "scenario_errors": "._export.scenarios",
-    "write_manifest_beside": "._export.manifest",
-    "write_results": "._export.api",
-    "write_stored_parquet": "._export.parquet",
-    # a fleet job's results, drained to shards (``--results-to``) and in Redis
-    "ResultDrain": "._drain",
-    "StoredResults": "._drain",
-    "start_drainer": "._drain",
-    "ResultsRoots": "._roots",
-    "location_problem": "._roots",
-    "read_shard": "._shards",
-    "shard_keys": "._shards",
-    "write_shard": "._shards",
-}
-
 __all__ = [
     "MANIFEST_METADATA_KEY",
     "RESULT_ARROW_SCHEMA",
@@ -100,4 +67,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from.
+__getattr__, __dir__ = _lazy.exports(__name__)

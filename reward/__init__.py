@@ -56,25 +56,9 @@ if typing.TYPE_CHECKING:
     from ._loop_gate import LoopSafeGate
     from ._rollouts import LINE_FIELD, LineError, RolloutReport, score_rollouts_local
     from ._scorer import RewardScorer, ScoredRollout, reward_resources
-    from ._setup import build_scorer, reward_config_for
+    from ._setup import ScorerRecipe, build_scorer, reward_config_for
     from ._swap import EquivalenceVerdict, judge_equivalence
     from ._trl import TRLReward, VerifleetRewardError, trl_reward, trl_reward_local
-
-# The submodules a name of __all__ is looked for in: a worker loads the scoring
-# core, `verifleet serve --help` none of it.
-_LAZY = (
-    "._compose",
-    "._config",
-    "._failure",
-    "._request",
-    "._fleet",
-    "._loop_gate",
-    "._rollouts",
-    "._scorer",
-    "._setup",
-    "._swap",
-    "._trl",
-)
 
 __all__ = [
     "FAILURE_KINDS",
@@ -100,6 +84,7 @@ __all__ = [
     "RewardScorer",
     "RolloutReport",
     "ScoredRollout",
+    "ScorerRecipe",
     "TRLReward",
     "UnknownQuestionError",
     "VerifleetRewardError",
@@ -124,4 +109,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a worker loads the scoring core, `verifleet serve --help` none of
+# it.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -355,8 +355,7 @@ class RewardScorer:
         name = "policy"
         if isinstance(request, ResponsesVerifyRequest):
             name = request.response.model or request.responses_create_params.model or name
-        # Built once per policy name (a trainer sends one or a few): building a
-        # ModelConfig was ~2.5 % of a judged request's server CPU.
+        # Built once per policy name (a trainer sends one or a few), not per request.
         model = self._answering_models.get(name)
         if model is None:
             model = ModelConfig(id="rollout", model_name=name, model_provider="rollout")

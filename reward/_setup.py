@@ -3,8 +3,8 @@ limits (shared through Redis when given), its sandbox scope, and the reward conf
 a benchmark carries.
 
 ``verifleet serve``, its ``--workers`` processes and ``verifleet reward`` build
-their scorer here; the CLI only reads the flags (the benchmark, the judges, the
-cost options) and hands them on.
+their scorer here, from a :class:`ScorerRecipe`; the CLI only reads the flags (the
+benchmark, the judges, the cost options) into one.
 """
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from verifleet.limits import RedisCallGate
-from verifleet.pipeline import CallCache
-from verifleet.schemas import Benchmark, ModelConfig
+from verifleet.pipeline import CallCache, DiskCallCache
+from verifleet.schemas import Benchmark, ModelConfig, load_benchmark, load_pricing
 from verifleet.store import RedisCallCache, RedisTarget
 
 from ._config import RewardConfig, load_reward_config
 from ._loop_gate import LoopSafeGate
 from ._scorer import RewardScorer, reward_resources
 
-__all__ = ["build_scorer", "reward_config_for"]
+__all__ = ["ScorerRecipe", "build_scorer", "reward_config_for"]
 
 
 def reward_config_for(path: Path | None, metadata: Mapping[str, object]) -> RewardConfig:
@@ -106,3 +108,73 @@ def build_scorer(
         # Units run against the scorer's spec: it must carry the same config.
         scorer.spec = dataclasses.replace(scorer.spec, config=scorer.config)
     return scorer
+
+
+class ScorerRecipe(BaseModel):
+    """Everything a scorer is built from, as JSON: ``verifleet serve --workers N``
+    hands it to each of its processes, which build the same scorer from it.
+
+    Attributes:
+        benchmark: The benchmark file.
+        trust_callables: Whether pickled callable rubric traits may load.
+        judges: The judge models (the reward is their mean when several).
+        reward_config: A reward config file; None: the benchmark's own
+            (``custom_metadata.reward``), else binary rewards.
+        redis_url: The fleet's Redis: the judge-call cache lives there.
+        shared_limits: With ``redis_url``, the seconds one request may take;
+            the judges' endpoint limits are then shared through Redis too.
+        inline_executors: Executors of their own for inline questions.
+        pricing: A price table file (``--pricing``).
+        local_cache: Keep the judge calls in the local cache file (``--cache``;
+            with ``redis_url`` they are in Redis either way).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: Path
+    trust_callables: bool = False
+    judges: list[ModelConfig]
+    reward_config: Path | None = None
+    redis_url: str | None = None
+    shared_limits: float | None = None
+    inline_executors: int = 0
+    pricing: Path | None = None
+    local_cache: bool = False
+
+    def load_benchmark(self) -> Benchmark:
+        """The benchmark, its templates unchecked (a question whose template does
+        not compile fails alone, in its results).
+
+        Raises:
+            BenchmarkLoadError: the file cannot be loaded.
+        """
+        return load_benchmark(
+            self.benchmark, trust_callables=self.trust_callables, validate_templates=False
+        )
+
+    def build(self, benchmark: Benchmark | None = None) -> RewardScorer:
+        """The scorer (:func:`build_scorer`), for ``benchmark`` when the caller
+        loaded it already.
+
+        Raises:
+            BenchmarkLoadError: the benchmark cannot be loaded.
+            ConfigError: an invalid reward config or price table, or a malformed
+                Redis URL.
+            RedisAccessError: Redis is unreachable or refuses the password or TLS.
+        """
+        if benchmark is None:
+            benchmark = self.load_benchmark()
+        update: dict[str, object] = {}
+        if self.pricing is not None:
+            update["pricing"] = load_pricing(self.pricing)
+        local = self.local_cache and not self.redis_url
+        return build_scorer(
+            benchmark,
+            self.judges,
+            reward_config_for(self.reward_config, benchmark.custom_metadata),
+            redis_url=self.redis_url,
+            shared_limits=self.shared_limits,
+            inline_executors=self.inline_executors,
+            config_update=update,
+            call_cache=DiskCallCache() if local else None,
+        )

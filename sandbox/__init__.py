@@ -27,29 +27,7 @@ if typing.TYPE_CHECKING:
     from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
     from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
     from ._settings import SandboxMode, SandboxSettings
-
-# name -> the submodule that defines it, loaded on first use: the CLI finds the
-# executors' bytecode folder (_bytecode) before it imports pydantic
-_LAZY: dict[str, str] = {
-    "SandboxChecker": "._checkers",
-    "sandbox_checker": "._checkers",
-    "ReadWait": "._cooperative",
-    "cooperative": "._cooperative",
-    "ExecutorBusy": "._errors",
-    "ExecutorCrashed": "._errors",
-    "SandboxError": "._errors",
-    "SandboxUnavailable": "._errors",
-    "isolation_warning": "._identity",
-    "TemplateEvaluation": "._handle",
-    "TemplateHandle": "._handle",
-    "TemplateVerification": "._handle",
-    "SandboxPool": "._pool",
-    "SandboxStats": "._pool",
-    "default_pool": "._pool",
-    "reset_default_pool": "._pool",
-    "SandboxMode": "._settings",
-    "SandboxSettings": "._settings",
-}
+    from ._start import start_default_pool
 
 __all__ = [
     "ExecutorBusy",
@@ -70,7 +48,11 @@ __all__ = [
     "isolation_warning",
     "reset_default_pool",
     "sandbox_checker",
+    "start_default_pool",
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: the CLI finds the executors' bytecode folder (_bytecode) before it
+# imports pydantic.
+__getattr__, __dir__ = _lazy.exports(__name__)

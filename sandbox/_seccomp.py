@@ -61,7 +61,6 @@ __all__ = [
     "PreparedProgram",
     "SeccompUnavailable",
     "install_filter",
-    "load_program",
     "unit_program",
 ]
 
@@ -301,7 +300,7 @@ def install_filter(profile: str = "router") -> None:
 
 def unit_program() -> bytes:
     """The ``unit`` filter compiled to BPF, to load in a forked child with
-    :func:`load_program`: building it with libseccomp in every child would cost
+    :meth:`PreparedProgram.load`: building it with libseccomp in every child would cost
     more than the rest of a call. (The unit layer names no pid, so one program
     serves every child.)
 
@@ -363,16 +362,6 @@ class PreparedProgram:
         if self._prctl(*self._args) != 0:
             err = ctypes.get_errno()
             raise SeccompUnavailable(f"the kernel refused the seccomp filter: {os.strerror(err)}")
-
-
-def load_program(program: bytes) -> None:
-    """Load a BPF program from :func:`unit_program` on the calling process
-    (no_new_privs must already be set: it is, by the inherited filters).
-
-    Raises:
-        SeccompUnavailable: the kernel refused it.
-    """
-    PreparedProgram(program).load()
 
 
 def _build(profile: str, own_pid: int | None) -> tuple[Any, int]:

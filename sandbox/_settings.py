@@ -1,29 +1,10 @@
 """How the sandbox runs: isolation mode, pool size, limits; read from the environment.
 
-Environment variables (all optional):
-
-- ``VERIFLEET_SANDBOX``: ``strict`` (default: bubblewrap namespaces + seccomp +
-  rlimits), ``seccomp`` (no bubblewrap: for containers without user namespaces,
-  where the container is the filesystem boundary), ``rlimits-only`` (a separate
-  process with rlimits and the wall-clock kill only). Anything weaker than
-  ``strict`` is an explicit operator downgrade.
-- ``VERIFLEET_SANDBOX_POOL``: executor processes per host process (default 2).
-- ``VERIFLEET_SANDBOX_TIMEOUT``: wall-clock seconds per call before the executor
-  is killed (default 10).
-- ``VERIFLEET_SANDBOX_MEMORY_MB``: address-space limit of an executor (default 1024).
-- ``VERIFLEET_SANDBOX_CPU``: CPU seconds per call (default: the timeout).
-- ``VERIFLEET_RESULT_MAX_*``: what an answer from an executor may put into a
-  result (:class:`~verifleet.schemas.ResultLimits`).
-- ``VERIFLEET_SANDBOX_BYTECODE``: ``0`` starts executors from source instead of
-  the bytecode the host prepares in ``$VERIFLEET_CACHE_DIR/pycache`` (``_bytecode``).
-- ``VERIFLEET_SANDBOX_FRESH``: ``job`` (default: one process per job: its
-  questions' code shares it; other jobs never share it), ``template`` (a
-  process per job and template, forked from the clean runtime; the calls of
-  that question's units run in it, and no other question's or job's code ever
-  ran there; a fork per question's first unit, so cold units cost more) or
-  ``call`` (also a process forked per call, so nothing one unit's code changes
-  reaches another unit of the same question; a fork per call costs several ms
-  of CPU on small VMs).
+The variables (``VERIFLEET_SANDBOX``, ``VERIFLEET_SANDBOX_*``), their defaults and
+what each trades are documented once: docs/security.md, "Other settings"
+(tests/unit/test_settings_documented.py checks that every variable read here is
+listed there). Anything weaker than the ``strict`` mode is an explicit operator
+downgrade.
 """
 
 from __future__ import annotations
@@ -45,11 +26,6 @@ class SandboxMode(StrEnum):
     STRICT = "strict"
     SECCOMP = "seccomp"
     RLIMITS_ONLY = "rlimits-only"
-
-    @property
-    def uses_bwrap(self) -> bool:
-        """Whether executors start inside bubblewrap namespaces."""
-        return self is SandboxMode.STRICT
 
     @property
     def uses_seccomp(self) -> bool:

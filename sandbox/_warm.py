@@ -28,8 +28,8 @@ __all__ = ["AFFINITY_WAIT", "PROCESS_AFFINITY_WAIT", "WarmExecutors"]
 _T = TypeVar("_T")
 
 #: Seconds a call waits for the busy executor that compiled its template before
-#: taking another idle one (which then compiles it too, ~1-1.5 ms against a
-#: call's ~0.15 ms).
+#: taking another idle one (which then compiles it too: a compile costs several
+#: calls).
 AFFINITY_WAIT = 0.05
 
 #: The same wait when each template has processes of its own

@@ -5,24 +5,13 @@ returns and the answering model's response are all copied into the question's
 result (and the ground truth into every result of that question), so one benchmark
 of a few kilobytes could otherwise fill the runner's memory and the store. Each
 part has its own limit in bytes of compact JSON; a part beyond it fails that
-question with an error naming the limit, and nothing of the part is kept.
+question with an error naming the limit, and nothing of the part is kept. The
+recorded model calls are the exception: over their limit they are cut with a
+marker (a record, not an input to the verdict).
 
-Environment variables (all optional; positive integers, bytes):
-
-- ``VERIFLEET_RESULT_MAX_GROUND_TRUTH``: a template's ground truth (default 65536).
-- ``VERIFLEET_RESULT_MAX_PARSED``: the judge's values as parsed into the template
-  (default 65536).
-- ``VERIFLEET_RESULT_MAX_VERIFY_OUTPUT``: what the template's verification returns
-  (verdicts, per-field results, granular score, regex details, error texts;
-  default 65536).
-- ``VERIFLEET_RESULT_MAX_JUDGE_SCHEMA``: the JSON schema a template gives the judge
-  (sent with every parsing call; default 65536).
-- ``VERIFLEET_RESULT_MAX_RESPONSE``: the answering model's response with its trace
-  messages (default 1048576).
-- ``VERIFLEET_RESULT_MAX_CALLS``: the recorded model calls (prompts sent and raw
-  replies, ``template.model_calls``; default 262144). Unlike the parts above,
-  calls over it are cut with a marker, never failing the question (they are a
-  record, not an input to the verdict).
+The variables (``VERIFLEET_RESULT_MAX_*``) and their defaults are documented once:
+docs/security.md, "Result limits" (tests/unit/test_settings_documented.py checks
+every one read here is listed).
 """
 
 from __future__ import annotations

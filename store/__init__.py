@@ -55,60 +55,6 @@ if typing.TYPE_CHECKING:
         unit_messages,
     )
 
-# name -> the submodule that defines it, loaded on first use: a local run needs
-# the result keys, not redis or Celery
-_LAZY: dict[str, str] = {
-    "CLIENT_SETTINGS": "._celery",
-    "celery_app": "._celery",
-    "client_app": "._celery",
-    "DEFAULT_CACHE_MAX_ENTRIES": "._call_cache",
-    "DEFAULT_CACHE_TTL_SECONDS": "._call_cache",
-    "RedisCallCache": "._call_cache",
-    "MAX_JOB_ID_LENGTH": "._keys",
-    "JobKeys": "._keys",
-    "RewardJobKeys": "._keys",
-    "job_id_problem": "._keys",
-    "job_id_taken": "._keys",
-    "CostLedger": "._ledger",
-    "JobCost": "._ledger",
-    "Liveness": "._liveness",
-    "BATCH_TASK_NAME": "._protocol",
-    "DEFAULT_QUEUE": "._protocol",
-    "REWARD_TASK_NAME": "._protocol",
-    "RolloutRef": "._protocol",
-    "SCENARIO_TASK_NAME": "._protocol",
-    "TASK_NAME": "._protocol",
-    "TASK_NAMES": "._protocol",
-    "UnitBatchRef": "._protocol",
-    "UnitRef": "._protocol",
-    "TLS_ENV": "._redis_url",
-    "RedisAccessError": "._redis_url",
-    "RedisTarget": "._redis_url",
-    "mask_password": "._redis_url",
-    "redis_client": "._redis_url",
-    "QueueFeeder": "._feeding",
-    "Schedule": "._schedule",
-    "unit_ref_at": "._schedule",
-    "Broker": "._sending",
-    "send_units": "._sending",
-    "UnitWrite": "._progress",
-    "JobProgress": "._store",
-    "JobStatus": "._store",
-    "ResultStore": "._store",
-    "UnfinishedJob": "._store",
-    "UnitStart": "._store",
-    "ScenarioUnit": "._units",
-    "Unit": "._units",
-    "count_units": "._units",
-    "expand_scenario_units": "._units",
-    "expand_units": "._units",
-    "keyed_question_id": "._units",
-    "result_key": "._units",
-    "scenario_result_keys": "._units",
-    "unit_messages": "._units",
-    "TokenLock": "._lock",
-}
-
 __all__ = [
     "BATCH_TASK_NAME",
     "CLIENT_SETTINGS",
@@ -162,4 +108,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a local run needs the result keys, not redis or Celery.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -146,9 +146,7 @@ class QueueFeeder:
         flight). On a fleet bound by an endpoint's window (many more threads
         than calls allowed), units wait for their slots and take long: messages
         stay single, since a thread's packed units would sit behind one another
-        while other threads could run them (measured at an endpoint's limit:
-        0.73-0.79 of the limit with 16 units per message against 0.84-0.86 with
-        one). And near a job's end a message holds at most what is left per
+        while other threads could run them. And near a job's end a message holds at most what is left per
         thread running the job, so the job's last units are spread over threads
         rather than queued behind each other in a few messages.
         """

@@ -2,8 +2,7 @@
 ``max_per_message`` units of one job per message at high rates.
 
 Each message costs the broker a push, a pop, kombu's unacked bookkeeping and an
-ack (about 120 µs of Redis CPU measured on a 2-core VM: more than all the rest of
-a unit's Redis work). A job gets ``k`` units per message only when the fill
+ack (more Redis CPU than the rest of a unit's Redis work). A job gets ``k`` units per message only when the fill
 gives it at least ``k * spread`` units, i.e. when units are short: a worker
 thread then runs its message's units one after the other, and a message lasts
 about ``spread`` times the fill's horizon divided by the fleet's threads.
@@ -36,8 +35,7 @@ def pack_units(
         max_per_message: The most units of one message (1: one message per unit).
         spread: How many messages a job's share of the fill is cut into at least
             before its messages grow past one unit.
-        largest: A lower most per job, where one is given (what the feeder
-            measured: see ``QueueFeeder``).
+        largest: A lower most per job, where one is given (``QueueFeeder``).
 
     Returns:
         A single unit's own :class:`UnitRef` where it goes alone (and every

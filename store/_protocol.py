@@ -60,8 +60,7 @@ class UnitBatchRef(BaseModel):
     by one worker thread (:data:`BATCH_TASK_NAME`).
 
     The broker's own work per message (kombu's push, pop, unacked bookkeeping and
-    ack: about 120 µs of Redis CPU on the machines measured, more than the rest
-    of a unit's Redis work) is then paid once for all of them.
+    ack: more than the rest of a unit's Redis work) is then paid once for all.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

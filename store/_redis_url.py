@@ -1,21 +1,12 @@
 """Redis URLs with a password and TLS, resolved once for every client verifleet makes.
 
 A password goes in the URL (``redis://:password@host:6379/0``, percent-encoded);
-TLS is the ``rediss://`` scheme. TLS options come from the URL's query string or,
-for options a URL should not carry, from the environment (the URL wins):
-
-==================  ==================================  ==============================
-query parameter     environment variable                meaning
-==================  ==================================  ==============================
-``ssl_cert_reqs``   ``VERIFLEET_REDIS_SSL_CERT_REQS``   ``required`` (default),
-                                                        ``optional`` or ``none``
-``ssl_ca_certs``    ``VERIFLEET_REDIS_SSL_CA_CERTS``    CA bundle (PEM) that signed
-                                                        the server's certificate
-``ssl_certfile``    ``VERIFLEET_REDIS_SSL_CERTFILE``    client certificate (PEM), when
-                                                        the server asks for one
-``ssl_keyfile``     ``VERIFLEET_REDIS_SSL_KEYFILE``     the client certificate's key
-``ssl_check_hostname`` ``VERIFLEET_REDIS_SSL_CHECK_HOSTNAME`` ``true`` (default) / ``false``
-==================  ==================================  ==============================
+TLS is the ``rediss://`` scheme. TLS options come from the URL's query string
+(``ssl_cert_reqs``, ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``,
+``ssl_check_hostname``) or, for options a URL should not carry, from the
+environment (``VERIFLEET_REDIS_`` and the option's name in capitals; the URL
+wins). The variables are documented once: docs/fleet.md, "Settings"
+(tests/unit/test_settings_documented.py checks every one read here is listed).
 
 redis-py and kombu disagree on a bare ``rediss://`` URL: redis-py verifies the
 server's certificate, kombu (the Celery broker) silently does not. Every client

@@ -66,8 +66,7 @@ def send_units(
 
     Memory stays flat: units are consumed lazily and each batch goes to Redis as
     one pipeline through one producer (kombu's publish batch), not one round
-    trip and one client object per message, which measured here was most of a
-    submit's CPU time. No chords and no ``group()`` (why: this module's
+    trip and one client object per message. No chords and no ``group()`` (why: this module's
     docstring).
 
     Raises:

@@ -416,28 +416,15 @@ class ResultStore(UnitWrites):
         for _key, blob in self.client.hscan_iter(self.keys(job_id).results, count=batch):
             yield VerificationResult.model_validate_json(self._decompress(blob))
 
-    def iter_stored_batches(self, job_id: str, *, batch: int = 1000) -> Iterator[list[bytes]]:
-        """Every stored result as its JSON text, unvalidated, one HSCAN page at a time.
-
-        The bulk read behind the fast Parquet export: no ``VerificationResult`` is
-        built, and memory is bounded by one page (about ``batch`` results). Each item
-        is the decompressed ``model_dump_json()`` of a result, in HSCAN order (the
-        order of :meth:`iter_results`); a page may be empty.
-
-        Results drained to shards are not among them (see :meth:`shard_urls`).
-
-        Raises:
-            redis.RedisError: Redis is unreachable.
-            zstandard.ZstdError: a stored blob is corrupt.
-        """
-        decompress = self._decompress
-        for page in self._scan_results(job_id, batch):
-            yield [decompress(blob) for blob in page.values()]
-
     def iter_keyed_batches(
         self, job_id: str, *, batch: int = 1000
     ) -> Iterator[list[tuple[str, bytes]]]:
-        """:meth:`iter_stored_batches` with each result's key: ``(key, JSON)`` pairs.
+        """Every stored result as ``(key, JSON text)``, unvalidated, one HSCAN page at a time.
+
+        The bulk read behind the fast Parquet export: no ``VerificationResult`` is
+        built, and memory is bounded by one page (about ``batch`` results); a page
+        may be empty. Results drained to shards are not among them (see
+        :meth:`shard_urls`).
 
         Raises:
             redis.RedisError: Redis is unreachable.

@@ -2,8 +2,7 @@
 once (alone, or with the next unit of its message taken up), a scenario run.
 
 A mixin of :class:`~verifleet.store.ResultStore`, kept apart because these are
-the per-unit round trips (``bench/redis_cost.py`` measures what they cost the
-Redis server); the store's ``__init__`` registers the scripts they run.
+the per-unit round trips; the store's ``__init__`` registers the scripts they run.
 """
 
 from __future__ import annotations

@@ -59,15 +59,11 @@ def _forget_module(entry: _Entry) -> None:
 class TemplateCache:
     """Compiled answer classes by source digest, and bound classes by (template, question).
 
-    Thread-safe. Both tables are LRU-bounded (``max_templates``, ``max_bound``):
-    a question-bound class and the compiled class it derives from cost ~31 KiB of
-    resident memory together (measured over 6,000 distinct templates), so the
-    defaults hold a worker's cache under ~40 MiB whatever the job; with the
-    earlier 2,048 / 8,192 a worker grew by ~340 MB over 10,000 templates before
-    the bound was reached. Jobs send a question's units together (question-major
-    order), so a worker needs a few questions at a time; callers that visit
-    questions in random order over more than 1,024 templates (rollout scoring of a
-    large benchmark) recompile evicted ones, ~1-4 ms each.
+    Thread-safe. Both tables are LRU-bounded (``max_templates``, ``max_bound``),
+    so a worker's cache stays bounded whatever the job. Jobs send a question's
+    units together (question-major order), so a worker needs a few questions at
+    a time; callers that visit questions in random order over more templates than
+    the bound (rollout scoring of a large benchmark) recompile evicted ones.
     """
 
     def __init__(self, max_templates: int = 1024, max_bound: int = 1024) -> None:

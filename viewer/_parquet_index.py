@@ -3,9 +3,8 @@
 A results file carries flat summary columns next to the section structs (see
 ``results/_export/layout.py``): verdicts, check flags, tokens. Reading those,
 plus the rubric score texts and one list of the rubric deep judgment, gives the
-same summary rows as :func:`~._rows.summary_row` at a fraction of the cost of
-validating every result (measured in bench/viewer.py). A unit test checks that
-both paths give the same frame.
+same summary rows as :func:`~._rows.summary_row` without validating every
+result. A unit test checks that both paths give the same frame.
 """
 
 from __future__ import annotations

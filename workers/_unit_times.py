@@ -4,8 +4,7 @@ The feeder (:class:`verifleet.store.QueueFeeder`) packs a message with at most
 ``VERIFLEET_MESSAGE_SECONDS`` of one thread's work. Without a measurement it
 estimates a unit's time from the fleet's rate and its busy threads (Little's
 law), which lags while a job starts: the rate is still climbing, so units look
-long and go one per message (measured on a 3,000-unit job: 150 of its first 200
-messages held a single unit). A unit's own time, measured where it runs, is
+long and go one per message. A unit's own time, measured where it runs, is
 right from a job's first finished units on; the feeder of this process uses it
 for every fill it makes, whichever process runs the units (a fleet's workers
 run the same units alike).

@@ -1,11 +1,10 @@
 """The Celery application (``celery -A verifleet.workers.app worker``).
 
-Settings (docs/fleet.md, "Settings"): late acks, prefetch 1,
-reject on worker loss, no result backend (results go to the store under their
-own keys), task events off until Flower turns them on (they cost ~0.3-0.5 ms of
-worker CPU per unit, measured with ``bench/overhead.py``; Flower asks every
-worker to send them every 5 s while it runs), and a visibility timeout longer
-than the longest unit so Redis never redelivers a task that is still running.
+Settings (docs/fleet.md, "Settings"): late acks, prefetch 1, reject on worker loss,
+no result backend (results go to the store under their own keys), task events off
+until Flower turns them on (they cost worker CPU per unit; Flower asks every worker
+to send them every 5 s while it runs), and a visibility timeout longer than the
+longest unit so Redis never redelivers a task that is still running.
 """
 
 from __future__ import annotations

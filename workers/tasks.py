@@ -5,8 +5,7 @@ Content errors never leave the pipeline (they are inside the results). Redis
 being unreachable (a restart, a failover) is retried *inside* the task until the
 unit deadline: Celery's own ``autoretry`` republishes the task through the very
 broker that is down, and when that publish fails Celery rejects the message
-without requeueing it — measured here, a Redis restart mid-job lost two units
-that way. The task's message stays unacked in Redis meanwhile, so even a worker
+without requeueing it (the unit is lost). The task's message stays unacked in Redis meanwhile, so even a worker
 that dies during the outage loses nothing. A redelivered task finds its unit
 done and returns at once.
 """

@@ -76,15 +76,9 @@ class Job:
         weight: float = 1.0,
         results_to: str | None = None,
     ) -> Job:
-        """Validate and enqueue a job; see :func:`submit_job` (``strict``
-        compiles every template first and rejects the job when any would fail;
-        by default templates are checked statically, and a question whose
-        template fails fails alone). :attr:`failing_questions` lists those the
-        checks found (a template that passes the static checks but does not
-        compile is found by the workers: its results carry the error). Only the
-        workers of ``queue`` run it, sharing their slots with the queue's other
-        jobs in proportion to ``weight``. With ``results_to`` its finished
-        results leave Redis for Parquet shards there as it runs.
+        """Validate and enqueue a job (:func:`submit_job`); the arguments are
+        :func:`verifleet.submit`'s, which calls this with the benchmark loaded.
+        :attr:`failing_questions` lists the questions whose template fails them.
 
         Raises:
             JobRejectedError: listing every problem; nothing was enqueued.

@@ -252,8 +252,7 @@ def check_job(
     checker = _DescribingChecker(descriptions)
     # The job's templates are described side by side in one template process
     # per executor, as its workers run them: outside a scope each would get a
-    # process of its own (a fork and a compile, ~15-30 ms of wall time each:
-    # minutes for a 10,000-template job). What is described in this scope
+    # process of its own (a fork and a compile each). What is described in this scope
     # serves submissions of this very benchmark alone (its own code made it;
     # stored with a job, it serves that job alone).
     content = hashlib.sha256(benchmark.model_dump_json().encode()).hexdigest()

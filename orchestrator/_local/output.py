@@ -38,12 +38,9 @@ class RunOutput:
     """
 
     def __init__(self, path: Path) -> None:
-        from verifleet.orchestrator import iter_results  # avoid an import cycle
-
         self.path = path
         self.journal = Journal(journal_path(path))
         self.scenario_journal = ScenarioJournal(scenario_journal_path(path))
-        self._iter_results = iter_results
         # (key, completed) of every result, per source in the order _existing()
         # reads them: known from scan() on, kept up by record() and
         # record_scenario(), so that finalize() reads the results once.
@@ -54,9 +51,11 @@ class RunOutput:
         self._writer_loading = False
 
     def _existing_scenarios(self) -> list[ScenarioExecutionResult]:
-        from verifleet.orchestrator import read_scenario_results
+        stored = None
+        if self.path.exists():
+            from verifleet.orchestrator import read_scenario_results  # as in _sourced
 
-        stored = read_scenario_results(self.path) if self.path.exists() else None
+            stored = read_scenario_results(self.path)
         journalled = [r.scenario_result for r in self.scenario_journal.read()]
         return [*(stored or []), *(r for r in journalled if r is not None)]
 
@@ -87,8 +86,12 @@ class RunOutput:
         """Every result produced for this output with where it is: 0 the output
         file, 1 the journal, 2 the scenario journal (in that order)."""
         if self.path.exists():
+            # Only here: the readers import pyarrow, which a run whose output
+            # does not exist yet loads in a thread beside its units instead.
+            from verifleet.orchestrator import iter_results  # an import cycle at the top
+
             try:
-                for result in self._iter_results(self.path):
+                for result in iter_results(self.path):
                     yield 0, result
             except ExportError:
                 raise

@@ -50,9 +50,8 @@ def _parent_death_signal() -> None:
 
 def _default_threads() -> int:
     # Half the usable CPUs: ggml's threads meet at a spinning barrier after every
-    # layer, so one thread preempted by another process stalls them all. Measured
-    # on a busy 2-core machine: 1 thread answered 32 tokens in 0.8 s (median),
-    # 2 threads in 9.6 s. The client, the workers and the tests need CPU too.
+    # layer, so one thread preempted by another process stalls them all; the
+    # client, the workers and the tests need CPU too.
     return max(1, min(len(os.sched_getaffinity(0)) // 2, 8))
 
 

@@ -20,14 +20,15 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 from types import FrameType
 
 from verifleet._version import __version__
 
 __all__ = ["COMMANDS", "Terminated", "build_parser", "main"]
 
-#: command -> (the module under this package that registers it, its one-line help).
-#: ``tests/integration/test_cli_help.py`` checks these against what the modules register.
+#: command -> (the module under this package that registers it, its one-line help:
+#: the one place it is written, see :class:`_Commands`).
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a verification job in this process (no servers needed)"),
     "submit": ("fleet", "validate a job and enqueue it for the workers"),
@@ -91,6 +92,27 @@ def _modules(only: str | None) -> list[str]:
     return [COMMANDS[only][0]]
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose description and epilog keep their line breaks (the help
+    texts are laid out by hand); ``add_subparsers`` makes every sub-command's
+    parser of the same class, and the commands' action :class:`_Commands`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
+
+
+class _Commands(argparse._SubParsersAction):
+    """Sub-commands whose one-line help is :data:`COMMANDS`' (the one place it is
+    written) unless the registering module gives one."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if name in COMMANDS:
+            kwargs.setdefault("help", COMMANDS[name][1])
+        return super().add_parser(name, **kwargs)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser with one sub-command per action.
 
@@ -98,11 +120,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         only: Fully register this command alone (the others are listed with
             their help and no options); None registers every command.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verifleet",
         description="Verify LLM answers with templates and rubrics, locally or on a fleet.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"verifleet {__version__}")
     parser.add_argument(
@@ -115,9 +136,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in modules:
         importlib.import_module(f".{name}", __name__).register(commands)
     registered = set(commands.choices)
-    for command, (_module, text) in COMMANDS.items():
+    for command in COMMANDS:
         if command not in registered:
-            commands.add_parser(command, help=text)
+            commands.add_parser(command)
     return parser
 
 
@@ -132,7 +153,45 @@ def _command_of(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``verifleet`` console script; returns the exit code."""
+    """Entry point of the ``verifleet`` console script; returns the exit code.
+
+    From the command line, a ``run`` that is done leaves through :func:`_leave`
+    instead of returning (see there).
+    """
+    from_command_line = argv is None
+    code = _main(argv)
+    if from_command_line and _command_of(sys.argv[1:]) in _LEAVE_AT_ONCE:
+        _leave(code)
+    return code
+
+
+#: Commands whose process has nothing left to do once their handler returned.
+_LEAVE_AT_ONCE = frozenset({"run"})
+
+
+def _leave(code: int) -> None:
+    """End the process now: run what ``atexit`` holds (the sandbox's executors
+    are stopped there, logging flushed, temporary folders removed), flush the
+    streams, then ``os._exit`` without the interpreter's teardown, which frees
+    every module and object one by one after the summary is printed, while
+    the user waits for the prompt. Returns, leaving the interpreter
+    to end the process as usual, while a thread that is not a daemon still runs.
+    """
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        return
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        # A closed pipe: nothing more can be said there.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line:

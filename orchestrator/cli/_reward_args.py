@@ -1,5 +1,5 @@
-"""The flags ``serve`` and ``reward`` share, and the scorer they name (built by
-:func:`verifleet.reward.build_scorer`)."""
+"""The flags ``serve`` and ``reward`` share, and the scorer they name (its
+recipe, :class:`verifleet.reward.ScorerRecipe`, builds it)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,22 @@ from typing import TYPE_CHECKING
 from verifleet.errors import ConfigError
 
 from ._sandbox import add_sandbox_argument
-from .cache import open_cache
-from .config import LOCAL, add_cost_arguments, apply_cost_arguments, missing_credentials
+from .config import LOCAL, add_cost_arguments, missing_credentials
 
 if TYPE_CHECKING:
-    from verifleet.reward import RewardScorer
-    from verifleet.schemas import ModelConfig
+    from verifleet.reward import RewardScorer, ScorerRecipe
+    from verifleet.schemas import Benchmark, ModelConfig
 
 # The reward stack and the schemas are imported by the functions that use them:
 # `--help` must not pay for them.
 
-__all__ = ["add_reward_arguments", "judge_models", "reward_setup"]
+__all__ = [
+    "add_reward_arguments",
+    "checked_scorer",
+    "judge_models",
+    "reward_recipe",
+    "reward_setup",
+]
 
 
 def add_reward_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,11 +95,26 @@ def reward_setup(
     models: list[ModelConfig] | None = None,
     shared_limits: float | None = None,
 ) -> RewardScorer:
-    """The scorer for the benchmark, judges and reward config named by the flags
-    (:func:`~verifleet.reward.build_scorer`: its judge-call cache is shared through
-    Redis when ``redis_url`` is set, and with ``shared_limits``, the seconds one
-    request may take, so are the judges' endpoint limits). A ``local`` judge runs
-    until ``stack`` closes.
+    """The scorer named by the flags: :func:`reward_recipe`, then
+    :func:`checked_scorer`; failures as theirs."""
+    return checked_scorer(
+        *reward_recipe(args, stack, redis_url=redis_url, models=models, shared_limits=shared_limits)
+    )
+
+
+def reward_recipe(
+    args: argparse.Namespace,
+    stack: contextlib.ExitStack,
+    *,
+    redis_url: str | None,
+    models: list[ModelConfig] | None = None,
+    shared_limits: float | None = None,
+) -> tuple[ScorerRecipe, Benchmark]:
+    """The recipe of the scorer for the benchmark, judges and reward config named
+    by the flags (:class:`~verifleet.reward.ScorerRecipe`: its judge-call cache is
+    shared through Redis when ``redis_url`` is set, and with ``shared_limits``, the
+    seconds one request may take, so are the judges' endpoint limits), with the
+    benchmark loaded. A ``local`` judge runs until ``stack`` closes.
 
     A question whose template does not compile or is refused fails alone: its
     requests get results carrying the error (and the config's error reward); a
@@ -106,11 +126,9 @@ def reward_setup(
         BenchmarkLoadError: the benchmark cannot be loaded, or (``--strict``) a
             template does not compile or is refused, or a scenario failed
             validation.
-        ConfigError: a bad model spec or reward config, a malformed Redis URL, or
-            a missing API key.
-        RedisAccessError: Redis is unreachable or refuses the password or TLS.
+        ConfigError: a bad model spec.
     """
-    from verifleet.reward import build_scorer, reward_config_for
+    from verifleet.reward import ScorerRecipe
     from verifleet.schemas import BenchmarkLoadError, load_benchmark
 
     from .._fleet.submit import template_problems
@@ -127,24 +145,32 @@ def reward_setup(
         )
     for problem in failing:
         print(f"warning: {problem} (its results will record the error)", file=sys.stderr)
-    if models is None:
-        models = judge_models(args.parsing, stack)
-    reward = reward_config_for(args.reward_config, benchmark.custom_metadata)
-    # Judge calls are always cached: --cache keeps them in the local file
-    # across processes (with redis_url they are in the fleet's Redis either
-    # way); --pricing prices them (docs/iterating.md).
-    update: dict[str, object] = {}
-    apply_cost_arguments(update, args, None)
-    scorer = build_scorer(
-        benchmark,
-        models,
-        reward,
+    recipe = ScorerRecipe(
+        benchmark=args.benchmark,
+        trust_callables=args.trust_callables,
+        judges=judge_models(args.parsing, stack) if models is None else models,
+        reward_config=args.reward_config,
         redis_url=redis_url,
         shared_limits=shared_limits,
         inline_executors=_inline_executors(args),
-        config_update=update,
-        call_cache=open_cache(None) if update.get("cache") and not redis_url else None,
+        # Judge calls are always cached: --cache keeps them in the local file
+        # across processes (with redis_url they are in the fleet's Redis either
+        # way); --pricing prices them (docs/iterating.md).
+        pricing=getattr(args, "pricing", None),
+        local_cache=bool(getattr(args, "cache", False)),
     )
+    return recipe, benchmark
+
+
+def checked_scorer(recipe: ScorerRecipe, benchmark: Benchmark) -> RewardScorer:
+    """The recipe's scorer, its judges' API keys checked.
+
+    Raises:
+        ConfigError: an invalid reward config or price table, a malformed Redis
+            URL, or a missing API key.
+        RedisAccessError: Redis is unreachable or refuses the password or TLS.
+    """
+    scorer = recipe.build(benchmark)
     problems = missing_credentials(scorer.config)
     if problems:
         raise ConfigError("; ".join(problems))

@@ -4,10 +4,6 @@ start-up check that refuses to go on without the configured isolation."""
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -38,80 +34,24 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
 
 def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
     """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
-    isolation fails at start-up instead of on the first question.
-
-    In seccomp mode, a process that can give executors neither another uid nor
-    namespaces of their own (see ``verifleet.sandbox._identity``) starts, but
-    prints a warning saying what template code could reach.
+    isolation fails at start-up (:func:`~verifleet.sandbox.start_default_pool`).
 
     Raises:
-        SandboxUnavailable: The isolation cannot be set up; the message names what
-            is missing and the downgrade flag.
-        ConfigError: An invalid ``VERIFLEET_SANDBOX*`` or ``VERIFLEET_RESULT_MAX_*`` value.
+        SandboxUnavailable, ConfigError: as ``start_default_pool``.
     """
-    settings, ready = _start(args, soon=False)
+    from verifleet.sandbox import start_default_pool
+
+    settings, ready = start_default_pool(getattr(args, "sandbox", None))
     ready()
     return settings
 
 
 def start_sandbox_soon(args: argparse.Namespace) -> Callable[[], None]:
-    """:func:`start_sandbox`, its executor started in a thread of its own: the
-    caller goes on with its start-up (loading the benchmark, importing the
-    pipeline) while the executor starts, and calls the returned function
-    before the first unit runs.
-
-    The mode is applied and the process-wide pool replaced before this returns,
-    so anything built meanwhile uses the new pool.
-
-    Returns:
-        A function that waits for the executor and raises what
-        :func:`start_sandbox` would have raised (``SandboxUnavailable``,
-        ``ConfigError``), on every call once it failed.
+    """:func:`start_sandbox`, its executor started in a thread of its own while the
+    caller goes on (the mode is applied and the pool replaced before this returns);
+    the caller calls the returned function before the first unit runs, which
+    raises what :func:`start_sandbox` would have (``start_default_pool``'s ``soon``).
     """
-    return _start(args, soon=True)[1]
+    from verifleet.sandbox import start_default_pool
 
-
-def _start(args: argparse.Namespace, *, soon: bool) -> tuple[SandboxSettings, Callable[[], None]]:
-    from verifleet.sandbox import SandboxSettings, isolation_warning, reset_default_pool
-    from verifleet.sandbox._settings import ENV_MODE
-
-    mode = getattr(args, "sandbox", None)
-    if mode is not None:
-        # Worker threads and anything started from here read the same mode.
-        os.environ[ENV_MODE] = mode
-    settings = SandboxSettings.from_env(mode)
-    pool = reset_default_pool(settings)
-    failure: list[BaseException] = []
-    warnings: list[str] = []
-
-    def start() -> None:
-        try:
-            pool.start()
-            # The identity probe behind it (a process, decided once) is shared
-            # with the executor's start: both off the caller's path when soon.
-            warning = isolation_warning(settings.mode)
-        except BaseException as exc:  # raised by ready(), in the caller's thread
-            failure.append(exc)
-        else:
-            if warning is not None:
-                warnings.append(warning)
-
-    thread = threading.Thread(target=start, name="verifleet-sandbox-start", daemon=True)
-    if soon:
-        thread.start()
-    else:
-        start()
-
-    def ready() -> None:
-        if soon:
-            thread.join()
-        if failure:
-            raise failure[0]
-        for warning in warnings:
-            # Loud on purpose: the operator chose a mode this process cannot
-            # fully provide, and nothing else would tell them.
-            print(f"verifleet: WARNING: {warning}", file=sys.stderr, flush=True)
-            logging.getLogger("verifleet.sandbox").warning("%s", warning)
-        warnings.clear()
-
-    return settings, ready
+    return start_default_pool(getattr(args, "sandbox", None), soon=True)[1]

@@ -28,10 +28,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``cache`` sub-command."""
     parser = commands.add_parser(
         "cache",
-        help="the model-call cache: stats or clear",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("action", choices=["stats", "clear"])
     parser.add_argument(

@@ -33,7 +33,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``compare`` and ``judges`` sub-commands."""
     compare = commands.add_parser(
         "compare",
-        help="paired comparison of two runs (or two models of one run), flips explained",
         description=(
             "Pair the results of A and B on (question, answering model, judge, "
             "replicate) and give, per answering model and overall, both pass rates, "
@@ -43,7 +42,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "models of one run on (question, judge, replicate) instead."
         ),
         epilog=_COMPARE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     compare.add_argument("a", type=Path, help="results file A (the baseline)")
     compare.add_argument("b", type=Path, nargs="?", help="results file B (omit with --models)")
@@ -56,7 +54,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     compare.set_defaults(handler=_compare)
     judges = commands.add_parser(
         "judges",
-        help="agreement between judges and each judge's accuracy against human labels",
         description=(
             "Cohen's kappa for every pair of judges of the same answers, Fleiss' kappa "
             "with three or more, the answers they disagree on, and with human labels "
@@ -64,7 +61,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "recall, all with confidence intervals."
         ),
         epilog=_JUDGES_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     judges.add_argument("results", type=Path, help="a results file")
     judges.add_argument("--labels", type=Path, help="a labels file (JSON Lines)")

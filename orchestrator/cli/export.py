@@ -19,7 +19,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``export`` sub-command."""
     parser = commands.add_parser(
         "export",
-        help="write a results file again (any format) with its human labels",
         description=(
             "Read RESULTS and write every result to --out (format from the extension). "
             "The human labels kept beside RESULTS (RESULTS.labels.jsonl, what "
@@ -28,7 +27,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "file in every format. The run manifest is kept too. No verdict changes."
         ),
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("results", type=Path, help="a results file")
     parser.add_argument("--out", type=Path, required=True, help=".parquet, .json, .jsonl or .csv")

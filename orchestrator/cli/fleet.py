@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_duration", "progress_view", "rate_of", "register"]
 
-_FORMAT = argparse.RawDescriptionHelpFormatter
 _R = "--redis redis://127.0.0.1:6379/0"
 
 # command -> (description, example lines)
@@ -114,9 +113,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the fleet sub-commands."""
     submit = commands.add_parser(
         "submit",
-        help="validate a job and enqueue it for the workers",
         description=_SUBMIT_DOC,
-        formatter_class=_FORMAT,
     )
     submit.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_config_arguments(submit)
@@ -170,22 +167,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_sandbox_argument(submit)
     submit.set_defaults(handler=_submit)
 
-    jobs = _command(commands, "jobs", "list jobs, newest first")
+    jobs = _command(commands, "jobs")
     _redis_arg(jobs)
     jobs.add_argument("--limit", type=int, default=20, help="most jobs listed (default 20)")
     jobs.set_defaults(handler=_jobs)
 
-    for name, handler, text in (
-        ("status", _status, "print a job's progress once, with its rate and ETA"),
-        ("watch", _watch, "show a job's live progress until it ends"),
-        ("cancel", _cancel, "stop new work on a job"),
-        (
-            "resume",
-            _resume,
-            "re-enqueue the units without results (--retry-errors: errored ones too)",
-        ),
+    for name, handler in (
+        ("status", _status),
+        ("watch", _watch),
+        ("cancel", _cancel),
+        ("resume", _resume),
     ):
-        cmd = _command(commands, name, text)
+        cmd = _command(commands, name)
         cmd.add_argument("job_id")
         _redis_arg(cmd)
         if name == "watch":
@@ -205,7 +198,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             )
         cmd.set_defaults(handler=handler)
 
-    delete = _command(commands, "delete", "remove a job and all its results from Redis")
+    delete = _command(commands, "delete")
     delete.add_argument("job_id", nargs="?", help="the job to delete")
     _redis_arg(delete)
     delete.add_argument(
@@ -218,11 +211,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     results = commands.add_parser(
         "results",
-        help="stream a job's results into a file",
         description="Stream every stored result of a job into one file (format from the "
         "extension), whether the job is finished or not.",
         epilog="example:\n  verifleet results 20260101-120000-ab12cd --out results.parquet",
-        formatter_class=_FORMAT,
     )
     results.add_argument("job_id")
     results.add_argument("--out", type=Path, required=True, help=".parquet, .json, .jsonl or .csv")
@@ -231,15 +222,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, text: str
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str
 ) -> argparse.ArgumentParser:
     description, examples = _DOCS[name]
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
-        help=text,
         description=description,
         epilog=f"example{'s' if chr(10) in examples else ''}:\n  {examples}",
-        formatter_class=_FORMAT,
     )
     return parser
 

@@ -26,12 +26,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``llm`` sub-command group."""
     parser = commands.add_parser(
         "llm",
-        help="set up or serve the bundled local model",
         description=__doc__,
         epilog="examples:\n  verifleet llm build\n  verifleet llm build --from-source\n"
         "  verifleet llm serve --port 8000   "
         "# then --answering http://127.0.0.1:8000/v1#SmolLM2-135M-Instruct",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="llm_action", metavar="ACTION", required=True)
     build = actions.add_parser(
@@ -42,7 +40,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "directory), check once that it answers a completion on this machine, and\n"
         "print the runtime chosen and the options it needs. A no-op when done.",
         epilog="examples:\n  verifleet llm build\n  verifleet llm build --from-source",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     build.add_argument(
         "--from-source",
@@ -60,7 +57,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--parsing, and serve until interrupted (Ctrl-C, SIGTERM): the server\n"
         "stops with it. The runtime is chosen as by 'verifleet llm build'.",
         epilog="examples:\n  verifleet llm serve --port 8000\n  verifleet llm serve --from-source",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: free)")
     serve.add_argument(

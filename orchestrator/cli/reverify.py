@@ -48,11 +48,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``reverify`` sub-command."""
     parser = commands.add_parser(
         "reverify",
-        help="judge stored answers again (new judge, template, rubric or config) without "
-        "calling the answering models",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("results", help="a results file, or a fleet job id with --redis")
     parser.add_argument("--out", type=Path, help="the new results file (required unless --submit)")

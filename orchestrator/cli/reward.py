@@ -45,10 +45,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``reward`` sub-command."""
     parser = commands.add_parser(
         "reward",
-        help="score a JSONL file of RL rollouts (locally or on the fleet)",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("rollouts", type=Path, help="rollouts, one JSON request per line")
     parser.add_argument("--benchmark", type=Path, required=True, help="benchmark file")

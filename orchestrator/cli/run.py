@@ -67,10 +67,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``run`` sub-command."""
     parser = commands.add_parser(
         "run",
-        help="run a verification job in this process (no servers needed)",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_config_arguments(parser)

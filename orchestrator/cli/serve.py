@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from verifleet.errors import ConfigError
 
@@ -42,31 +41,20 @@ from verifleet.reward.serve import (
 from verifleet.web import is_loopback
 
 from ._nemo_gym import add_nemo_gym_arguments, write_nemo_gym_dir
-from ._reward_args import add_reward_arguments, reward_setup
+from ._reward_args import add_reward_arguments, checked_scorer, reward_recipe
 from ._sandbox import start_sandbox
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from verifleet.reward import RewardScorer
-    from verifleet.schemas import ModelConfig
+    from verifleet.reward import ScorerRecipe
+    from verifleet.reward.serve import ServerPlan
 
 # The reward stack, the schemas and the app are imported by the functions that use
 # them: `verifleet serve --help` must not pay for them.
 
-__all__ = [
-    "SERVE_STATE_ENV",
-    "TOKEN_ENV",
-    "check_exposure",
-    "register",
-    "worker_app",
-]
+__all__ = ["TOKEN_ENV", "check_exposure", "register", "server_plan"]
 
 #: The environment variable holding the bearer token of ``verifleet serve``.
 TOKEN_ENV = "VERIFLEET_SERVE_TOKEN"
-
-#: How ``--workers`` hands the parsed flags and the judges to its processes.
-SERVE_STATE_ENV = "VERIFLEET_SERVE_STATE"
 
 _EPILOG = """\
 examples:
@@ -89,10 +77,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``serve`` sub-command."""
     parser = commands.add_parser(
         "serve",
-        help="serve POST /verify: rewards for RL rollouts",
         description=__doc__,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("benchmark", type=Path, help="benchmark file (.yaml, .json or .jsonld)")
     add_reward_arguments(parser)
@@ -237,26 +223,6 @@ def check_exposure(
         )
 
 
-def _app(args: argparse.Namespace, scorer: RewardScorer) -> FastAPI:
-    from verifleet.reward.serve import parse_networks, service_for
-
-    # The scorer itself, not one rebuilt from its parts: --cache and --pricing
-    # changed its config after it was built.
-    return service_for(
-        scorer,
-        max_body_bytes=args.max_body_bytes,
-        token=_tokens(args),
-        request_timeout=args.request_timeout,
-        max_inflight=args.max_inflight,
-        max_batch=args.max_batch,
-        infra_errors=args.infra_errors,
-        allowed_hosts=args.allowed_host,
-        allow_net=parse_networks(args.allow_net),
-        max_queued=args.max_queued,
-        fair_share=getattr(args, "fair_share", "address"),
-    )
-
-
 def _tokens(args: argparse.Namespace) -> list[str]:
     """``--token`` and the lines of ``--tokens-file`` (blank lines and ``#``
     comments skipped).
@@ -278,65 +244,35 @@ def _tokens(args: argparse.Namespace) -> list[str]:
     return tokens
 
 
-def _state(args: argparse.Namespace, models: list[ModelConfig]) -> str:
-    """The flags and judges a ``--workers`` process rebuilds the service from."""
-    flags = {k: v for k, v in vars(args).items() if k not in ("handler", "func")}
-    paths = sorted(k for k, v in flags.items() if isinstance(v, Path))
-    return json.dumps(
-        {
-            "flags": {k: str(v) if k in paths else v for k, v in flags.items()},
-            "paths": paths,
-            "judges": [m.model_dump(mode="json") for m in models],
-        },
-        default=str,
+def server_plan(args: argparse.Namespace, recipe: ScorerRecipe, tokens: list[str]) -> ServerPlan:
+    """The flags as the plan the server processes run (``tokens``: :func:`_tokens`)."""
+    from verifleet.reward.serve import ServerPlan
+
+    service = {
+        "max_body_bytes": args.max_body_bytes,
+        "token": tokens,
+        "request_timeout": args.request_timeout,
+        "max_inflight": args.max_inflight,
+        "max_batch": args.max_batch,
+        "infra_errors": args.infra_errors,
+        "allowed_hosts": args.allowed_host,
+        "allow_net": args.allow_net,
+        "max_queued": args.max_queued,
+        "fair_share": getattr(args, "fair_share", "address"),
+    }
+    return ServerPlan(
+        scorer=recipe,
+        service=service,
+        host=args.host,
+        port=args.port,
+        health_port=getattr(args, "health_port", None),
+        sandbox=getattr(args, "sandbox", None),
+        workers=args.workers,
     )
-
-
-def worker_app() -> FastAPI:
-    """The app of one ``--workers`` process (uvicorn's factory): the parent's flags
-    and judges from :data:`SERVE_STATE_ENV`; its own sandbox executors; the judge
-    cache shared through ``--redis`` when given.
-
-    Raises:
-        KeyError: not started by ``verifleet serve --workers``.
-    """
-    from verifleet.reward.serve import settle_heap
-    from verifleet.schemas import ModelConfig
-
-    state = json.loads(os.environ[SERVE_STATE_ENV])
-    flags = dict(state["flags"])
-    for name in state["paths"]:
-        flags[name] = Path(flags[name])
-    args = argparse.Namespace(**flags)
-    models = [ModelConfig.model_validate(m) for m in state["judges"]]
-    start_sandbox(args)
-    # The process lives as long as the server: nothing to close before exit.
-    stack = contextlib.ExitStack()
-    scorer = reward_setup(
-        args, stack, redis_url=args.redis, models=models, shared_limits=args.request_timeout
-    )
-    app = _app(args, scorer)
-    _listen_for_probes(args, app)
-    settle_heap()
-    return app
-
-
-def _listen_for_probes(args: argparse.Namespace, app: Any) -> None:
-    """``--health-port``: /health and /ready on their own port and thread.
-
-    Raises:
-        OSError: the port cannot be bound.
-    """
-    if getattr(args, "health_port", None):
-        from verifleet.reward.serve import HealthListener
-
-        HealthListener(args.host, args.health_port, app.routes_fast.admission).start()
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from verifleet.reward.serve import CoalescingHttpToolsProtocol, parse_networks, settle_heap
+    from verifleet.reward.serve import parse_networks, run_server
 
     if args.nemo_gym_dir is not None:
         assert _PARSER is not None
@@ -353,8 +289,11 @@ def _serve(args: argparse.Namespace) -> int:
     )
     start_sandbox(args)
     with contextlib.ExitStack() as stack:
-        scorer = reward_setup(args, stack, redis_url=args.redis, shared_limits=args.request_timeout)
-        benchmark, reward = scorer.benchmark, scorer.reward_config
+        recipe, benchmark = reward_recipe(
+            args, stack, redis_url=args.redis, shared_limits=args.request_timeout
+        )
+        scorer = checked_scorer(recipe, benchmark)
+        reward = scorer.reward_config
         auth = "bearer token required" if tokens else "NO authentication"
         if args.allow_net:
             auth += ", none from " + ", ".join(args.allow_net)
@@ -364,29 +303,5 @@ def _serve(args: argparse.Namespace) -> int:
             f"{reward.mode} reward) on http://{args.host}:{args.port}/verify ({auth}{processes})",
             flush=True,
         )
-        options: dict[str, Any] = {
-            "host": args.host,
-            "port": args.port,
-            "log_level": "warning",
-            "access_log": False,
-            # httptools, each reply written in one system call (reward/serve/_protocol.py).
-            "http": CoalescingHttpToolsProtocol,
-            "loop": "uvloop",
-            # Thousands of RL rollouts arrive at once: the kernel's accept queue
-            # must hold them until the loop accepts (uvicorn's default is 2048).
-            "backlog": 16384,
-        }
-        if args.workers > 1:
-            os.environ[SERVE_STATE_ENV] = _state(args, scorer.parsing_models)
-            uvicorn.run(
-                "verifleet.orchestrator.cli.serve:worker_app",
-                factory=True,
-                workers=args.workers,
-                **options,
-            )
-        else:
-            app = _app(args, scorer)
-            _listen_for_probes(args, app)
-            settle_heap()
-            uvicorn.run(app, **options)
+        run_server(server_plan(args, recipe, tokens), scorer)
     return 0

@@ -57,7 +57,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add the ``view`` and ``report`` sub-commands."""
     view = commands.add_parser(
         "view",
-        help="look at results in the browser (a local web page)",
         description=(
             "Serve a web page over result files or fleet jobs: pass rates with\n"
             "confidence intervals, score distributions, a rubric heat map, error and\n"
@@ -66,7 +65,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "127.0.0.1 unless --host says otherwise; any other address needs a token."
         ),
         epilog=_VIEW_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(view)
     view.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -86,13 +84,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     report = commands.add_parser(
         "report",
-        help="write a self-contained HTML report of results",
         description="Write one HTML file (no server, no network) with the overview "
         "and the question table of each run, for sharing.",
         epilog="examples:\n  verifleet report results.parquet --out report.html\n"
         "  verifleet report before.parquet after.parquet --out compare.html --title 'v2 vs v1'\n"
         "  verifleet report results.parquet --benchmark bench.yaml --out report.html",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(report)
     report.add_argument("--out", type=Path, required=True, help="the .html file to write")

@@ -90,11 +90,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     """Add ``worker`` and ``flower``."""
     worker = commands.add_parser(
         "worker",
-        help="start a worker on this machine",
         description=__doc__,
         epilog="examples:\n  verifleet worker --redis redis://10.0.0.5:6379/0\n"
         "  verifleet worker --concurrency 64 --hostname gpu-box-1",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     worker.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
     worker.add_argument(
@@ -142,10 +140,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     flower = commands.add_parser(
         "flower",
-        help="start Flower for the fleet (needs --basic-auth or --no-auth)",
         description=_FLOWER_DOC,
         epilog="example:\n  verifleet flower --basic-auth admin:s3cret --port 5555",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     flower.add_argument("--redis", metavar="URL", help="Redis URL (default: $VERIFLEET_REDIS_URL)")
     flower.add_argument("--port", type=int, default=5555)

@@ -22,22 +22,6 @@ if typing.TYPE_CHECKING:
     from ._runtime import TOOL_TIMEOUT_ENV, AgentRun, McpAgentRunner, tool_timeout
     from ._servers import STDIO_ENV, McpServerError, connection_for
 
-# name -> the submodule that defines it, loaded on first use: langchain's
-# agents are imported by the first agent run
-_LAZY: dict[str, str] = {
-    "AgentDeadlineError": "._loop",
-    "ERROR_PATTERN": "._convert",
-    "agent_metrics": "._convert",
-    "trace_of": "._convert",
-    "TOOL_TIMEOUT_ENV": "._runtime",
-    "AgentRun": "._runtime",
-    "McpAgentRunner": "._runtime",
-    "tool_timeout": "._runtime",
-    "STDIO_ENV": "._servers",
-    "McpServerError": "._servers",
-    "connection_for": "._servers",
-}
-
 __all__ = [
     "ERROR_PATTERN",
     "STDIO_ENV",
@@ -53,4 +37,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: langchain's agents are imported by the first agent run.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -22,29 +22,6 @@ if typing.TYPE_CHECKING:
     from .deep_judgment_search import SearchFunction
     from .deep_judgment import deep_judgment_parse
 
-# name -> the submodule that defines it, loaded on first use: a run without an
-# embedding check never imports numpy
-_LAZY: dict[str, str] = {
-    "CheckError": ".errors",
-    "CheckReplyError": ".errors",
-    "DeepJudgmentError": ".errors",
-    "EmbeddingModelError": ".errors",
-    "CheckOutcome": ".outcomes",
-    "DeepJudgmentOutcome": ".outcomes",
-    "EmbeddingOutcome": ".outcomes",
-    "ABSTENTION_STAGE": ".abstention",
-    "detect_abstention": ".abstention",
-    "SUFFICIENCY_STAGE": ".sufficiency",
-    "detect_sufficiency": ".sufficiency",
-    "EMBEDDING_STAGE": ".embedding",
-    "EmbeddingModel": ".embedding",
-    "run_embedding_check": ".embedding",
-    "DEEP_JUDGMENT_STAGE": ".deep_judgment_excerpts",
-    "excerpt_similarity": ".deep_judgment_excerpts",
-    "SearchFunction": ".deep_judgment_search",
-    "deep_judgment_parse": ".deep_judgment",
-}
-
 __all__ = [
     "ABSTENTION_STAGE",
     "DEEP_JUDGMENT_STAGE",
@@ -67,4 +44,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a run without an embedding check never imports numpy.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -54,49 +54,6 @@ if typing.TYPE_CHECKING:
     )
     from ._usage import UsageTracker
 
-# name -> the submodule that defines it (loaded on first use: a process that
-# calls one OpenAI-compatible endpoint over HTTP never imports langchain,
-# openai or aiohttp)
-_LAZY: dict[str, str] = {
-    "close_async_senders": "._async_http",
-    "CallGate": "._bound",
-    "NOT_IN_KEY": "._call_cache",
-    "CachingCaller": "._call_cache",
-    "CallCache": "._call_cache",
-    "call_key": "._call_cache",
-    "MemoryCallCache": "._call_cache",
-    "call_cache_failures": "._call_cache",
-    "LangchainChatCaller": "._caller",
-    "CallLog": "._record",
-    "RecordingCaller": "._record",
-    "DiskCallCache": "._disk_cache",
-    "default_cache_dir": "._disk_cache",
-    "ChatModelCache": "._clients",
-    "get_chat_model": "._clients",
-    "resolve_api_key": "._clients",
-    "CACHE_KEY_SECRET_ENV": "._credential",
-    "credential_identity": "._credential",
-    "first_object": "._json",
-    "parse_strict": "._json",
-    "repair_json": "._json",
-    "schema_errors": "._json",
-    "EndpointReplyError": "._openai_http",
-    "EndpointStatusError": "._openai_http",
-    "OpenAIHttpChatCaller": "._openai_http",
-    "direct_http_applies": "._openai_http",
-    "MAX_ENDPOINT_PAUSE": "._retry",
-    "ErrorInfo": "._retry",
-    "call_with_retry": "._retry",
-    "classify_error": "._retry",
-    "endpoint_pause": "._retry",
-    "CallerOptions": "._route",
-    "InterfaceFactory": "._route",
-    "make_chat_caller": "._route",
-    "register_interface": "._route",
-    "registered_interfaces": "._route",
-    "UsageTracker": "._usage",
-}
-
 __all__ = [
     "CACHE_KEY_SECRET_ENV",
     "MAX_ENDPOINT_PAUSE",
@@ -138,4 +95,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a process that calls one OpenAI-compatible endpoint over HTTP never
+# imports langchain, openai or aiohttp.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -4,8 +4,7 @@ It holds langchain chat models and, for the direct HTTP path of OpenAI-compatibl
 endpoints, that path's per-configuration request settings (built by its own
 module and stored here so one cache owns every client of a process).
 
-Building a client costs HTTP/TLS setup (measured ~190 ms of CPU per fresh OpenAI
-client), so each configuration is built once per process under a lock and
+Building a client costs HTTP/TLS setup, so each configuration is built once per process under a lock and
 shared by every thread; langchain chat models are safe to call concurrently.
 Retries are ours (``max_retries=0`` on the client) so that backoff, jitter,
 ``Retry-After`` and the unit deadline are applied in exactly one place.

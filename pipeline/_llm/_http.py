@@ -3,8 +3,7 @@
 A sender posts through an ``httpx.HTTPTransport`` (httpx's own connection pool
 over httpcore, its exceptions mapped to httpx's) and skips ``httpx.Client``'s
 per-request work that an API call does not need: merging URLs, headers and
-cookies, auth and redirect hooks. Measured with ``bench/overhead.py``, that layer
-was about half of the HTTP time of a call. What the client did that matters is
+cookies, auth and redirect hooks (much of the HTTP time of a call). What the client did that matters is
 kept: the timeout on connect, write, read and pool; the response read inside
 the caller's gate; a redirect is followed (by a client, for that request only);
 and when the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``,
@@ -104,11 +103,9 @@ class Transports:
     """The :class:`Sender` of each (base URL, API key), one per thread.
 
     Not one per process: on every request httpcore checks each connection of its
-    pool (a ``poll`` syscall per idle one), which with the 27 connections of 32
-    threads cost 1.10 ms of CPU per request against 0.62 ms with one (measured on
-    the bench endpoint). A thread makes one request at a time, so its own sender
-    keeps one warm connection per endpoint. The senders share one SSL context:
-    building one per sender costs ~45 ms of CPU, reusing it ~1 ms.
+    pool (a ``poll`` syscall per idle one). A thread makes one request at a time,
+    so its own sender keeps one warm connection per endpoint. The senders share
+    one SSL context: building one is costly, reusing it is not.
 
     A forked child starts with none: it must not share the parent's sockets.
     """

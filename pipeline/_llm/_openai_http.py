@@ -2,8 +2,7 @@
 endpoints (``openai_endpoint`` and ``openrouter`` models).
 
 Why: per model call, langchain and the OpenAI SDK spent most of verifleet's CPU
-(the SDK's request-parameter transform alone about a third of a unit, measured by
-``bench/overhead.py``). This caller posts the chat-completions JSON itself through
+(the SDK's request-parameter transform above all). This caller posts the chat-completions JSON itself through
 ``httpx``'s transport (one per thread and endpoint, built once: see :mod:`._http`)
 and reads the reply JSON itself.
 

@@ -13,17 +13,6 @@ if typing.TYPE_CHECKING:
     from ._outcomes import evaluate_outcomes
     from ._run import ScenarioReplay, ScenarioRun, next_edge, run_scenario, run_scenario_unit
 
-# name -> the submodule that defines it, loaded on first use: a run of
-# questions alone never imports the agent runtime (langchain, langgraph)
-_LAZY: dict[str, str] = {
-    "evaluate_outcomes": "._outcomes",
-    "ScenarioReplay": "._run",
-    "ScenarioRun": "._run",
-    "next_edge": "._run",
-    "run_scenario": "._run",
-    "run_scenario_unit": "._run",
-}
-
 __all__ = [
     "ScenarioReplay",
     "ScenarioRun",
@@ -34,4 +23,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a run of questions alone never imports the agent runtime
+# (langchain, langgraph).
+__getattr__, __dir__ = _lazy.exports(__name__)

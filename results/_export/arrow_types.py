@@ -55,8 +55,8 @@ def dumps_json(value: Any) -> str:
         pydantic_core.PydanticSerializationError: ``value`` holds something JSON
             cannot represent.
     """
-    # pydantic-core's Rust encoder: about 4x faster than json.dumps on these payloads,
-    # and this runs for every free-form field of every result.
+    # pydantic-core's Rust encoder, not json.dumps: this runs for every free-form
+    # field of every result.
     return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
 
 

@@ -98,15 +98,6 @@ def write_jsonl(results: Iterable[VerificationResult], path: PathLike) -> int:
     return count
 
 
-def _open_text(path: PathLike) -> IO[str]:
-    try:
-        return open(path, encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise export_error(path, "no such file") from exc
-    except OSError as exc:
-        raise export_error(path, f"cannot open: {exc}") from exc
-
-
 def _parse(path: PathLike, payload: object, where: str) -> VerificationResult:
     """Validate one result given as JSON text or as already parsed JSON."""
     try:

@@ -308,8 +308,7 @@ class ParquetResultWriter:
 def _open(path: PathLike) -> pq.ParquetFile:
     try:
         # pre_buffer (on by default) caches the column chunks of every row group the
-        # iteration will visit: measured here, Arrow memory then grew with the file
-        # (48 -> 112 MB over 100k results) instead of staying at one batch (17 MB).
+        # iteration will visit: Arrow memory would grow with the file, not one batch.
         parquet = pq.ParquetFile(path, pre_buffer=False)
     except FileNotFoundError as exc:
         raise export_error(path, "no such file") from exc

@@ -2,8 +2,8 @@
 
 The result store keeps each result as the JSON of ``model_dump_json()``. Parsed, that
 JSON has the very structure ``model_dump(mode="json")`` returns for the validated
-model, so it can go to Arrow without the model: validating every result and dumping
-it again were ~80% of exporting a job from Redis (measured here; see bench/README.md).
+model, so it can go to Arrow without the model (validating every result and dumping
+it again would be most of exporting a job from Redis).
 
 A page of results becomes one batch column-wise: after the free-form fields are
 encoded in place (by the same codecs as :func:`.layout.result_to_row`), the whole
@@ -227,8 +227,7 @@ def _no_cycle_collection() -> Iterator[None]:
 
     A batch allocates tens of thousands of containers that all stay alive until it
     is converted, so the collector keeps promoting them and then walks every live
-    object of the process (~220k after verifleet's imports) for nothing: parsed
-    JSON holds no cycles. Measured here: 15-20% of building a batch. Reference
+    object of the process for nothing: parsed JSON holds no cycles. Reference
     counting still frees everything; the collector is on again afterwards (unless
     it was off before).
     """

@@ -61,56 +61,6 @@ if typing.TYPE_CHECKING:
         replicate_stats,
     )
 
-# name -> the submodule that defines it, loaded on first use: a run's pass-rate
-# table needs the intervals of _core, not numpy's agreement statistics
-_LAZY: dict[str, str] = {
-    "Classification": "._agreement",
-    "Kappa": "._agreement",
-    "classification": "._agreement",
-    "cohen_kappa": "._agreement",
-    "fleiss_kappa": "._agreement",
-    "DEFAULT_LEVEL": "._core",
-    "DEFAULT_REPS": "._core",
-    "DEFAULT_SEED": "._core",
-    "Interval": "._core",
-    "binom_cdf_half": "._core",
-    "cluster_bootstrap_mean": "._core",
-    "clustered_mean": "._core",
-    "clustered_mean_from_sums": "._core",
-    "naive_mean": "._core",
-    "rate_interval": "._core",
-    "rate_interval_from_sums": "._core",
-    "wilson": "._core",
-    "z_quantile": "._core",
-    "Label": "._labels",
-    "append_label": "._labels",
-    "carry_labels": "._labels",
-    "label_cells": "._labels",
-    "labels_path": "._labels",
-    "read_label_entries": "._labels",
-    "read_labels": "._labels",
-    "write_labels": "._labels",
-    "PairedComparison": "._paired",
-    "mcnemar_exact": "._paired",
-    "paired_comparison": "._paired",
-    "ComparisonReport": "._results",
-    "Disagreement": "._results",
-    "Flip": "._results",
-    "JudgeReport": "._results",
-    "UnitKey": "._results",
-    "compare_models": "._results",
-    "compare_runs": "._results",
-    "explain_flip": "._results",
-    "judge_report": "._results",
-    "unit_key": "._results",
-    "verdict": "._results",
-    "QuestionConsistency": "._replicates",
-    "ReplicateStats": "._replicates",
-    "pass_at_k": "._replicates",
-    "pass_hat_k": "._replicates",
-    "replicate_stats": "._replicates",
-}
-
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_REPS",
@@ -160,4 +110,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: a run's pass-rate table needs the intervals of _core, not numpy's
+# agreement statistics.
+__getattr__, __dir__ = _lazy.exports(__name__)

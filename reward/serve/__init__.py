@@ -2,8 +2,9 @@
 OpenRLHF's ``POST /get_reward``, NeMo Gym's routes, ``GET /health`` and ``GET /ready``.
 
 :func:`create_app` builds the service for a benchmark and its judges,
-:func:`service_for` for a scorer already built (:func:`~verifleet.reward.build_scorer`).
-The CLI (``verifleet serve``) parses the flags and runs uvicorn.
+:func:`service_for` for a scorer already built (:func:`~verifleet.reward.build_scorer`);
+:func:`run_server` runs it, in one process or ``--workers N`` (:func:`worker_app`).
+The CLI (``verifleet serve``) parses the flags into a :class:`ServerPlan` and prints.
 
 The names below are loaded on first use: ``verifleet serve --help`` reads the
 defaults without importing FastAPI or the scoring core.
@@ -28,17 +29,14 @@ if typing.TYPE_CHECKING:
     from ._heap import settle_heap
     from ._protocol import CoalescingHttpToolsProtocol
     from ._routes import FAILURE_STATUS, HEALTH_PATH, READY_PATH, InfraErrors
-
-# The submodules a name of __all__ is looked for in, cheapest first.
-_LAZY = (
-    "._defaults",
-    "._access",
-    "._heap",
-    "._health",
-    "._protocol",
-    "._routes",
-    "._app",
-)
+    from ._server import (
+        SERVE_STATE_ENV,
+        WORKER_APP,
+        ServerPlan,
+        build_app,
+        run_server,
+        worker_app,
+    )
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -48,17 +46,25 @@ __all__ = [
     "FAILURE_STATUS",
     "HEALTH_PATH",
     "READY_PATH",
+    "SERVE_STATE_ENV",
+    "WORKER_APP",
     "CoalescingHttpToolsProtocol",
     "HealthListener",
     "HealthResponse",
     "InfraErrors",
     "RewardService",
+    "ServerPlan",
     "VerifyResponse",
+    "build_app",
     "create_app",
     "parse_networks",
+    "run_server",
     "service_for",
     "settle_heap",
+    "worker_app",
 ]
 
 
-__getattr__, __dir__ = _lazy.exports(__name__, _LAZY)
+# Each name of __all__ loads on first use, from the module the TYPE_CHECKING block
+# imports it from: `verifleet serve --help` reads the defaults without FastAPI.
+__getattr__, __dir__ = _lazy.exports(__name__)

@@ -269,14 +269,9 @@ def create_app(
         sandbox_scope: The benchmark's templates run in the executors'
             template process of this scope (:class:`~verifleet.reward.RewardScorer`);
             None: one process per template source.
-        allow_net: Client networks whose requests need no token.
-        max_queued: Requests beyond ``max_inflight`` that wait for a place.
         inline_executors: Executors of their own for inline questions (0: they
             share the benchmark's; see :class:`~verifleet.reward.RewardScorer`).
-        fair_share: How callers are told apart for their fair shares of the
-            in-flight places and the sandbox executors
-            (:class:`~._access.CallerIdentity`; ``off``: first come,
-            first served).
+        allow_net, max_queued, fair_share: As :func:`service_for`.
 
     Raises:
         ConfigError: the reward config does not fit the benchmark, an empty
@@ -320,18 +315,18 @@ def service_for(
     fair_share: FairBy = "address",
 ) -> RewardService:
     """The reward service around a scorer built already (``verifleet serve``
-    builds one with its cache, pricing and sandbox scope); the options are
-    :func:`create_app`'s, and:
+    builds one with its cache, pricing and sandbox scope); the other options are
+    :func:`create_app`'s.
 
     Args:
         allow_net: Client networks whose requests need no token (NeMo Gym's
             agents send none); without a token, other peers get 403.
         max_queued: Requests beyond ``max_inflight`` that wait for a place (at
             most ``request_timeout`` seconds) instead of getting 503 at once.
-        fair_share: How callers are told apart (``address``, ``connection``,
-            ``forwarded-for``; ``off``: no shares): each active caller holds at
-            most its share of the in-flight places and of the sandbox
-            executors, a caller alone all of them.
+        fair_share: How callers are told apart for their fair shares of the
+            in-flight places and the sandbox executors (``address``,
+            ``connection``, ``forwarded-for``: :class:`~._access.CallerIdentity`;
+            ``off``: first come, first served); a caller alone gets all of them.
 
     Raises:
         ConfigError: an empty token, a limit that is not positive, an unknown

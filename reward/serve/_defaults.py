@@ -24,8 +24,7 @@ DEFAULT_REQUEST_TIMEOUT = 300.0
 #: included) can wait; the rest are answered 503 at once. 512 keeps the judge
 #: calls' default cap (256 per model) full with room for the sandbox steps: one
 #: process scores a few hundred rollouts per second, so a larger limit only adds
-#: queueing (measured at 16,000 connections: with 4,096, judge calls timed out
-#: behind the backlog and a fifth of the requests waited past 60 s).
+#: queueing (judge calls then time out behind the backlog).
 DEFAULT_MAX_INFLIGHT = 512
 
 #: Rollouts one batch may carry: well under the default ``--max-inflight`` (a

@@ -3,8 +3,7 @@
 On the service's port a probe waits in the kernel's accept queue behind every
 connection that arrived before it: when an RL trainer opens 16,000 at once, the
 server accepts (and refuses or admits) thousands before it reads the probe,
-however fast it answers once it does (measured: p99 0.7 s, up to 5 s, with a
-1-5 ms median). A load balancer needs the answer exactly then. This listener has
+however fast it answers once it does. A load balancer needs the answer exactly then. This listener has
 its own socket, so its own queue, and its own thread: the event loop's Python
 code hands the interpreter over at least every 5 ms (``sys.getswitchinterval``),
 so a probe is answered within a few milliseconds whatever the loop is doing.

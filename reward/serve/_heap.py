@@ -1,12 +1,9 @@
 """The reward server's garbage collector, set for a long-lived process that
 allocates a few hundred short-lived objects per request.
 
-Measured (``/verify`` without a judge, through the app, 400 at once): the server
-holds ~230,000 long-lived objects once the benchmark, the templates and the
-libraries are loaded, and every full collection walked them all: collections
-took 0.1-0.6 ms per request, more than the rest of the request's CPU at times
-(0.4-1.0 ms per request, varying with where the collections fell; 0.35-0.45 ms
-with the heap frozen).
+The server holds hundreds of thousands of long-lived objects once the
+benchmark, the templates and the libraries are loaded, and every full
+collection would walk them all (at times more CPU than the request's own).
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 uvicorn writes a reply's status line and headers to the socket as soon as the
 app sends ``http.response.start``, then the body as a second write: two
 ``send()`` calls per reply, and on loopback each one does the receiver's TCP
-work and wake-up too. Under ``bench/reward.py`` those two writes were 16-18 % of
-the server's CPU per judged request (py-spy), and most of a refused request's
-(the 503s of a burst). :class:`CoalescingHttpToolsProtocol` hands uvicorn a
+work and wake-up too: a large share of the server's CPU per request, most of a
+refused one's (the 503s of a burst). :class:`CoalescingHttpToolsProtocol` hands uvicorn a
 transport whose writes made in one turn of the event loop are joined and written
 once at the end of it (or before the connection closes).
 """
@@ -69,8 +68,8 @@ class CoalescingTransport:
 
 #: The scope extension a route calls with a callback to be told, once, that the
 #: client went away mid-request; it returns a function that takes the callback
-#: back. The route's alternative, a task per request reading ``receive`` until
-#: ``http.disconnect``, was ~5 % of a judge-free request's server CPU.
+#: back (instead of a task per request reading ``receive`` until
+#: ``http.disconnect``).
 DISCONNECT_EXTENSION = "verifleet.on_disconnect"
 
 OnDisconnect = Callable[[Callable[[], None]], Callable[[], None]]

@@ -54,12 +54,6 @@ class CostSummary:
         template = result.template
         self.add_usage(template.usage_metadata if template is not None else None)
 
-    def add_entry(self, model: str, cost_usd: float, cache_hits: int = 0) -> None:
-        """Count a model's cost known elsewhere (e.g. a fleet job's ledger)."""
-        entry = self.models.setdefault(model, ModelCost())
-        entry.cost_usd += cost_usd
-        entry.cache_hits += cache_hits
-
     @property
     def total_usd(self) -> float:
         """What every counted call cost."""

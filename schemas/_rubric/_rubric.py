@@ -97,10 +97,6 @@ class _TraitCollection(BaseModel):
         """Whether there is no trait at all."""
         return not self.all_traits()
 
-    def has_pickled_callables(self) -> bool:
-        """Whether any callable trait carries pickled code (needs trust to run)."""
-        return any(t.is_pickled for t in self.callable_traits)
-
 
 class Rubric(_TraitCollection):
     """Traits evaluated unconditionally on every answer they apply to."""
@@ -144,10 +140,6 @@ class DynamicRubric(_TraitCollection):
                     "for the presence check"
                 )
         return self
-
-    def presence_traits(self) -> list[AnyTrait]:
-        """Traits gated by the presence check (agentic traits are not)."""
-        return [t for t in self.all_traits() if not isinstance(t, AgenticRubricTrait)]
 
 
 def _has_traits(rubric: _TraitCollection | None) -> bool:

@@ -1,8 +1,8 @@
 """A real local model for tests: llama-server with SmolLM2-135M-Instruct.
 
-One server per test session (the model loads in about a second, but building
-``llama-server`` the first time takes 10-12 minutes; ``verifleet llm build`` does it
-ahead of the test run). It binds a free port on 127.0.0.1 and stops with the session.
+One server per test session (the model loads in about a second; the runtime is
+the prebuilt server, checked by ``verifleet llm build`` ahead of the test run, or
+where that cannot run the source build it compiles once). It binds a free port on 127.0.0.1 and stops with the session.
 Register it in ``tests/conftest.py`` with ``from _support.llm import local_llm``.
 """
 

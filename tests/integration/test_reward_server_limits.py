@@ -96,17 +96,27 @@ def test_two_server_processes_share_the_judges_endpoint_limit(
     assert stats.peak_in_flight == CAP  # reached, never exceeded across both processes
 
 
-def test_the_served_app_runs_the_benchmarks_templates_in_its_scope(tmp_path: Path) -> None:
-    # The app builds its own scorer: it must keep the benchmark's sandbox scope
-    # (one warm template process per executor), or every template of a large
-    # benchmark is compiled again in a process of its own, call after call.
-    from verifleet.orchestrator.cli.serve import _app
+def test_a_worker_process_scorer_runs_the_benchmarks_templates_in_its_scope(
+    tmp_path: Path,
+) -> None:
+    # Each --workers process builds its own scorer from the parent's plan (as JSON):
+    # it must keep the benchmark's sandbox scope (one warm template process per
+    # executor), or every template of a large benchmark is compiled again in a
+    # process of its own, call after call.
+    from verifleet.orchestrator.cli._reward_args import reward_recipe
+    from verifleet.orchestrator.cli.serve import server_plan
+    from verifleet.reward.serve import ServerPlan, build_app
 
     bench = tmp_path / "geo.yaml"
     dump_benchmark(geo_benchmark(), bench)
     args = build_parser().parse_args(["serve", str(bench), "--parsing", "unused"])
     judge = ModelConfig.parse("http://127.0.0.1:9/v1#judge", temperature=0.0)
-    scorer = _scorer(args, judge, redis_url="")
-    served = _app(args, scorer).routes_fast.scorer
+    with contextlib.ExitStack() as stack:
+        recipe, benchmark = reward_recipe(args, stack, redis_url=None, models=[judge])
+    scorer = recipe.build(benchmark)
+    # What worker_app reads from SERVE_STATE_ENV, then builds (after its sandbox start).
+    plan = ServerPlan.model_validate_json(server_plan(args, recipe, []).model_dump_json())
+    served = build_app(plan, plan.scorer.build()).routes_fast.scorer
     assert scorer.sandbox_scope is not None and scorer.sandbox_scope.startswith("serve-")
     assert served.sandbox_scope == scorer.sandbox_scope
+    assert served.parsing_models == scorer.parsing_models

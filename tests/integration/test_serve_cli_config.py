@@ -18,8 +18,9 @@ from fastapi.testclient import TestClient
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
 from verifleet.orchestrator.cli import build_parser
-from verifleet.orchestrator.cli._reward_args import reward_setup
-from verifleet.orchestrator.cli.serve import _app
+from verifleet.orchestrator.cli._reward_args import checked_scorer, reward_recipe
+from verifleet.orchestrator.cli.serve import server_plan
+from verifleet.reward.serve import build_app
 from verifleet.schemas import dump_benchmark
 
 pytestmark = pytest.mark.integration
@@ -35,8 +36,9 @@ def test_served_requests_use_the_call_cache_that_serve_cache_opens(
         argv = ["serve", str(path), "--parsing", f"{judge.base_url}#judge", "--cache"]
         args = build_parser().parse_args(argv)
         with contextlib.ExitStack() as stack:
-            scorer = reward_setup(args, stack, redis_url=None)
-            app = _app(args, scorer)
+            recipe, benchmark = reward_recipe(args, stack, redis_url=None)
+            scorer = checked_scorer(recipe, benchmark)
+            app = build_app(server_plan(args, recipe, []), scorer)
             assert app.state.scorer is scorer, "the app serves the CLI's scorer"
             client = TestClient(app, base_url="http://127.0.0.1")
             body = {"question_id": "geo", "response": CORRECT}
