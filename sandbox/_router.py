@@ -321,8 +321,8 @@ class Router:
         one, else one forked now into a free slot (stopping the least recently
         used template process when none is free). Then the next spare is asked
         for while a slot is free: the spawner forks it while this child works,
-        so the fork (~1.5-2 ms of the spawner's CPU on a small VM, a copy of
-        its page tables) is off the next new child's critical path. A spare is
+        so the fork (a copy of the spawner's page tables) is off the next new
+        child's critical path. A spare is
         a clean fork of the spawner, as a child forked on demand: it runs no
         code of anyone's before its first request.
 
