@@ -9,7 +9,11 @@ The tree inside one executor::
          │   one per template for unscoped callers): compiles its templates
          │   └─ call child, one per request (``call`` mode): runs the template's
          │      code, answers, exits
-         └─ one-shot child per trait call: runs the trait, answers, exits
+         ├─ one-shot child per trait call: runs the trait, answers, exits
+         └─ a spare: forked ahead of need (the router asks for it as it takes
+             the previous one), so the next new child costs no fork on its
+             request's path; it runs nothing until its first request makes it
+             one of the above (and the leader of a process group of its own)
 
 A call child is a fresh copy of its template process: nothing the template's
 ``verify()``, validators or a trait change (pydantic's classes, builtins, module
@@ -174,12 +178,16 @@ def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
     becomes a template process or answers one trait call."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent(parent)
-    os.setpgid(0, 0)  # the router kills the whole group
     close_all_but({slot.request_r, slot.answer_w})
     # Written by hand, not by pydantic: a model here would write to (and so
     # copy) pages of the spawner's heap in every new child.
     write_all(slot.answer_w, b'{"pid":%d}\n' % os.getpid())
     line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+    # A group of its own (the router kills the whole group) once it has work:
+    # a spare forked ahead (``Router._spawn``) stays in the spawner's group,
+    # so that only the processes that serve requests lead groups; until here
+    # it runs no code but this, and the router kills it by its pid.
+    os.setpgid(0, 0)
     request = decode_request(line)
     if isinstance(request, DescribeRequest | EvaluateRequest):
         _template_main(slot, request, line, limits)

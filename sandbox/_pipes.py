@@ -192,9 +192,15 @@ def process_gone(pid: int) -> bool:
 
 
 def kill_group(pid: int, timeout: float = 2.0) -> None:
-    """SIGKILL the process group ``pid`` leads and wait until its leader is gone."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    """SIGKILL the process group ``pid`` leads (``pid`` alone while it leads
+    none: a child not yet given work) and wait until ``pid`` is gone."""
+    try:
         os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    except PermissionError:
+        pass
     end = time.monotonic() + timeout
     while not process_gone(pid) and time.monotonic() < end:
         time.sleep(0.002)

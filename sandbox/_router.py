@@ -124,6 +124,8 @@ class Router:
         self._max_templates = max(1, len(slots) - 1)
         #: Templates handed to a template process to compile, ever.
         self.compiled = 0
+        #: The slot of a child forked ahead of need, its hello not read yet.
+        self._spare: Slot | None = None
 
     def handle(self, request: Request, line: bytes) -> bytes:
         """The reply line to one request (never raises but :class:`SpawnerDied`)."""
@@ -315,13 +317,71 @@ class Router:
         self._recycle(child)
 
     def _spawn(self) -> _Child:
-        """A new child of the spawner in a free slot (stopping the least recently
-        used template process when none is free)."""
-        if not self._free:
-            self._evict()
-        slot = self._free.pop()
+        """A new child of the spawner: the spare forked ahead when there is
+        one, else one forked now into a free slot (stopping the least recently
+        used template process when none is free). Then the next spare is asked
+        for while a slot is free: the spawner forks it while this child works,
+        so the fork (a copy of the spawner's page tables) is off the next new
+        child's critical path. A spare is
+        a clean fork of the spawner, as a child forked on demand: it runs no
+        code of anyone's before its first request.
+
+        Raises:
+            SpawnerDied: The spawner did not fork the child.
+        """
+        child = self._take_spare()
+        if child is None:
+            if not self._free:
+                self._evict()
+            slot = self._free.pop()
+            self._fork_into(slot)
+            child = self._hello(slot)
+        if self._free and self._spare is None:
+            slot = self._free.pop()
+            try:
+                self._fork_into(slot)
+            except SpawnerDied:
+                self._free.append(slot)  # the next spawn reports it
+            else:
+                self._spare = slot
+        return child
+
+    def _take_spare(self) -> _Child | None:
+        """The spare child, once it said it is there; None when there is none
+        or it is gone (its slot freed: a fresh fork replaces it).
+
+        Raises:
+            SpawnerDied: The spawner did not fork it (it writes its pid as it
+                starts, so one that never did was never forked).
+        """
+        slot, self._spare = self._spare, None
+        if slot is None:
+            return None
+        child = self._hello(slot)
+        if not child.alive():
+            self._recycle(child)
+            return None
+        return child
+
+    def _fork_into(self, slot: Slot) -> None:
+        """Ask the spawner for a child in ``slot`` (not waiting for it).
+
+        Raises:
+            SpawnerDied: The spawner's control pipe is gone or full.
+        """
         try:
             write_all(self._control_w, f"{slot.index}\n".encode())
+        except Exception as exc:
+            raise SpawnerDied(f"the executor's spawner failed: {exc}") from None
+
+    def _hello(self, slot: Slot) -> _Child:
+        """The child the spawner forked into ``slot``, once it said its pid.
+
+        Raises:
+            SpawnerDied: No child said it is there within the spawn timeout
+                (the slot is free again).
+        """
+        try:
             hello = read_line(slot.answer_r, _SPAWN_TIMEOUT, limit=4096, alive=self._spawner_alive)
             pid = CompiledAnswer.model_validate_json(hello).pid
         except Exception as exc:
