@@ -3,10 +3,11 @@ outlives it."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
-__all__ = ["Process", "descendants", "still_running"]
+__all__ = ["Process", "descendants", "spawner_children", "still_running"]
 
 #: (pid, start time in clock ticks since boot, command line): the start time
 #: tells a process from a later one that got its pid.
@@ -61,3 +62,35 @@ def still_running(processes: list[Process], wait: float = 20.0) -> list[Process]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+def spawner_children() -> dict[int, bool]:
+    """Children of the spawners of this process's sandbox executors, each with
+    whether it leads a process group of its own (a template process does; a
+    spare forked ahead does not until its first request). The router is the
+    executor process whose parent is not one (in ``seccomp`` mode it may run
+    under ``unshare`` or another uid); its child is the spawner."""
+    parents: dict[int, int] = {}
+    groups: dict[int, int] = {}
+    executor: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        parents[int(name)], groups[int(name)] = int(fields[1]), int(fields[2])
+        # The executor's interpreter (not an ``unshare`` that starts it).
+        if b"verifleet.sandbox._executor" in command and b"python" in command.split(b"\0")[0]:
+            executor.add(int(name))
+
+    def mine(pid: int) -> bool:  # other test runs on this machine have executors too
+        while pid in parents and pid != os.getpid():
+            pid = parents[pid]
+        return pid == os.getpid()
+
+    routers = {pid for pid in executor if parents[pid] not in executor and mine(pid)}
+    spawners = {pid for pid in executor if parents[pid] in routers}
+    return {pid: groups[pid] == pid for pid in executor if parents[pid] in spawners}

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _support.processes import spawner_children
 
 from verifleet.sandbox import SandboxPool, SandboxSettings
 from verifleet.schemas import TemplateValidationError
@@ -36,40 +37,10 @@ class Answer(BaseAnswer):
 """
 
 
-def _stat(pid: int) -> list[str]:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text.rsplit(")", 1)[1].split()
-
-
 def _template_processes() -> list[int]:
     """The template processes of this process's executor: children of the
-    spawner (the router's child) that lead a process group of their own. The
-    router is the executor process whose parent is not one (in ``seccomp``
-    mode it may run under ``unshare`` or another uid)."""
-    parents: dict[int, int] = {}
-    groups: dict[int, int] = {}
-    executor: set[int] = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                fields = _stat(int(name))
-                command = Path(f"/proc/{name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            parents[int(name)] = int(fields[1])
-            groups[int(name)] = int(fields[2])
-            # The executor's interpreter (not an ``unshare`` that starts it).
-            if b"verifleet.sandbox._executor" in command and b"python" in command.split(b"\0")[0]:
-                executor.add(int(name))
-
-    def mine(pid: int) -> bool:  # other test runs on this machine have executors too
-        while pid in parents and pid != os.getpid():
-            pid = parents[pid]
-        return pid == os.getpid()
-
-    routers = {pid for pid in executor if parents[pid] not in executor and mine(pid)}
-    spawners = {pid for pid in executor if parents[pid] in routers}
-    return [pid for pid in executor if parents[pid] in spawners and groups[pid] == pid]
+    spawner that lead a process group of their own."""
+    return [pid for pid, leads in spawner_children().items() if leads]
 
 
 def _wait_gone(pid: int) -> None:

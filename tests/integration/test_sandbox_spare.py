@@ -17,44 +17,18 @@ from pathlib import Path
 
 import pytest
 from _support.hostile import HONEST_TEMPLATE
+from _support.processes import spawner_children
 
 from verifleet.sandbox import SandboxPool, SandboxSettings
 
 pytestmark = pytest.mark.integration
 
 
-def _spawner_children() -> dict[int, bool]:
-    """Children of this process's executors' spawners: pid -> leads its own group."""
-    parents: dict[int, int] = {}
-    groups: dict[int, int] = {}
-    executor: set[int] = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-            command = Path(f"/proc/{name}/cmdline").read_bytes()
-        except OSError:
-            continue
-        parents[int(name)], groups[int(name)] = int(fields[1]), int(fields[2])
-        if b"verifleet.sandbox._executor" in command and b"python" in command.split(b"\0")[0]:
-            executor.add(int(name))
-
-    def mine(pid: int) -> bool:  # other test runs on this machine have executors too
-        while pid in parents and pid != os.getpid():
-            pid = parents[pid]
-        return pid == os.getpid()
-
-    routers = {pid for pid in executor if parents[pid] not in executor and mine(pid)}
-    spawners = {pid for pid in executor if parents[pid] in routers}
-    return {pid: groups[pid] == pid for pid in executor if parents[pid] in spawners}
-
-
 def _spares(before: dict[int, bool]) -> set[int]:
     """Spares that appeared since ``before`` (waiting a moment for the fork)."""
     end = time.monotonic() + 5.0
     while True:
-        found = {pid for pid, leads in _spawner_children().items() if not leads} - set(before)
+        found = {pid for pid, leads in spawner_children().items() if not leads} - set(before)
         if found or time.monotonic() > end:
             return found
         time.sleep(0.01)
@@ -69,7 +43,7 @@ def _first_question_and_its_spare() -> Iterator[tuple[SandboxPool, dict[int, boo
     """A one-executor pool with a process per question, scoped to one job,
     after its first question: the pool, the spawner's children before it
     started, and the spare forked for the next question."""
-    before = _spawner_children()
+    before = spawner_children()
     pool = SandboxPool(SandboxSettings(mode="seccomp", pool_size=1, fresh_state="template"))
     try:
         with pool.scoped("job"):
@@ -84,7 +58,7 @@ def test_the_next_question_runs_in_the_spare_forked_before_it() -> None:
     with _first_question_and_its_spare() as (pool, before, spare):
         handle = pool.load_template(_source(2), "q2")
         # The spare now serves q2: it leads its own group.
-        assert _spawner_children().get(spare) is True
+        assert spawner_children().get(spare) is True
         assert pool.evaluate(handle, {"value": "Paris"}, "").verification is not None
         # ... and another spare was forked for the question after it.
         (second,) = _spares({**before, spare: True})
@@ -100,4 +74,4 @@ def test_a_spare_killed_from_outside_is_replaced() -> None:
         answer = pool.evaluate(handle, {"value": "Paris"}, "")
         assert answer.verification is not None and answer.verification.field_ok
         # Served by a fresh fork, not by the dead spare's pid.
-        assert spare not in _spawner_children()
+        assert spare not in spawner_children()
