@@ -322,9 +322,9 @@ class Router:
         used template process when none is free). Then the next spare is asked
         for while a slot is free: the spawner forks it while this child works,
         so the fork (a copy of the spawner's page tables) is off the next new
-        child's critical path. A spare is
-        a clean fork of the spawner, as a child forked on demand: it runs no
-        code of anyone's before its first request.
+        child's critical path. A spare is a clean fork of the spawner, as a
+        child forked on demand: it runs no code of anyone's before its first
+        request.
 
         Raises:
             SpawnerDied: The spawner did not fork the child.
