@@ -132,7 +132,16 @@
     location.hash = "#/" + path + (qs ? "?" + qs : "");
   }
 
-  async function render() {
+  // One page render at a time, each for the hash as it is when it starts: a
+  // render still fetching when the hash changes must not write its page over
+  // the newer one's (it finishes first, then the newer hash is rendered).
+  let rendering = Promise.resolve();
+  function render() {
+    rendering = rendering.then(renderNow, renderNow);
+    return rendering;
+  }
+
+  async function renderNow() {
     const { parts, params } = route();
     const run = parts[0] === "run" ? Number(parts[1] || 0) : Number(params.a || 0);
     setNav(run, parts);
