@@ -1,11 +1,17 @@
-"""A line budget for template code that runs while a template is loaded.
+"""A step budget for template code that runs while a template is loaded.
 
 Loading runs under the process-wide compile lock, so a template whose module body
 or ground-truth code never finishes would stall every later compile in the worker.
-While the budget is active, each line executed in template code (recognised by its
-``<template ...>`` file name) counts; past the limit :class:`TemplateBudgetExceeded`
-is raised inside the template's frame and loading fails. Library code the template
-calls (pydantic building the class) is not traced, so it costs nearly nothing.
+Template source is instrumented when it is compiled (:func:`instrument`): a call
+to :func:`step` opens every function body, every pass of a loop, every clause of
+a comprehension and every lambda, the places where template code can repeat.
+While a budget is active on the thread (:func:`step_budget`), each step counts;
+past the limit :class:`TemplateBudgetExceeded` is raised inside the template's
+frame and loading fails. Outside a budget a step returns at once.
+
+Not ``sys.settrace``: a trace function is called for every frame the thread
+enters, pydantic's own while it builds the class included; that cost a fresh
+template process ~0.9 ms of CPU per template (bench/log/2026-11-29_step_budget.md).
 
 The budget covers loading only; ``verify()`` at run time is bounded by the unit's
 deadline, like every other step.
@@ -13,56 +19,129 @@ deadline, like every other step.
 
 from __future__ import annotations
 
-import sys
+import ast
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
-from typing import Any
 
-__all__ = ["TEMPLATE_FILENAME_PREFIX", "TemplateBudgetExceeded", "line_budget"]
+__all__ = [
+    "STEP_NAME",
+    "TEMPLATE_FILENAME_PREFIX",
+    "TemplateBudgetExceeded",
+    "instrument",
+    "step",
+    "step_budget",
+]
 
 #: Code objects compiled from template source carry file names starting with this.
 TEMPLATE_FILENAME_PREFIX = "<template "
 
+#: The global instrumented template code calls (a dunder name: the guard refuses
+#: it in template source, so a template can neither call nor rebind it).
+STEP_NAME = "__verifleet_step__"
+
 
 class TemplateBudgetExceeded(BaseException):
-    """Template code executed more lines than the loading budget allows.
+    """Template code took more steps than the loading budget allows.
 
     A ``BaseException`` so that a template's own ``except Exception`` cannot
     swallow it and keep looping.
     """
 
 
-@contextmanager
-def line_budget(max_lines: int) -> Iterator[None]:
-    """Trace the current thread and stop template code after ``max_lines`` lines.
+class _Budget(threading.local):
+    #: Steps left on this thread, or None when no budget is active.
+    left: int | None = None
+    limit: int = 0
 
-    Restores whatever trace function was installed before (a debugger, coverage).
+
+_budget = _Budget()
+
+
+def step() -> bool:
+    """Count one step of template code against this thread's budget, if any.
+
+    Returns True (so it can stand in a comprehension's condition).
+
+    Raises:
+        TemplateBudgetExceeded: The active budget is spent.
+    """
+    left = _budget.left
+    if left is None:
+        return True
+    if left <= 0:
+        raise TemplateBudgetExceeded(
+            f"template code ran more than {_budget.limit} steps (loop passes, calls) while loading"
+        )
+    _budget.left = left - 1
+    return True
+
+
+@contextmanager
+def step_budget(max_steps: int) -> Iterator[None]:
+    """Let template code on this thread take at most ``max_steps`` steps.
+
+    Restores the budget that was active before (loading can nest: a probe
+    inside a compile).
 
     Raises:
         TemplateBudgetExceeded: Inside the template frame that crossed the limit;
             it propagates out of the ``with`` block.
     """
-    executed = 0
-
-    def local(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal executed
-        if event == "line":
-            executed += 1
-            if executed > max_lines:
-                raise TemplateBudgetExceeded(
-                    f"template code ran more than {max_lines} lines while loading"
-                )
-        return local
-
-    def global_(frame: FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename.startswith(TEMPLATE_FILENAME_PREFIX):
-            return local
-        return None
-
-    previous = sys.gettrace()
-    sys.settrace(global_)
+    previous = (_budget.left, _budget.limit)
+    _budget.left, _budget.limit = max_steps, max_steps
     try:
         yield
     finally:
-        sys.settrace(previous)
+        _budget.left, _budget.limit = previous
+
+
+def _step_call() -> ast.Call:
+    return ast.Call(func=ast.Name(id=STEP_NAME, ctx=ast.Load()), args=[], keywords=[])
+
+
+class _Instrument(ast.NodeTransformer):
+    def _open(self, body: list[ast.stmt], *, keep_docstring: bool = False) -> list[ast.stmt]:
+        at = 0
+        if keep_docstring and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            at = 1 if isinstance(value, ast.Constant) and isinstance(value.value, str) else 0
+        anchor = body[at] if at < len(body) else body[-1]
+        return [*body[:at], ast.copy_location(ast.Expr(_step_call()), anchor), *body[at:]]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        node.body = self._open(node.body, keep_docstring=True)
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        node.body = self._open(node.body, keep_docstring=True)
+        return node
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
+        self.generic_visit(node)
+        node.body = self._open(node.body)
+        return node
+
+    visit_For = visit_AsyncFor = visit_While = _loop
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        self.generic_visit(node)
+        node.ifs.insert(0, ast.copy_location(_step_call(), node.target))
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.generic_visit(node)
+        # step() is True: ``True and body`` is the body's value.
+        node.body = ast.copy_location(
+            ast.BoolOp(op=ast.And(), values=[_step_call(), node.body]), node.body
+        )
+        return node
+
+
+def instrument(tree: ast.Module) -> ast.Module:
+    """``tree`` with a :func:`step` call wherever template code can repeat
+    (changed in place and returned). Run the guard on the tree first: the calls
+    name :data:`STEP_NAME`, which it refuses in template source."""
+    return ast.fix_missing_locations(_Instrument().visit(tree))

@@ -24,7 +24,14 @@ from verifleet.errors import TemplateValidationError
 
 from .ast_guard import find_violation
 from .base_answer import BaseAnswer
-from .budget import TEMPLATE_FILENAME_PREFIX, TemplateBudgetExceeded, line_budget
+from .budget import (
+    STEP_NAME,
+    TEMPLATE_FILENAME_PREFIX,
+    TemplateBudgetExceeded,
+    instrument,
+    step,
+    step_budget,
+)
 from .sandbox import new_template_namespace
 
 __all__ = [
@@ -49,10 +56,10 @@ COMPILE_LOCK = threading.RLock()
 
 TEMPLATE_MODULE_PREFIX = "verifleet_template_"
 
-#: Lines of template code allowed while loading (module body, ground truth): far
-#: more than any real template needs, little enough to stop a runaway loop in
-#: well under a second.
-LOADING_LINE_BUDGET = 200_000
+#: Steps of template code (loop passes, calls) allowed while loading (module
+#: body, ground truth): far more than any real template needs, little enough to
+#: stop a runaway loop in well under a second.
+LOADING_STEP_BUDGET = 200_000
 
 
 def compute_template_id(source: str | None) -> str:
@@ -144,10 +151,11 @@ def compile_answer_class(source: str, *, question_id: str | None = None) -> type
     module_name = f"{TEMPLATE_MODULE_PREFIX}{source_digest(source)}"
     with COMPILE_LOCK:
         tree = _checked_tree(source, template_id, question_id)
-        code = compile(tree, f"{TEMPLATE_FILENAME_PREFIX}{template_id}>", "exec")
+        code = compile(instrument(tree), f"{TEMPLATE_FILENAME_PREFIX}{template_id}>", "exec")
         namespace = new_template_namespace(module_name)
+        namespace[STEP_NAME] = step
         try:
-            with line_budget(LOADING_LINE_BUDGET):
+            with step_budget(LOADING_STEP_BUDGET):
                 exec(code, namespace)
         except TemplateBudgetExceeded as exc:
             raise _fail(str(exc), question_id) from None
@@ -284,7 +292,7 @@ def validate_answer_template(source: str, *, question_id: str | None = None) -> 
     if not answer_cls.defines_verify():
         raise _fail(f"answer class {name} has no verify() method", question_id)
     try:
-        with line_budget(LOADING_LINE_BUDGET):
+        with step_budget(LOADING_STEP_BUDGET):
             ground_truth = probe_instance(answer_cls).get_ground_truth()
     except TemplateBudgetExceeded as exc:
         raise _fail(f"setting the ground truth of {name}: {exc}", question_id) from None
