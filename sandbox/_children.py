@@ -57,6 +57,7 @@ from ._protocol import (
     Failure,
     RegexTraitRequest,
     Reply,
+    Request,
     StaticCheckRequest,
     TraitRequest,
     decode_request,
@@ -195,18 +196,21 @@ def _slot_main(slot: Slot, parent: int, limits: Limits) -> None:
         # A regex or a static check runs no code of anyone's; a trait in ``template`` mode keeps
         # its process for its job: both serve call after call here.
         _enter_unit(limits, collect=True)
-        _serve(slot, line, limits)
+        _serve(slot, line, request, limits)
     else:
         _enter_unit(limits)
-        write_all(slot.answer_w, _answer(line))
+        write_all(slot.answer_w, _answer(line, request))
 
 
-def _serve(slot: Slot, line: bytes, limits: Limits) -> None:
-    """Answer this request and every later one in this process (never returns)."""
+def _serve(slot: Slot, line: bytes, first: Request, limits: Limits) -> None:
+    """Answer this request (``first``, decoded) and every later one in this
+    process (never returns)."""
+    request: Request | None = first
     while True:
         _arm_cpu(limits.cpu_seconds, keep_hard=True)
-        write_all(slot.answer_w, _answer(line))
+        write_all(slot.answer_w, _answer(line, request))
         line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
+        request = None
 
 
 def _template_main(
@@ -259,7 +263,7 @@ def _template_main(
                 # More CPU than the router's wall clock allows: its kill comes
                 # first and names the cause.
                 _arm_cpu(2 * limits.cpu_seconds + 1, keep_hard=True)
-                reply = _answer(line)
+                reply = _answer(line, request)
         write_all(slot.answer_w, reply)
         line = read_line(slot.request_r, None, limit=MAX_ANSWER_BYTES)
         try:
@@ -407,13 +411,15 @@ def _arm_cpu(seconds: int, *, keep_hard: bool = False) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
 
 
-def _answer(line: bytes) -> bytes:
+def _answer(line: bytes, decoded: Request | None = None) -> bytes:
     """Run one request (in the process that is to run its untrusted code) and
-    return its reply line; nothing raises out of here."""
+    return its reply line; nothing raises out of here. ``decoded`` is ``line``
+    already decoded, when the caller has it (decoding the same line twice cost
+    a fresh template process ~0.2 ms)."""
     request_id: int | None = None
     request: object = None
     try:
-        request = decode_request(line)
+        request = decoded if decoded is not None else decode_request(line)
         request_id = request.id
         result = _run(request)
         reply = Reply.success(request.id, result)
