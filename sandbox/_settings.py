@@ -78,10 +78,12 @@ class SandboxSettings(BaseModel):
             (each compiled class stays in its process: ~28 KB each, so a job
             of 30,000 templates would otherwise reach the executor's memory
             limit).
-        fresh_state: ``template``: calls run in their template's process
-            (one per job and template); ``call``: each call runs in a process
-            forked from it; ``job``: one template process per job, shared by
-            its templates.
+        fresh_state: ``template`` (the default): calls run in their
+            template's process (one per job and template), so no question's
+            code runs where another's did; ``call``: each call runs in a
+            process forked from it; ``job``: one template process per job,
+            shared by its templates (cheaper by a fork per question, for
+            benchmarks whose questions' code comes from one trusted author).
         bytecode_dir: A folder of bytecode the host prepares and executors
             start from (``-X pycache_prefix``, see ``_bytecode``); None: they
             compile their modules from source. :meth:`from_env` sets the
@@ -99,7 +101,7 @@ class SandboxSettings(BaseModel):
     result_limits: ResultLimits = Field(default_factory=ResultLimits)
     template_processes: int = Field(default=16, ge=1, le=256)
     templates_per_process: int = Field(default=512, ge=1)
-    fresh_state: FreshState = "job"
+    fresh_state: FreshState = "template"
     bytecode_dir: str | None = None
 
     @property
@@ -132,7 +134,7 @@ class SandboxSettings(BaseModel):
         from ._bytecode import default_bytecode_dir  # the host's concern alone
 
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
-        fresh = os.environ.get(ENV_FRESH, "").strip() or "job"
+        fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
         if fresh not in ("call", "template", "job"):
             raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call, template or job)")
         return cls(

@@ -11,7 +11,7 @@ frame and loading fails. Outside a budget a step returns at once.
 
 Not ``sys.settrace``: a trace function is called for every frame the thread
 enters, pydantic's own while it builds the class included; that cost a fresh
-template process ~0.9 ms of CPU per template (bench/log/2026-11-29_step_budget.md).
+template process ~0.9 ms of CPU per template (bench/log/2026-11-29_per_question.md).
 
 The budget covers loading only; ``verify()`` at run time is bounded by the unit's
 deadline, like every other step.

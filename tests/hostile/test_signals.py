@@ -257,27 +257,46 @@ def _settings_from_env(mode: str) -> SandboxSettings:
 
 
 @pytest.mark.parametrize("mode", ["strict", "seccomp", "rlimits-only"])
-def test_one_question_cannot_touch_another_questions_verdict_with_fresh_template(
+def test_one_question_cannot_touch_another_questions_verdict_by_default(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The setting an operator chooses for question isolation, read from the
-    # environment as a worker or `verifleet run` reads it.
-    monkeypatch.setenv("VERIFLEET_SANDBOX_FRESH", "template")
+    # Nothing in the environment, as a worker or `verifleet run` starts: a
+    # process per job and template.
+    monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
     settings = _settings_from_env(mode)
-    assert settings.fresh_state == "template"
+    assert settings.fresh_state == SandboxSettings().fresh_state == "template"
     check_victim(_mixed_job_results(settings))
 
 
 def test_control_questions_sharing_a_process_do_touch_each_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The default (nothing in the environment: a process per job): the
+    # The opt-out (`VERIFLEET_SANDBOX_FRESH=job`: a process per job): the
     # poisoners' code ran where the victim questions run, and the wrong answer
-    # passes. What the test above would see without its setting.
-    monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
+    # passes. What the test above would see without a process per question.
+    monkeypatch.setenv("VERIFLEET_SANDBOX_FRESH", "job")
     settings = _settings_from_env("strict")
-    assert settings.fresh_state == SandboxSettings().fresh_state == "job"
+    assert settings.fresh_state == "job"
     assert _victim_harmed(_mixed_job_results(settings))
+
+
+def test_one_question_cannot_touch_another_questions_verdict_on_a_fleet(
+    fleet: Fleet, redis_url: str
+) -> None:
+    # Two workers with a queue each and one executor: w1 as deployed (nothing
+    # set: a process per job and template), w2 with the opt-out
+    # (`VERIFLEET_SANDBOX_FRESH=job`) as the control, where the same job's
+    # poisoners do reach its victims. One unit at a time: the poisoners run first.
+    bench, answers = _mixed_job()
+    env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
+    fleet.start_worker("w1", concurrency=1, queues="w1", **env)
+    fleet.start_worker("w2", concurrency=1, queues="w2", VERIFLEET_SANDBOX_FRESH="job", **env)
+    fleet.wait_ready(["w1", "w2"])
+    with run_endpoint_in_thread(EndpointConfig(answers=answers)) as ep:
+        isolated = _fleet_job(bench, ep.base_url, redis_url, "w1")
+        shared = _fleet_job(bench, ep.base_url, redis_url, "w2")
+    check_victim([r for r in isolated if r.metadata.question_id in VICTIM_CASES])
+    assert _victim_harmed([r for r in shared if r.metadata.question_id in VICTIM_CASES])
 
 
 def test_attack_sources_are_the_ones_replayed() -> None:
