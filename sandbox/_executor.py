@@ -52,6 +52,13 @@ class Answer(BaseAnswer):
 #: Open files per process: the router holds four descriptors per slot.
 _MAX_FILES = 1024
 
+#: Template processes an executor may hold beyond ``--template-processes``
+#: while their units wait for the model (described, not evaluated yet): a
+#: local run has up to 64 units in flight over two executors, and a process
+#: stopped before its unit's evaluation compiles its template twice (300
+#: one-unit questions, 64 in flight: 564 compiles with 16 slots, 357 with 48).
+_WAITING_PROCESSES = 48
+
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="verifleet.sandbox._executor")
@@ -127,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         _not_dumpable()
         _set_limits(args.memory_mb)
         _warm_up()
-        slots = [Slot.open(i) for i in range(args.template_processes + 1)]
+        waiting = max(0, min(_WAITING_PROCESSES, _MAX_FILES // 4 - 8 - args.template_processes))
+        slots = [Slot.open(i) for i in range(args.template_processes + waiting + 1)]
         control_r, control_w = os.pipe()
         # How the spawner's children ended or stopped, for the router's errors.
         status_r, status_w = os.pipe()
@@ -159,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             limits,
             max_sources=args.max_templates,
             max_classes=args.templates_per_process,
+            max_kept=args.template_processes,
         )
     except Exception as exc:
         write_all(answers, encode(Hello(fatal=f"{type(exc).__name__}: {exc}")))

@@ -101,6 +101,7 @@ class Router:
         limits: Limits,
         max_sources: int,
         max_classes: int = 512,
+        max_kept: int | None = None,
     ) -> None:
         for slot in slots:
             for fd in (slot.request_w, slot.request_r, slot.answer_r):
@@ -122,6 +123,9 @@ class Router:
         self._max_classes = max_classes
         # One slot is always left for one-shot trait children.
         self._max_templates = max(1, len(slots) - 1)
+        # Processes whose units evaluated already are kept up to this many; the
+        # rest of the slots hold only processes whose units still wait.
+        self._max_kept = min(self._max_templates, max_kept or self._max_templates)
         #: Templates handed to a template process to compile, ever.
         self.compiled = 0
         #: The slot of a child forked ahead of need, its hello not read yet.
@@ -171,7 +175,10 @@ class Router:
         return self._exchange(child, request_id, line, self._limits.timeout + _MARGIN, key)
 
     def _new_keyed(self, key: tuple[str, str]) -> _Child:
-        while len(self._templates) >= self._max_templates:
+        while len(self._templates) >= self._max_templates or (
+            len(self._templates) >= self._max_kept
+            and any(not c.pending for c in self._templates.values())
+        ):
             self._evict()
         child = self._spawn()
         self._templates[key] = child

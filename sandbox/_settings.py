@@ -72,7 +72,8 @@ class SandboxSettings(BaseModel):
             model response the pipeline keeps).
         template_processes: Template processes an executor keeps warm (one per
             job and template; LRU: a template beyond them is compiled again
-            in a fresh one).
+            in a fresh one) once their units evaluated; up to 48 more are kept
+            while their units wait for the model (described, not evaluated).
         templates_per_process: With ``fresh_state="job"``, templates one job's
             template process compiles before it is replaced by a fresh one
             (each compiled class stays in its process: ~28 KB each, so a job

@@ -151,3 +151,30 @@ def test_a_jobs_template_process_is_replaced_after_its_share_of_templates() -> N
         sandbox.close()
     oks = [v.verification.field_ok if v.verification else None for v in verdicts]
     assert oks == [True, False, True, True, False, True, True]
+
+
+def test_processes_whose_units_wait_are_kept_beyond_the_kept_count() -> None:
+    # A unit describes its template as it starts and evaluates once the model
+    # replied: with more units waiting than template_processes (2 here), each
+    # waiting process is kept (it would otherwise be stopped and its template
+    # compiled again for the call: 564 compiles for 300 questions with 64 in
+    # flight). Once evaluated, only template_processes of them stay.
+    sandbox = SandboxPool(SandboxSettings(pool_size=1, timeout=5, template_processes=2))
+    sources = [REMEMBERS.replace("NAME", f"n{i}") for i in range(8)]
+    try:
+        with sandbox.scoped("job"):
+            handles = [sandbox.load_template(s, f"q{i}") for i, s in enumerate(sources)]
+            verdicts = [sandbox.evaluate(h, {"value": f"n{i}"}, "") for i, h in enumerate(handles)]
+            assert sandbox.compiled_stats().compiled == 8
+            # Eight processes done: a new template stops the least recently
+            # used of them until two are left with it.
+            fresh = sandbox.load_template(REMEMBERS.replace("NAME", "new"), "q-new")
+            sandbox.evaluate(fresh, {"value": "new"}, "")
+            assert sandbox.compiled_stats().compiled == 9
+            sandbox.evaluate(handles[0], {"value": "n0"}, "")  # its process was stopped
+            assert sandbox.compiled_stats().compiled == 10
+            sandbox.evaluate(fresh, {"value": "new"}, "")  # one of the two kept
+            assert sandbox.compiled_stats().compiled == 10
+    finally:
+        sandbox.close()
+    assert all(v.verification is not None and v.verification.field_ok for v in verdicts)
