@@ -118,9 +118,13 @@ class SandboxSettings(BaseModel):
         return 2 * (self.timeout + 2.0) + 5.0
 
     @classmethod
-    def from_env(cls, mode: str | SandboxMode | None = None) -> SandboxSettings:
+    def from_env(
+        cls, mode: str | SandboxMode | None = None, *, fresh_default: FreshState = "template"
+    ) -> SandboxSettings:
         """Settings from the ``VERIFLEET_SANDBOX*`` variables; ``mode`` overrides
-        ``VERIFLEET_SANDBOX`` when given (the CLI's ``--sandbox``).
+        ``VERIFLEET_SANDBOX`` when given (the CLI's ``--sandbox``);
+        ``fresh_default`` is the fresh state when ``VERIFLEET_SANDBOX_FRESH`` is
+        unset (``verifleet serve`` passes ``job``).
 
         Raises:
             ConfigError: An unknown mode or a non-positive number (also of a
@@ -135,7 +139,7 @@ class SandboxSettings(BaseModel):
         from ._bytecode import default_bytecode_dir  # the host's concern alone
 
         cpu_raw = os.environ.get(ENV_CPU, "").strip()
-        fresh = os.environ.get(ENV_FRESH, "").strip() or "template"
+        fresh = os.environ.get(ENV_FRESH, "").strip() or fresh_default
         if fresh not in ("call", "template", "job"):
             raise ConfigError(f"{ENV_FRESH}={fresh!r} is unknown (choose call, template or job)")
         return cls(

@@ -12,18 +12,19 @@ from collections.abc import Callable
 
 from ._identity import isolation_warning
 from ._pool import reset_default_pool
-from ._settings import ENV_MODE, SandboxSettings
+from ._settings import ENV_MODE, FreshState, SandboxSettings
 
 __all__ = ["start_default_pool"]
 
 
 def start_default_pool(
-    mode: str | None, *, soon: bool = False
+    mode: str | None, *, soon: bool = False, fresh_default: FreshState = "template"
 ) -> tuple[SandboxSettings, Callable[[], None]]:
     """Apply ``mode`` (None: ``$VERIFLEET_SANDBOX``, else strict), replace the
     process-wide pool and start one executor, so a machine that lacks the
     isolation fails at start-up instead of on the first question. With ``soon``
     the executor starts in a thread of its own while the caller goes on.
+    ``fresh_default``: the fresh state unless ``$VERIFLEET_SANDBOX_FRESH`` says.
 
     In seccomp mode, a process that can give executors neither another uid nor
     namespaces of their own (see ``._identity``) starts, but prints a warning
@@ -41,7 +42,7 @@ def start_default_pool(
     if mode is not None:
         # Worker threads and processes started from here read the same mode.
         os.environ[ENV_MODE] = mode
-    settings = SandboxSettings.from_env(mode)
+    settings = SandboxSettings.from_env(mode, fresh_default=fresh_default)
     pool = reset_default_pool(settings)
     failure: list[BaseException] = []
     warnings: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from verifleet.sandbox import SandboxSettings
@@ -32,16 +32,22 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def start_sandbox(args: argparse.Namespace) -> SandboxSettings:
+def start_sandbox(
+    args: argparse.Namespace, *, fresh_default: Literal["call", "template", "job"] = "template"
+) -> SandboxSettings:
     """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
-    isolation fails at start-up (:func:`~verifleet.sandbox.start_default_pool`).
+    isolation fails at start-up (:func:`~verifleet.sandbox.start_default_pool`;
+    ``fresh_default`` as there).
 
     Raises:
         SandboxUnavailable, ConfigError: as ``start_default_pool``.
     """
     from verifleet.sandbox import start_default_pool
 
-    settings, ready = start_default_pool(getattr(args, "sandbox", None))
+    settings, ready = start_default_pool(
+        getattr(args, "sandbox", None),
+        fresh_default=fresh_default,
+    )
     ready()
     return settings
 

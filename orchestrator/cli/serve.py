@@ -272,7 +272,7 @@ def server_plan(args: argparse.Namespace, recipe: ScorerRecipe, tokens: list[str
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from verifleet.reward.serve import parse_networks, run_server
+    from verifleet.reward.serve import SERVED_FRESH_STATE, parse_networks, run_server
 
     if args.nemo_gym_dir is not None:
         assert _PARSER is not None
@@ -287,7 +287,7 @@ def _serve(args: argparse.Namespace) -> int:
         insecure_no_auth=args.insecure_no_auth,
         allow_net=bool(networks),
     )
-    start_sandbox(args)
+    start_sandbox(args, fresh_default=SERVED_FRESH_STATE)
     with contextlib.ExitStack() as stack:
         recipe, benchmark = reward_recipe(
             args, stack, redis_url=args.redis, shared_limits=args.request_timeout

@@ -24,6 +24,7 @@ if typing.TYPE_CHECKING:
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_INFLIGHT,
         DEFAULT_REQUEST_TIMEOUT,
+        SERVED_FRESH_STATE,
     )
     from ._health import HealthListener
     from ._heap import settle_heap
@@ -46,6 +47,7 @@ __all__ = [
     "FAILURE_STATUS",
     "HEALTH_PATH",
     "READY_PATH",
+    "SERVED_FRESH_STATE",
     "SERVE_STATE_ENV",
     "WORKER_APP",
     "CoalescingHttpToolsProtocol",

@@ -1,7 +1,9 @@
-"""The reward service's limits, in a module that imports nothing: ``verifleet
-serve --help`` shows them without loading the service."""
+"""The reward service's limits and defaults, in a module that imports only
+``typing``: ``verifleet serve --help`` shows them without loading the service."""
 
 from __future__ import annotations
+
+from typing import Final
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
@@ -30,3 +32,13 @@ DEFAULT_MAX_INFLIGHT = 512
 #: Rollouts one batch may carry: well under the default ``--max-inflight`` (a
 #: batch is admitted whole or not at all); larger RL steps send several batches.
 DEFAULT_MAX_BATCH = 256
+
+#: The served benchmark's fresh state unless ``VERIFLEET_SANDBOX_FRESH`` says:
+#: its templates compiled side by side in one template process per executor.
+#: A process per question (the default of runs and jobs) pays a fork and a
+#: compile per request once a benchmark has more questions than an executor
+#: keeps processes (64): 132 against 603 verified/s and 9.0 against 0.2 ms of
+#: sandbox CPU per request, 1,000 questions at 1,024 connections (the same at
+#: 100 questions; bench/log/2026-11-29_per_question.md). Inline templates get
+#: a process each either way.
+SERVED_FRESH_STATE: Final = "job"

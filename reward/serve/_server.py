@@ -20,6 +20,7 @@ from verifleet.sandbox import start_default_pool
 
 from ._access import parse_networks
 from ._app import RewardService, service_for
+from ._defaults import SERVED_FRESH_STATE
 from ._health import HealthListener
 from ._heap import settle_heap
 from ._protocol import CoalescingHttpToolsProtocol
@@ -85,7 +86,7 @@ def worker_app() -> RewardService:
             the parent's start-up would have.
     """
     plan = ServerPlan.model_validate_json(os.environ[SERVE_STATE_ENV])
-    start_default_pool(plan.sandbox)[1]()
+    start_default_pool(plan.sandbox, fresh_default=SERVED_FRESH_STATE)[1]()
     app = build_app(plan, plan.scorer.build())
     settle_heap()
     return app

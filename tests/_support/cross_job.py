@@ -23,6 +23,7 @@ __all__ = [
     "attacker_benchmark",
     "check_victim",
     "leaks",
+    "mixed_benchmark",
     "planting_benchmark",
     "victim_benchmark",
 ]
@@ -107,3 +108,16 @@ def check_victim(results: list[VerificationResult]) -> None:
 def leaks(dumps: list[str]) -> list[str]:
     """The dumps (results, response bodies) that contain victim data."""
     return [text for text in dumps if VICTIM_MARK in text]
+
+
+def mixed_benchmark() -> tuple[Benchmark, dict[str, Any]]:
+    """One job whose first questions poison their process (pydantic's
+    ``model_validate`` replaced, a callable ``bool`` written into builtins by
+    ``enum.global_enum``) and whose later questions are the victim's."""
+    attackers, answers = attacker_benchmark()
+    poisoners = [
+        q for q in attackers.questions if q.id in ("poison_model_validate", "poison_builtins")
+    ]
+    victims, victim_answers = victim_benchmark()
+    answers.update(victim_answers)
+    return Benchmark(name="mixed", questions=[*poisoners, *victims.questions]), answers

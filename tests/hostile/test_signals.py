@@ -30,8 +30,8 @@ import pytest
 from _support.cross_job import (
     VICTIM_CASES,
     attack_source,
-    attacker_benchmark,
     check_victim,
+    mixed_benchmark,
     victim_benchmark,
 )
 from _support.fleet import Fleet
@@ -224,22 +224,9 @@ def test_attacks_on_a_two_worker_fleet_leave_the_next_job_alone(
         check_victim(_fleet_job(victim_benchmark()[0], endpoint, redis_url, name))
 
 
-def _mixed_job() -> tuple[Benchmark, dict[str, object]]:
-    """One job whose first questions poison their process (pydantic's
-    ``model_validate`` replaced, a callable ``bool`` written into builtins by
-    ``enum.global_enum``) and whose later questions are the victim's."""
-    attackers, answers = attacker_benchmark()
-    poisoners = [
-        q for q in attackers.questions if q.id in ("poison_model_validate", "poison_builtins")
-    ]
-    victims, victim_answers = victim_benchmark()
-    answers.update(victim_answers)
-    return Benchmark(name="mixed", questions=[*poisoners, *victims.questions]), answers
-
-
 def _mixed_job_results(settings: SandboxSettings) -> list[VerificationResult]:
-    """The victim questions' results of :func:`_mixed_job` on one executor."""
-    bench, answers = _mixed_job()
+    """The victim questions' results of the mixed benchmark on one executor."""
+    bench, answers = mixed_benchmark()
     pool = SandboxPool(settings)
     try:
         with run_endpoint_in_thread(EndpointConfig(answers=answers)) as endpoint:
@@ -287,7 +274,7 @@ def test_one_question_cannot_touch_another_questions_verdict_on_a_fleet(
     # set: a process per job and template), w2 with the opt-out
     # (`VERIFLEET_SANDBOX_FRESH=job`) as the control, where the same job's
     # poisoners do reach its victims. One unit at a time: the poisoners run first.
-    bench, answers = _mixed_job()
+    bench, answers = mixed_benchmark()
     env = {"VERIFLEET_SANDBOX": "strict", "VERIFLEET_SANDBOX_POOL": "1"}
     fleet.start_worker("w1", concurrency=1, queues="w1", **env)
     fleet.start_worker("w2", concurrency=1, queues="w2", VERIFLEET_SANDBOX_FRESH="job", **env)
@@ -301,6 +288,6 @@ def test_one_question_cannot_touch_another_questions_verdict_on_a_fleet(
 
 def test_attack_sources_are_the_ones_replayed() -> None:
     # The mixed job replays the cross-job corpus's poisoners, unchanged.
-    bench, _ = _mixed_job()
+    bench, _ = mixed_benchmark()
     sources = {q.id: q.answer_template for q in bench.questions}
     assert sources["poison_builtins"] == attack_source("poison_builtins")
