@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from verifleet.schemas import Benchmark, Question, VerificationResult
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "mixed_benchmark",
     "planting_benchmark",
     "victim_benchmark",
+    "victim_rewards",
 ]
 
 CROSS_DIR = Path(__file__).resolve().parent.parent / "hostile" / "cross_job"
@@ -121,3 +124,13 @@ def mixed_benchmark() -> tuple[Benchmark, dict[str, Any]]:
     victims, victim_answers = victim_benchmark()
     answers.update(victim_answers)
     return Benchmark(name="mixed", questions=[*poisoners, *victims.questions]), answers
+
+
+def victim_rewards(client: httpx.Client) -> dict[str, float]:
+    """The reward ``/verify`` gives each victim question's response, by question id."""
+    rewards = {}
+    for qid, (_, response, _) in VICTIM_CASES.items():
+        reply = client.post("/verify", json={"question_id": qid, "response": response})
+        assert reply.status_code == 200, reply.text
+        rewards[qid] = float(reply.json()["reward"])
+    return rewards

@@ -28,6 +28,7 @@ from _support.cross_job import (
     leaks,
     planting_benchmark,
     victim_benchmark,
+    victim_rewards,
 )
 from _support.fleet import Fleet
 
@@ -184,21 +185,13 @@ def test_attacks_through_verify(endpoint: str) -> None:
         victim, [ModelConfig.parse(f"{endpoint}#judge")], RewardConfig(), resources=resources
     )
 
-    def rewards(client: httpx.Client) -> dict[str, float]:
-        out = {}
-        for qid, (_, response, _) in VICTIM_CASES.items():
-            reply = client.post("/verify", json={"question_id": qid, "response": response})
-            assert reply.status_code == 200, reply.text
-            out[qid] = reply.json()["reward"]
-        return out
-
     try:
         with (
             serve_in_thread(app, lifespan="off") as served,
             httpx.Client(base_url=served.url, timeout=60, trust_env=False) as client,
         ):
             expected = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
-            assert rewards(client) == expected
+            assert victim_rewards(client) == expected
             bodies = []
             for stem in ATTACKS:
                 question = {
@@ -222,7 +215,7 @@ def test_attacks_through_verify(endpoint: str) -> None:
                 }
                 reply = client.post("/verify", json={"question": inline, "response": "Rome"})
                 assert reply.status_code in (200, 422), reply.text
-            assert rewards(client) == expected
+            assert victim_rewards(client) == expected
     finally:
         resources.sandbox.close()
     assert leaks(bodies) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _support.cross_job import VICTIM_CASES, mixed_benchmark
+from _support.cross_job import VICTIM_CASES, mixed_benchmark, victim_rewards
 from _support.serve_process import running_serve
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
@@ -43,12 +43,7 @@ def _served_rewards(tmp_path: Path, env: dict[str, str]) -> dict[str, float]:
                 body = {"question_id": question.id, "response": "attacker response"}
                 reply = client.post("/verify", json=body)
                 assert reply.status_code == 200, reply.text
-            rewards = {}
-            for qid, (_, response, _) in VICTIM_CASES.items():
-                reply = client.post("/verify", json={"question_id": qid, "response": response})
-                assert reply.status_code == 200, reply.text
-                rewards[qid] = reply.json()["reward"]
-    return rewards
+            return victim_rewards(client)
 
 
 def test_with_a_process_per_question_a_served_question_cannot_touch_anothers_reward(
