@@ -96,8 +96,11 @@ def step_budget(max_steps: int) -> Iterator[None]:
         _budget.left, _budget.limit = previous
 
 
-def _step_call() -> ast.Call:
-    return ast.Call(func=ast.Name(id=STEP_NAME, ctx=ast.Load()), args=[], keywords=[])
+def _step_call(anchor: ast.AST) -> ast.Call:
+    """A call of :func:`step`, at ``anchor``'s place in the source (every new node
+    located here, so that the tree needs no second walk to fill locations in)."""
+    name = ast.copy_location(ast.Name(id=STEP_NAME, ctx=ast.Load()), anchor)
+    return ast.copy_location(ast.Call(func=name, args=[], keywords=[]), anchor)
 
 
 class _Instrument(ast.NodeTransformer):
@@ -107,17 +110,15 @@ class _Instrument(ast.NodeTransformer):
             value = body[0].value
             at = 1 if isinstance(value, ast.Constant) and isinstance(value.value, str) else 0
         anchor = body[at] if at < len(body) else body[-1]
-        return [*body[:at], ast.copy_location(ast.Expr(_step_call()), anchor), *body[at:]]
+        opening = ast.copy_location(ast.Expr(_step_call(anchor)), anchor)
+        return [*body[:at], opening, *body[at:]]
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         self.generic_visit(node)
         node.body = self._open(node.body, keep_docstring=True)
         return node
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        node.body = self._open(node.body, keep_docstring=True)
-        return node
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
 
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> ast.AST:
         self.generic_visit(node)
@@ -128,15 +129,14 @@ class _Instrument(ast.NodeTransformer):
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
         self.generic_visit(node)
-        node.ifs.insert(0, ast.copy_location(_step_call(), node.target))
+        node.ifs.insert(0, _step_call(node.target))
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.generic_visit(node)
         # step() is True: ``True and body`` is the body's value.
-        node.body = ast.copy_location(
-            ast.BoolOp(op=ast.And(), values=[_step_call(), node.body]), node.body
-        )
+        values = [_step_call(node.body), node.body]
+        node.body = ast.copy_location(ast.BoolOp(op=ast.And(), values=values), node.body)
         return node
 
 
@@ -144,4 +144,5 @@ def instrument(tree: ast.Module) -> ast.Module:
     """``tree`` with a :func:`step` call wherever template code can repeat
     (changed in place and returned). Run the guard on the tree first: the calls
     name :data:`STEP_NAME`, which it refuses in template source."""
-    return ast.fix_missing_locations(_Instrument().visit(tree))
+    _Instrument().visit(tree)
+    return tree
