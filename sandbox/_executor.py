@@ -52,6 +52,10 @@ class Answer(BaseAnswer):
 #: Open files per process: the router holds four descriptors per slot.
 _MAX_FILES = 1024
 
+#: Slots' worth of descriptors (four each) left to the router's other files
+#: (stdio, the protocol's duplicates, the spawner's control and status pipes).
+_OTHER_FILES_SLOTS = 8
+
 #: Template processes an executor may hold beyond ``--template-processes``
 #: while their units wait for the model (described, not evaluated yet): a
 #: local run has up to 64 units in flight over two executors, and a process
@@ -134,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         _not_dumpable()
         _set_limits(args.memory_mb)
         _warm_up()
-        waiting = max(0, min(_WAITING_PROCESSES, _MAX_FILES // 4 - 8 - args.template_processes))
+        room = _MAX_FILES // 4 - _OTHER_FILES_SLOTS - args.template_processes
+        waiting = max(0, min(_WAITING_PROCESSES, room))
         slots = [Slot.open(i) for i in range(args.template_processes + waiting + 1)]
         control_r, control_w = os.pipe()
         # How the spawner's children ended or stopped, for the router's errors.
