@@ -200,59 +200,43 @@ def main() -> None:
     from bench._harness import machine_line  # not in the measuring processes (python -S)
 
     print(machine_line())
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for name, flags in _CASES.items():
         modules = [flags[1]] if flags[:1] == ["--import"] else []
-        evaluate = flags == ["--evaluate"]
-        spec = json.dumps({"modules": modules, "evaluate": evaluate})
-        interpreter = [sys.executable, *(["-S"] if flags == ["-S"] else [])]
-        env = {**os.environ, "PYTHONPATH": root}
-        code = "from bench.fork_floor import main; main()"
-        out = subprocess.run(
-            [*interpreter, "-c", code, "--n", str(args.n), "--case-json", spec],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-            cwd=root,
-        ).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        spec = {"modules": modules, "evaluate": flags == ["--evaluate"]}
+        r = _measure(spec, args.n, bare=flags == ["-S"])
         total = r["parent_ms"] + r["child_ms"]
         print(
             f"fork + exit, {name:<40} {total:6.2f} ms CPU "
             f"(parent {r['parent_ms']:.2f}, child {r['child_ms']:.2f}; {r['rss_mb']:.0f} MB resident)"
         )
-    code = "from bench.fork_floor import main; main()"
-    spec = json.dumps({"subinterpreter": True})
-    out = subprocess.run(
-        [sys.executable, "-c", code, "--case-json", spec],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": root},
-        cwd=root,
-    ).stdout
-    r = json.loads(out.strip().splitlines()[-1])
+    r = _measure({"subinterpreter": True}, args.n)
     print(
         f"sub-interpreter: created in {r['create_ms']:.1f} ms of CPU, "
         f"pydantic imported in it in {r['pydantic_ms']:.1f} ms more"
     )
-    _print_question_case(args.n, root)
+    _print_question_case(_measure({"question": True}, args.n))
 
 
-def _print_question_case(n: int, root: str) -> None:
-    """Measure a question's process in a process of its own and print it
-    against the issue's allowance."""
+def _measure(spec: dict[str, object], n: int, *, bare: bool = False) -> dict[str, float]:
+    """Run one case in a measuring process of its own (``python -S`` when
+    ``bare``) and return the figures it printed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    interpreter = [sys.executable, *(["-S"] if bare else [])]
     code = "from bench.fork_floor import main; main()"
     out = subprocess.run(
-        [sys.executable, "-c", code, "--n", str(n), "--case-json", json.dumps({"question": True})],
+        [*interpreter, "-c", code, "--n", str(n), "--case-json", json.dumps(spec)],
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "PYTHONPATH": root},
         cwd=root,
     ).stdout
-    r = json.loads(out.strip().splitlines()[-1])
+    figures: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return figures
+
+
+def _print_question_case(r: dict[str, float]) -> None:
+    """Print a question's process against the issue's allowance."""
     fresh = r["parent_ms"] + r["child_ms"]
     extra = fresh - r["warm_ms"]
     allowed = _TARGET_MS_PER_UNIT * _UNITS_PER_QUESTION
