@@ -26,12 +26,13 @@ if typing.TYPE_CHECKING:
     from ._identity import isolation_warning
     from ._handle import TemplateEvaluation, TemplateHandle, TemplateVerification
     from ._pool import SandboxPool, SandboxStats, default_pool, reset_default_pool
-    from ._settings import SandboxMode, SandboxSettings
+    from ._settings import FreshState, SandboxMode, SandboxSettings
     from ._start import start_default_pool
 
 __all__ = [
     "ExecutorBusy",
     "ExecutorCrashed",
+    "FreshState",
     "ReadWait",
     "SandboxChecker",
     "SandboxError",

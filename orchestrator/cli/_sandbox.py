@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from verifleet.sandbox import SandboxSettings
+    from verifleet.sandbox import FreshState, SandboxSettings
 
 __all__ = ["SANDBOX_MODES", "add_sandbox_argument", "start_sandbox", "start_sandbox_soon"]
 
@@ -33,7 +33,7 @@ def add_sandbox_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def start_sandbox(
-    args: argparse.Namespace, *, fresh_default: Literal["call", "template", "job"] = "template"
+    args: argparse.Namespace, *, fresh_default: FreshState = "template"
 ) -> SandboxSettings:
     """Apply ``--sandbox`` and start one executor now, so a machine that lacks the
     isolation fails at start-up (:func:`~verifleet.sandbox.start_default_pool`;
@@ -45,8 +45,7 @@ def start_sandbox(
     from verifleet.sandbox import start_default_pool
 
     settings, ready = start_default_pool(
-        getattr(args, "sandbox", None),
-        fresh_default=fresh_default,
+        getattr(args, "sandbox", None), fresh_default=fresh_default
     )
     ready()
     return settings

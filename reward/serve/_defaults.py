@@ -10,6 +10,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_INFLIGHT",
     "DEFAULT_REQUEST_TIMEOUT",
+    "SERVED_FRESH_STATE",
 ]
 
 #: A long agent trajectory is tens of kilobytes; 8 MiB leaves room without letting

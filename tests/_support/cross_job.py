@@ -21,6 +21,7 @@ __all__ = [
     "ATTACKS",
     "PLANTED_COPY",
     "VICTIM_MARK",
+    "VICTIM_REWARDS",
     "attack_source",
     "attacker_benchmark",
     "check_victim",
@@ -111,6 +112,10 @@ def check_victim(results: list[VerificationResult]) -> None:
 def leaks(dumps: list[str]) -> list[str]:
     """The dumps (results, response bodies) that contain victim data."""
     return [text for text in dumps if VICTIM_MARK in text]
+
+
+#: The reward ``/verify`` owes each victim question's response, by question id.
+VICTIM_REWARDS = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
 
 
 def mixed_benchmark() -> tuple[Benchmark, dict[str, Any]]:

@@ -21,7 +21,7 @@ from _support.asgi_thread import serve_in_thread
 from _support.cross_job import (
     ATTACKS,
     PLANTED_COPY,
-    VICTIM_CASES,
+    VICTIM_REWARDS,
     attack_source,
     attacker_benchmark,
     check_victim,
@@ -190,8 +190,7 @@ def test_attacks_through_verify(endpoint: str) -> None:
             serve_in_thread(app, lifespan="off") as served,
             httpx.Client(base_url=served.url, timeout=60, trust_env=False) as client,
         ):
-            expected = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
-            assert victim_rewards(client) == expected
+            assert victim_rewards(client) == VICTIM_REWARDS
             bodies = []
             for stem in ATTACKS:
                 question = {
@@ -215,7 +214,7 @@ def test_attacks_through_verify(endpoint: str) -> None:
                 }
                 reply = client.post("/verify", json={"question": inline, "response": "Rome"})
                 assert reply.status_code in (200, 422), reply.text
-            assert victim_rewards(client) == expected
+            assert victim_rewards(client) == VICTIM_REWARDS
     finally:
         resources.sandbox.close()
     assert leaks(bodies) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _support.cross_job import VICTIM_CASES, mixed_benchmark, victim_rewards
+from _support.cross_job import VICTIM_CASES, VICTIM_REWARDS, mixed_benchmark, victim_rewards
 from _support.serve_process import running_serve
 
 from bench.endpoint import EndpointConfig, run_endpoint_in_thread
@@ -24,8 +24,6 @@ from verifleet.reward.serve import SERVED_FRESH_STATE
 from verifleet.schemas import dump_benchmark
 
 pytestmark = pytest.mark.integration
-
-EXPECTED = {qid: float(case[2]) for qid, case in VICTIM_CASES.items()}
 
 
 def _served_rewards(tmp_path: Path, env: dict[str, str]) -> dict[str, float]:
@@ -49,7 +47,7 @@ def _served_rewards(tmp_path: Path, env: dict[str, str]) -> dict[str, float]:
 def test_with_a_process_per_question_a_served_question_cannot_touch_anothers_reward(
     tmp_path: Path,
 ) -> None:
-    assert _served_rewards(tmp_path, {"VERIFLEET_SANDBOX_FRESH": "template"}) == EXPECTED
+    assert _served_rewards(tmp_path, {"VERIFLEET_SANDBOX_FRESH": "template"}) == VICTIM_REWARDS
 
 
 def test_control_by_default_the_served_benchmark_shares_one_process(
@@ -59,4 +57,4 @@ def test_control_by_default_the_served_benchmark_shares_one_process(
     # for its templates, where the poisoners' code reaches the victims'.
     monkeypatch.delenv("VERIFLEET_SANDBOX_FRESH", raising=False)
     assert SERVED_FRESH_STATE == "job"
-    assert _served_rewards(tmp_path, {}) != EXPECTED
+    assert _served_rewards(tmp_path, {}) != VICTIM_REWARDS
